@@ -1,0 +1,264 @@
+"""The ``tessera`` command.
+
+    tessera up      [--host H] [--port P] [--data-dir D] [--workers N]   everything on one machine
+    tessera api     [--host H] [--port P]                                 the HTTP API only
+    tessera worker  [--name N]                                            one worker (supervisor)
+    tessera ops     [NAME]                                                the operation catalogue
+    tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("tessera")
+
+
+# ----------------------------------------------------------------------------- helpers
+def parse_op(text: str) -> dict[str, Any]:
+    """``name`` or ``name:k=v,k=v`` → ``{"op": name, k: v...}``; values are read as JSON when they
+    parse as JSON (numbers, true/false, null), else kept as strings."""
+    name, _, rest = text.partition(":")
+    step: dict[str, Any] = {"op": name.strip()}
+    if rest.strip():
+        for pair in rest.split(","):
+            k, eq, v = pair.partition("=")
+            if not eq or not k.strip():
+                raise SystemExit(f"tessera: bad parameter {pair!r} in --op {text!r} (use k=v)")
+            try:
+                step[k.strip()] = json.loads(v)
+            except json.JSONDecodeError:
+                step[k.strip()] = v
+    return step
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Popen[bytes], str]:
+    """A private redis-server with AOF persistence under ``data_dir/redis``."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise SystemExit(
+            "tessera: redis-server not found. Install it (Debian: apt-get install redis-server) "
+            "or point TESSERA_REDIS_URL at a Redis you run."
+        )
+    rdir = data_dir / "redis"
+    rdir.mkdir(parents=True, exist_ok=True)
+    port = _free_port(host)
+    proc = subprocess.Popen(
+        [exe, "--bind", host, "--port", str(port), "--dir", str(rdir), "--appendonly", "yes",
+         "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
+         "--logfile", str(rdir / "redis.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://{host}:{port}/0"
+    import redis
+
+    deadline = time.time() + 10
+    while True:
+        try:
+            redis.Redis.from_url(url).ping()
+            return proc, url
+        except redis.ConnectionError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise SystemExit(f"tessera: redis-server did not start (see {rdir}/redis.log)")
+            time.sleep(0.05)
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_up(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, TESSERA_DATA_DIR=str(data_dir))
+    procs: list[subprocess.Popen[bytes]] = []
+    redis_url = os.environ.get("TESSERA_REDIS_URL") or os.environ.get("REDIS_URL")
+    if redis_url:
+        log.info("using Redis at %s", redis_url)
+    else:
+        rp, redis_url = start_redis(data_dir)
+        procs.append(rp)
+        log.info("started a private redis-server at %s (AOF under %s)", redis_url,
+                 data_dir / "redis")
+    env["TESSERA_REDIS_URL"] = redis_url
+    py = sys.executable
+    for i in range(args.workers):
+        procs.append(subprocess.Popen([py, "-m", "workers", "--name",
+                                       f"{socket.gethostname()}-w{i}"], env=env))
+    procs.append(subprocess.Popen([py, "-m", "uvicorn", "--factory", "service.main:create_app", "--host", args.host,
+                                   "--port", str(args.port), "--log-level", "warning"], env=env))
+    shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
+    url = f"http://{shown}:{args.port}"
+    _wait_http(url + "/healthz", procs)
+    print(f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
+          f"data in {data_dir}). Ctrl-C stops it.", flush=True)
+    stop = False
+
+    def on_signal(_s: int, _f: Any) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        while not stop:
+            for p in procs:
+                if p.poll() is not None:
+                    log.error("a component exited (%s, code %s); stopping", p.args, p.returncode)
+                    stop = True
+            time.sleep(0.5)
+    finally:
+        for p in reversed(procs):  # API, then workers, then Redis last
+            if p.poll() is None:
+                p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    return 0
+
+
+def _wait_http(url: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    import httpx
+
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.2)
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    raise SystemExit("tessera: the API did not come up")
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
+                log_level="info")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from workers.__main__ import main as worker_main
+
+    worker_main((["--name", args.name] if args.name else []) + ["--log-level", args.log_level])
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from workers.engine.ops import OPS
+
+    if args.name:
+        print(json.dumps(OPS.get(args.name).catalogue_entry(), indent=2))
+        return 0
+    if args.json:
+        print(json.dumps(OPS.catalogue(), indent=2))
+        return 0
+    for op in OPS:
+        print(f"{op.name:<26} {op.summary}")
+        for field, info in op.params.model_fields.items():
+            default = info.default
+            ann = getattr(info.annotation, "__name__", str(info.annotation))
+            arg = f"{field}={default!r}"
+            print(f"    {arg:<26} {ann:<8} {info.description or ''}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from workers.engine import EngineError, TriMesh
+
+    steps = [parse_op(o) for o in args.op]
+    try:
+        t0 = time.perf_counter()
+        mesh = TriMesh.load(args.input)
+        t1 = time.perf_counter()
+        result = mesh.run(steps, device=args.device)
+        t2 = time.perf_counter()
+        result.mesh.save(args.output, attributes=args.attribute or None)
+        t3 = time.perf_counter()
+    except EngineError as exc:
+        print(f"tessera: {exc.code}: {exc.message} {json.dumps(exc.detail) if exc.detail else ''}",
+              file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"tessera: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"{args.input}: {mesh.n_vertices} vertices, {mesh.n_faces} faces "
+              f"(read {t1 - t0:.3f}s)")
+        for s in result.steps:
+            rep = f" {json.dumps(s.report)}" if s.report else ""
+            print(f"  {s.op:<24} {s.seconds:8.3f}s{rep}")
+        print(f"{args.output}: {result.mesh.n_vertices} vertices, {result.mesh.n_faces} faces "
+              f"(write {t3 - t2:.3f}s, {result.backend})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tessera", description="GPU mesh processing.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    up = sub.add_parser("up", help="run Redis (unless TESSERA_REDIS_URL), the API and workers")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8000)
+    up.add_argument("--data-dir", default=os.environ.get("TESSERA_DATA_DIR", "./tessera-data"))
+    up.add_argument("--workers", type=int, default=1)
+    up.set_defaults(fn=cmd_up)
+
+    api = sub.add_parser("api", help="run the HTTP API")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8000)
+    api.set_defaults(fn=cmd_api)
+
+    w = sub.add_parser("worker", help="run one worker")
+    w.add_argument("--name")
+    w.add_argument("--log-level", default="INFO")
+    w.set_defaults(fn=cmd_worker)
+
+    ops = sub.add_parser("ops", help="list the operations and their parameters")
+    ops.add_argument("name", nargs="?")
+    ops.add_argument("--json", action="store_true")
+    ops.set_defaults(fn=cmd_ops)
+
+    run = sub.add_parser("run", help="process a file locally, no server")
+    run.add_argument("input")
+    run.add_argument("--op", action="append", default=[], metavar="NAME[:k=v,...]")
+    run.add_argument("-o", "--output", required=True)
+    run.add_argument("--attribute", action="append", metavar="NAME",
+                     help="attribute to write (default: all)")
+    run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+    run.add_argument("-q", "--quiet", action="store_true")
+    run.set_defaults(fn=cmd_run)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    sys.exit(args.fn(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The FastAPI application: ``create_app()`` wires routers, error handlers, limits and metrics.
+
+Importing this module never initialises CUDA: the engine is imported for its operation catalogue
+and its CPU parsers only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import redis
+from fastapi import FastAPI
+from pydantic.json_schema import models_json_schema
+
+from workers.queue.blobs import LocalBlobStore
+from workers.queue.jobs import JobQueue
+
+from . import errors
+from .config import Settings, get_settings
+from .limits import BodySizeLimit
+from .metrics import Metrics, MetricsMiddleware
+from .routes import health, jobs, operations
+from .schemas import JobCreate
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+DESCRIPTION = """GPU mesh processing as a service.
+
+Submit a triangle mesh and a pipeline of operations to `POST /v1/jobs`, follow the job at
+`GET /v1/jobs/{id}`, download the result from `GET /v1/jobs/{id}/result`. The operations and
+their parameters are listed at `GET /v1/operations`. Errors are `application/problem+json` with a
+stable `code`.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        client = redis.Redis.from_url(settings.redis_url, socket_timeout=5,
+                                      socket_connect_timeout=2, health_check_interval=30)
+        app.state.queue = JobQueue(client, lease_seconds=settings.lease_seconds,
+                                   max_attempts=settings.max_attempts,
+                                   job_ttl_seconds=settings.job_ttl_seconds,
+                                   tombstone_seconds=settings.tombstone_seconds)
+        app.state.store = LocalBlobStore(settings.blob_root)
+        try:
+            yield
+        finally:
+            client.close()
+
+    app = FastAPI(title="Tessera", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    errors.install(app)
+    app.include_router(jobs.router)
+    app.include_router(operations.router)
+    app.include_router(health.router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            schema = get_openapi(title=app.title, version=app.version,
+                                 description=app.description, routes=app.routes)
+            # the job spec travels as a JSON string inside the multipart form: document its model
+            _, defs = models_json_schema([(JobCreate, "validation")],
+                                         ref_template="#/components/schemas/{model}")
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

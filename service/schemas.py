@@ -1,0 +1,144 @@
+"""Request and response models. The job spec's pipeline is a discriminated union over ``op`` built
+from the operation registry, so every operation's parameters are documented under one route."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workers.engine.io import OUTPUT_FORMATS
+from workers.engine.ops import OPS
+
+_STEP_MODELS = tuple(OPS.step_models())
+Step = Annotated[Union[_STEP_MODELS], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
+
+OutputFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
+
+
+class OutputSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: OutputFormat = Field("ply", description="File format of the result.")
+    attributes: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        None, max_length=64,
+        description="Attributes to write into the result; all of them when omitted. Each must be "
+        "produced by the pipeline (or present in the input) and fit the format.",
+    )
+
+
+class JobCreate(BaseModel):
+    """What to do with the uploaded mesh."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pipeline: list[Step] = Field(  # type: ignore[valid-type]
+        default_factory=list, max_length=100,
+        description="Operations applied in order. Empty: the mesh is converted to the output format.",
+    )
+    output: OutputSpec = Field(default_factory=OutputSpec)  # type: ignore[arg-type]
+    device: Literal["auto", "gpu", "cpu"] = Field(
+        "auto", description="Where to run: a GPU when one is available (auto), or insist on one."
+    )
+    deadline_seconds: int | None = Field(
+        None, ge=1, le=24 * 3600, description="Run time allowed before the job fails as timed out."
+    )
+
+
+class ResultPublic(BaseModel):
+    url: str
+    format: str
+    bytes: int
+    filename: str
+    media_type: str
+
+
+class ErrorPublic(BaseModel):
+    code: str
+    message: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class InputPublic(BaseModel):
+    name: str
+    bytes: int
+    vertices: int
+    faces: int
+
+
+class JobPublic(BaseModel):
+    id: str
+    url: str
+    state: Literal["queued", "running", "succeeded", "failed", "cancelled", "expired"]
+    progress: float = Field(description="0 to 1; monotone within an attempt.")
+    stage: str | None = None
+    attempts: int = Field(description="Runs started so far.")
+    max_attempts: int
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime | None = None
+    worker: str | None = None
+    timings: dict[str, float] = Field(
+        default_factory=dict,
+        description="Seconds per stage: upload, parse, store_input (API); queued; load, "
+        "stats_before, <i>:<op>, stats_after, serialize, store, run (worker).",
+    )
+    stats_before: dict[str, Any] | None = None
+    stats_after: dict[str, Any] | None = None
+    reports: list[dict[str, Any]] | None = None
+    backend: str | None = None
+    error: ErrorPublic | None = None
+    input: InputPublic | None = None
+    result: ResultPublic | None = None
+    spec: dict[str, Any]
+
+
+def _dt(x: float | None) -> datetime | None:
+    return datetime.fromtimestamp(x, tz=timezone.utc) if x else None
+
+
+def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
+    state = rec.get("state", "queued")
+    expired = bool(rec.get("expires_at") and now > rec["expires_at"])
+    if expired and state in ("succeeded", "failed", "cancelled"):
+        state = "expired"
+    timings = dict(rec.get("timings") or {})
+    if rec.get("started_at") and rec.get("created_at"):
+        timings["queued"] = max(rec["started_at"] - rec["created_at"], 0.0)
+    url = f"{base_url}/v1/jobs/{rec['id']}"
+    result = None
+    if state == "succeeded" and rec.get("result"):
+        r = rec["result"]
+        result = ResultPublic(url=f"{url}/result", format=r["format"], bytes=r["bytes"],
+                              filename=r["filename"], media_type=r["media_type"])
+    return JobPublic(
+        id=rec["id"], url=url, state=state, progress=float(rec.get("progress") or 0.0),
+        stage=rec.get("stage") or None, attempts=int(rec.get("attempt") or 0),
+        max_attempts=int(rec.get("max_attempts") or 1),
+        created_at=_dt(rec.get("created_at")) or datetime.now(timezone.utc),
+        started_at=_dt(rec.get("started_at")), finished_at=_dt(rec.get("finished_at")),
+        expires_at=_dt(rec.get("expires_at")), worker=rec.get("owner") or None,
+        timings=timings, stats_before=rec.get("stats_before"), stats_after=rec.get("stats_after"),
+        reports=rec.get("reports"), backend=rec.get("backend") or None,
+        error=ErrorPublic(**rec["error"]) if rec.get("error") else None,
+        input=InputPublic(**rec["input"]) if rec.get("input") else None,
+        result=result, spec=rec.get("spec") or {},
+    )
+
+
+class OperationPublic(BaseModel):
+    name: str
+    summary: str
+    description: str
+    kind: str
+    backends: list[str]
+    params: dict[str, Any] = Field(description="JSON Schema of the operation's parameters.")
+    outputs: dict[str, dict[str, str]]
+    report: str
+
+
+class OperationsPublic(BaseModel):
+    data: list[OperationPublic]
+    count: int

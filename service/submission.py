@@ -1,0 +1,146 @@
+"""Accepting a job: validate the spec, parse the mesh, store the input, queue the job.
+
+Everything a caller can get wrong is checked here, before anything is stored, so that a rejected
+upload leaves no job and no blob behind. Runs in the API's thread pool (parsing is CPU work).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from workers.engine.errors import SpecError
+from workers.engine.io import OUTPUT_HOLDS, format_can_hold, load_bytes
+from workers.engine.mesh import TriMesh
+from workers.engine.ops import OPS
+from workers.queue import keys
+from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
+from workers.queue.jobs import JobQueue
+from workers.runner import encode_input
+
+from .errors import ProblemError
+from .schemas import JobCreate
+
+
+def parse_spec(text: str) -> JobCreate:
+    try:
+        return JobCreate.model_validate_json(text)
+    except ValidationError as exc:
+        errors = [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
+                  for e in exc.errors(include_url=False, include_context=False)]
+        raise SpecError("the job spec is invalid", code="spec.invalid", errors=errors) from None
+
+
+def check_output(spec: JobCreate, mesh: TriMesh) -> None:
+    """Every requested attribute must be produced by the pipeline or be in the input, and the
+    output format must be able to hold it."""
+    if spec.output.attributes is None:
+        return
+    available: dict[str, str] = {k: "vertex" for k in mesh.vertex_attrs}
+    available.update({k: "face" for k in mesh.face_attrs})
+    for step in spec.pipeline:
+        for name, out in OPS.get(step.op).outputs.items():
+            available[name] = out.element.value
+    fmt = spec.output.format
+    for name in spec.output.attributes:
+        if name not in available:
+            raise SpecError("requested attribute is not produced by the pipeline",
+                            code="spec.unknown_attribute", attribute=name,
+                            available=sorted(available))
+        if not format_can_hold(fmt, name, available[name]):
+            raise SpecError("output format cannot hold this attribute",
+                            code="spec.attribute_not_supported", format=fmt, attribute=name,
+                            holds=OUTPUT_HOLDS[fmt])
+
+
+def body_hash(spec_text: str, data: bytes) -> str:
+    h = hashlib.sha256()
+    h.update(hashlib.sha256(spec_text.encode()).digest())
+    h.update(data)
+    return h.hexdigest()
+
+
+@dataclass
+class Accepted:
+    job_id: str
+    replayed: bool
+
+
+def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | None:
+    """The job an earlier request with this key created, or None; 409 when the body differs."""
+    if not key:
+        return None
+    prev = queue.r.get(keys.idempotency(key))
+    if prev is None:
+        return None
+    job_id, _, prev_hash = (prev.decode() if isinstance(prev, bytes) else prev).partition("|")
+    if prev_hash != digest:
+        raise ProblemError(409, "idempotency.conflict",
+                           "this Idempotency-Key was used with a different request body",
+                           job_id=job_id)
+    return job_id
+
+
+def accept(
+    *,
+    queue: JobQueue,
+    store: BlobStore,
+    spec_text: str,
+    data: bytes,
+    filename: str,
+    idempotency_key: str | None,
+    upload_seconds: float,
+    max_expanded: int,
+    deadline_limit: int,
+) -> Accepted:
+    digest = body_hash(spec_text, data) if idempotency_key else ""
+    earlier = check_idempotency(queue, idempotency_key, digest)
+    if earlier:
+        return Accepted(earlier, True)
+
+    spec = parse_spec(spec_text)
+    if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
+        raise SpecError("deadline above the service's limit", code="spec.deadline_too_long",
+                        limit_seconds=deadline_limit)
+    t = time.perf_counter()
+    mesh = load_bytes(data, filename, max_expanded=max_expanded)
+    parse_s = time.perf_counter() - t
+    check_output(spec, mesh)
+
+    job_id = uuid.uuid4().hex
+    t = time.perf_counter()
+    spec_dict: dict[str, Any] = spec.model_dump(mode="json")
+    if spec.deadline_seconds is None:
+        spec_dict["deadline_seconds"] = deadline_limit
+    store.put_bytes(input_key(job_id), encode_input(mesh))
+    inp = {"name": filename[-200:], "bytes": len(data), "vertices": mesh.n_vertices,
+           "faces": mesh.n_faces}
+    manifest = {"id": job_id, "spec": spec_dict, "input": inp, "created_at": time.time(),
+                "idempotency_key": idempotency_key}
+    store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
+    store_s = time.perf_counter() - t
+
+    fields = {"spec": spec_dict, "input": inp,
+              "timings": {"upload": upload_seconds, "parse": parse_s, "store_input": store_s}}
+    try:
+        status, dup = queue.submit(job_id, fields, idempotency_key=idempotency_key,
+                                   body_hash=digest)
+    except BaseException:
+        store.delete_prefix(job_prefix(job_id))
+        raise
+    if status == "duplicate" and dup:
+        # another request with the same key won the race: drop ours, answer with theirs
+        store.delete_prefix(job_prefix(job_id))
+        prev_id, _, prev_hash = dup.partition("|")
+        if prev_hash != digest:
+            raise ProblemError(409, "idempotency.conflict",
+                               "this Idempotency-Key was used with a different request body",
+                               job_id=prev_id)
+        return Accepted(prev_id, True)
+    return Accepted(job_id, False)

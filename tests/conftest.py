@@ -1,0 +1,170 @@
+"""Shared fixtures: a real Redis (private server or ``TESSERA_TEST_REDIS_URL``), settings on a
+temporary data directory, the API client, worker processes, and the real meshes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MESHES = Path(os.environ.get("TESSERA_MESHES", ROOT.parent / "shared" / "meshes"))
+
+# the testing operation (sleep/fail) is registered in this process and in every child it starts
+os.environ["TESSERA_TEST_OPS"] = "1"
+
+
+def mesh_path(name: str) -> Path:
+    p = MESHES / name
+    if not p.is_file():
+        pytest.fail(f"test mesh {p} missing: set TESSERA_MESHES to the shared/meshes folder")
+    return p
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """A private redis-server the tests own (so they may stop and restart it)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.exe = shutil.which("redis-server")
+        if self.exe is None:
+            pytest.fail("redis-server not found: install it (make test does) or set "
+                        "TESSERA_TEST_REDIS_URL")
+        self.dir = workdir
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [str(self.exe), "--bind", "127.0.0.1", "--port", str(self.port), "--dir",
+             str(self.dir), "--save", "", "--appendonly", "yes", "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import redis
+
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                redis.Redis.from_url(self.url).ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        pytest.fail("private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("TESSERA_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[object]:
+    import redis
+
+    r = redis.Redis.from_url(redis_url)
+    r.flushdb()
+    yield r
+    r.flushdb()
+    r.close()
+
+
+@pytest.fixture
+def settings(redis_client: object, redis_url: str, tmp_path: Path) -> object:
+    from workers.settings import Settings
+
+    return Settings(redis_url=redis_url, data_dir=tmp_path / "data", lease_seconds=2.0,
+                    max_attempts=3, max_upload_bytes=8 << 20)
+
+
+def settings_env(s: object) -> dict[str, str]:
+    """Environment that makes a child process read the same settings."""
+    env = dict(os.environ)
+    for k, v in s.model_dump().items():  # type: ignore[attr-defined]
+        if v is not None:
+            env[f"TESSERA_{k.upper()}"] = str(v)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture
+def client(settings: object) -> Iterator[object]:
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    with TestClient(create_app(settings)) as c:  # type: ignore[arg-type]
+        yield c
+
+
+class Workers:
+    """Worker processes (``python -m workers``) started by a test and stopped after it."""
+
+    def __init__(self, settings: object, logdir: Path) -> None:
+        self.settings = settings
+        self.logdir = logdir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str) -> subprocess.Popen[bytes]:
+        with open(self.logdir / f"{name}.log", "ab") as log:
+            p = subprocess.Popen([sys.executable, "-m", "workers", "--name", name],
+                                 env=settings_env(self.settings), stdout=log,
+                                 stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        self.procs[name] = p
+        return p
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the worker's whole process group: supervisor and child."""
+        import signal
+
+        p = self.procs[name]
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(10)
+
+    def stop_all(self) -> None:
+        import signal
+
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(10)
+                except (subprocess.TimeoutExpired, ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(10)
+
+    def log(self, name: str) -> str:
+        return (self.logdir / f"{name}.log").read_text(errors="replace")
+
+
+@pytest.fixture
+def workers(settings: object, tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(settings, tmp_path)
+    yield w
+    w.stop_all()

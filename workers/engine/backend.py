@@ -1,0 +1,90 @@
+"""Array backends: NumPy always, CuPy when a GPU is present and asked for.
+
+CuPy is imported only inside :func:`cupy_module`, so importing the engine (the API process does, for
+the operation catalogue) never initialises CUDA.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import BackendUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class Device(str, Enum):
+    """Where a job runs. ``auto`` takes the GPU when one is usable, else the CPU."""
+
+    auto = "auto"
+    gpu = "gpu"
+    cpu = "cpu"
+
+
+@lru_cache(maxsize=1)
+def _probe_cupy() -> tuple[ModuleType | None, str]:
+    try:
+        import cupy  # noqa: PLC0415  (soft import: only on GPU paths)
+    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+        return None, f"cupy not importable: {exc.__class__.__name__}: {exc}"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return None, f"no CUDA device: {exc.__class__.__name__}: {exc}"
+    if n < 1:
+        return None, "no CUDA device"
+    return cupy, ""
+
+
+def gpu_available() -> bool:
+    return _probe_cupy()[0] is not None
+
+
+def cupy_module() -> ModuleType:
+    """Return the ``cupy`` module or raise :class:`BackendUnavailable` with the reason."""
+    mod, why = _probe_cupy()
+    if mod is None:
+        raise BackendUnavailable("GPU backend unavailable", reason=why)
+    return mod
+
+
+_warned_fallback = False
+
+
+def resolve(device: Device | str) -> str:
+    """Map a requested device to the backend that will run: ``"numpy"`` or ``"cupy"``."""
+    global _warned_fallback
+    device = Device(device)
+    if device is Device.cpu:
+        return "numpy"
+    if device is Device.gpu:
+        cupy_module()
+        return "cupy"
+    if gpu_available():
+        return "cupy"
+    if not _warned_fallback:
+        log.warning("device=auto runs on the CPU: %s", _probe_cupy()[1])
+        _warned_fallback = True
+    return "numpy"
+
+
+def xp_for(backend: str) -> ModuleType:
+    return cupy_module() if backend == "cupy" else np
+
+
+def array_backend(a: Any) -> str:
+    """``"cupy"`` for a CuPy array, ``"numpy"`` otherwise, without importing CuPy."""
+    return "cupy" if type(a).__module__.startswith("cupy") else "numpy"
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """Host copy of a NumPy or CuPy array (a NumPy array is returned as it is)."""
+    if array_backend(a) == "cupy":
+        return a.get()  # type: ignore[no-any-return]
+    return np.asarray(a)

@@ -1,0 +1,309 @@
+"""Reading and writing mesh files.
+
+Inputs: OBJ, PLY (ASCII and binary), STL (ASCII and binary), OFF, GLB/glTF, NPZ (our own arrays),
+and any of them inside a ``.zip`` or ``.gz``. The format is recognised from the bytes; a file name
+whose extension says otherwise is rejected rather than guessed around. OBJ is parsed by us (see
+``obj.py``), NPZ by NumPy, the rest by trimesh after our own header checks.
+
+Outputs: binary PLY (attributes as properties), OBJ (vertex normals as ``vn``), STL, GLB (vertex
+normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as ``_name`` accessors),
+NPZ (every array).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import warnings
+import zipfile
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, MeshError, SpecError
+from ..mesh import TriMesh
+from . import ply
+from .archive import gunzip, unzip_members
+from .obj import read_obj, write_obj
+
+MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
+OUTPUT_FORMATS = ("ply", "obj", "stl", "glb", "npz")
+#: which attributes each output format can hold
+OUTPUT_HOLDS: dict[str, str] = {
+    "ply": "every vertex and face attribute",
+    "npz": "every vertex and face attribute",
+    "glb": "vertex attributes",
+    "obj": "vertex_normals only",
+    "stl": "no attributes",
+}
+DEFAULT_MAX_EXPANDED = 2 << 30
+
+
+def format_can_hold(fmt: str, name: str, element: str) -> bool:
+    if fmt in ("ply", "npz"):
+        return True
+    if fmt == "glb":
+        return element == "vertex"
+    if fmt == "obj":
+        return name == "vertex_normals"
+    return False
+
+
+# ----------------------------------------------------------------------------- detection
+def sniff(data: bytes) -> str | None:
+    """The format the bytes are in, or None when they match none we read."""
+    head = data[:4096]
+    if head[:2] == b"\x1f\x8b":
+        return "gz"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"  # also NPZ: told apart by its members
+    if head[:3] == b"ply":
+        return "ply"
+    if head[:4] == b"glTF":
+        return "glb"
+    if len(data) >= 84:
+        n = int.from_bytes(data[80:84], "little")
+        if 84 + 50 * n == len(data):
+            return "stl"
+    stripped = head.lstrip()
+    if stripped[:5].lower() == b"solid":
+        return "stl"
+    if stripped[:3] in (b"OFF", b"COF", b"NOF", b"STO", b"4OF") or stripped[:4] == b"CNOF":
+        return "off"
+    if stripped[:1] == b"{" and b'"asset"' in data[:65536]:
+        return "gltf"
+    if b"\x00" not in head and (head.startswith(b"v ") or b"\nv " in data[:1 << 20]
+                                or head.startswith(b"#")):
+        return "obj"
+    return None
+
+
+def _ext(filename: str) -> str:
+    return posixpath.splitext(filename.lower())[1].lstrip(".")
+
+
+def load_bytes(
+    data: bytes,
+    filename: str = "",
+    *,
+    dtype: str = "float32",
+    max_expanded: int = DEFAULT_MAX_EXPANDED,
+) -> TriMesh:
+    """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`."""
+    if not data:
+        raise MeshError("file is empty", code="mesh.empty")
+    kind = sniff(data)
+    ext = _ext(filename)
+    if kind == "gz":
+        inner = filename[:-3] if filename.lower().endswith(".gz") else ""
+        return load_bytes(gunzip(data, max_expanded), inner, dtype=dtype, max_expanded=max_expanded)
+    if kind == "zip":
+        return _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded)
+    if kind is None:
+        if ext in MESH_FORMATS:
+            raise FormatError(f"file is not a valid {ext.upper()} file", code="format.mismatch",
+                              extension=ext)
+        raise FormatError("unrecognised file format", code="format.unsupported", extension=ext)
+    if ext and ext not in ("gz", "zip") and ext != kind:
+        if ext in MESH_FORMATS or ext in ("gz", "zip"):
+            raise FormatError(f"file named .{ext} holds {kind.upper()} data", code="format.mismatch",
+                              extension=ext, detected=kind)
+        if ext not in ("bin", "dat", "mesh", ""):
+            raise FormatError("unsupported file extension", code="format.unsupported", extension=ext)
+    mesh = _parse(data, kind, dtype=dtype)
+    mesh.source = filename or None
+    return mesh
+
+
+def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int) -> TriMesh:
+    names_only = zipfile.ZipFile(io.BytesIO(data)).namelist() if _is_zip(data) else []
+    if ext == "npz" or (names_only and all(n.endswith(".npy") for n in names_only)):
+        return _read_npz(data, dtype=dtype, max_expanded=max_expanded)
+    wanted = {"." + f for f in MESH_FORMATS}
+    members = unzip_members(data, wanted, max_expanded)
+    meshes = [n for n in members if posixpath.splitext(n)[1].lower() in wanted]
+    if len(meshes) > 1:
+        raise FormatError("archive holds more than one mesh file",
+                          code="format.archive_multiple_meshes", members=sorted(meshes)[:20])
+    name = meshes[0]
+    if name.lower().endswith(".gltf"):
+        return _parse(members[name], "gltf", dtype=dtype, resources=members, base=name)
+    return load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded)
+
+
+def _is_zip(data: bytes) -> bool:
+    try:
+        zipfile.ZipFile(io.BytesIO(data))
+        return True
+    except (zipfile.BadZipFile, ValueError):
+        return False
+
+
+def _check_counts(data: bytes, kind: str) -> None:
+    if kind == "ply":
+        ply.check_header(data)
+    elif kind == "stl" and not data.lstrip()[:5].lower() == b"solid":
+        n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
+        if n < 0 or 84 + 50 * n != len(data):
+            raise FormatError("binary STL face count does not match the file size",
+                              code="format.count_exceeds_size", declared=n, file_bytes=len(data))
+    elif kind == "off":
+        toks = []
+        for line in data[:65536].splitlines():
+            line = line.split(b"#", 1)[0].strip()
+            if line:
+                toks += line.split()
+            if len(toks) >= 4:
+                break
+        try:
+            nv, nf = int(toks[1]), int(toks[2])
+        except (IndexError, ValueError):
+            raise FormatError("bad OFF header", code="format.off_bad_header") from None
+        if nv < 0 or nf < 0 or 6 * nv + 8 * nf > len(data):
+            raise FormatError("header declares more data than the file holds",
+                              code="format.count_exceeds_size", vertices=nv, faces=nf)
+
+
+def _parse(data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None,
+           base: str = "") -> TriMesh:
+    _check_counts(data, kind)
+    if kind == "obj":
+        V, F = read_obj(data)
+        return TriMesh.from_arrays(V, F, dtype=dtype)
+    import trimesh  # heavy import, kept off the API's start-up path
+
+    kwargs: dict[str, Any] = {"process": False, "force": "mesh", "skip_materials": True}
+    if resources is not None:
+        folder = posixpath.dirname(base)
+        kwargs["resolver"] = {posixpath.relpath(k, folder) if folder else k: v
+                              for k, v in resources.items()}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tm = trimesh.load(io.BytesIO(data), file_type=kind, **kwargs)
+    except (MeshError, FormatError):
+        raise
+    except Exception as exc:  # trimesh raises many types on malformed input
+        raise FormatError(f"could not read the file as {kind.upper()}", code="format.parse_error",
+                          reason=f"{exc.__class__.__name__}: {exc}"[:300]) from None
+    V = np.asarray(getattr(tm, "vertices", np.zeros((0, 3))), dtype=np.float64)
+    F = np.asarray(getattr(tm, "faces", np.zeros((0, 3))), dtype=np.int64).reshape(-1, 3)
+    va: dict[str, Any] = {}
+    fa: dict[str, Any] = {}
+    raw = getattr(tm, "metadata", {}).get("_ply_raw")
+    if raw is not None:
+        va = ply.extra_vertex_properties(raw)
+        fa = ply.extra_face_properties(raw)
+    for k, v in dict(getattr(tm, "vertex_attributes", {}) or {}).items():
+        arr = np.asarray(v)
+        if arr.shape[:1] == (V.shape[0],) and arr.dtype.kind in "iuf":
+            va[k.lstrip("_")] = arr
+    mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+    return mesh
+
+
+def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        if sum(i.file_size for i in zf.infolist()) > max_expanded:
+            raise FormatError("archive expands beyond the limit", code="format.archive_too_large",
+                              limit=max_expanded)
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FormatError:
+        raise
+    except Exception as exc:
+        raise FormatError("could not read the NPZ file", code="format.parse_error",
+                          reason=f"{exc.__class__.__name__}: {exc}"[:300]) from None
+    if "V" not in arrays or "F" not in arrays:
+        raise FormatError("NPZ needs arrays V and F", code="format.npz_missing_arrays",
+                          arrays=sorted(arrays)[:20])
+    va = {k[len("vertex."):]: v for k, v in arrays.items() if k.startswith("vertex.")}
+    fa = {k[len("face."):]: v for k, v in arrays.items() if k.startswith("face.")}
+    F = arrays["F"]
+    if F.ndim != 2 or F.shape[1] != 3:
+        raise MeshError("faces must be (m, 3)", code="mesh.bad_shape", shape=list(F.shape))
+    return TriMesh.from_arrays(arrays["V"], F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+
+
+def load_path(path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMesh:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return load_bytes(data, os.fspath(path), dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- writing
+def select_attributes(
+    mesh: TriMesh, names: Iterable[str] | None
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Host copies of the attributes to write: all of them (``names is None``) or those named."""
+    from ..backend import to_numpy
+
+    if names is None:
+        return ({k: to_numpy(v) for k, v in mesh.vertex_attrs.items()},
+                {k: to_numpy(v) for k, v in mesh.face_attrs.items()})
+    va, fa = {}, {}
+    for n in names:
+        if n in mesh.vertex_attrs:
+            va[n] = to_numpy(mesh.vertex_attrs[n])
+        elif n in mesh.face_attrs:
+            fa[n] = to_numpy(mesh.face_attrs[n])
+        else:
+            raise SpecError("requested attribute not on the mesh", code="spec.unknown_attribute",
+                            attribute=n, available=sorted([*mesh.vertex_attrs, *mesh.face_attrs]))
+    return va, fa
+
+
+def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) -> bytes:
+    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`)."""
+    from ..backend import to_numpy
+
+    if fmt not in OUTPUT_FORMATS:
+        raise SpecError("unsupported output format", code="spec.unknown_format", format=fmt,
+                        supported=list(OUTPUT_FORMATS))
+    explicit = attributes is not None
+    va, fa = select_attributes(mesh, attributes)
+    if explicit:
+        for n, element in [(k, "vertex") for k in va] + [(k, "face") for k in fa]:
+            if not format_can_hold(fmt, n, element):
+                raise SpecError("output format cannot hold this attribute",
+                                code="spec.attribute_not_supported", format=fmt, attribute=n,
+                                holds=OUTPUT_HOLDS[fmt])
+    V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    if fmt == "ply":
+        return ply.write_ply(V, F, va, fa)
+    if fmt == "obj":
+        return write_obj(V, F, va.get("vertex_normals"))
+    if fmt == "npz":
+        buf = io.BytesIO()
+        arrays = {"V": V, "F": F}
+        arrays.update({f"vertex.{k}": v for k, v in va.items()})
+        arrays.update({f"face.{k}": v for k, v in fa.items()})
+        np.savez(buf, **arrays)
+        return buf.getvalue()
+    import trimesh
+
+    tm = trimesh.Trimesh(vertices=V, faces=F, process=False)
+    if fmt == "stl":
+        return bytes(trimesh.exchange.stl.export_stl(tm))
+    # glb
+    normals = va.pop("vertex_normals", None)
+    colors = va.pop("vertex_colors", None)
+    if colors is not None:
+        tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=colors)
+    if normals is not None:
+        tm.vertex_normals = normals
+    for k, v in va.items():
+        tm.vertex_attributes[k] = np.ascontiguousarray(v, dtype=np.float32)
+    return bytes(trimesh.exchange.gltf.export_glb(trimesh.Scene(tm),
+                                                   include_normals=normals is not None))
+
+
+def save_path(mesh: TriMesh, path: str | os.PathLike[str], *,
+              attributes: Iterable[str] | None = None) -> None:
+    fmt = _ext(os.fspath(path))
+    data = serialize(mesh, fmt, attributes)
+    with open(path, "wb") as fh:
+        fh.write(data)

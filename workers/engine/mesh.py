@@ -1,0 +1,232 @@
+"""The engine's mesh: positions, triangles and named per-vertex / per-face attributes on one backend.
+
+A :class:`TriMesh` is treated as immutable in its connectivity: an operation that changes the
+vertex or face set returns a new mesh; one that only adds attributes or moves vertices keeps the
+faces array, and with it the cached topology.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .backend import array_backend, to_numpy, xp_for
+from .errors import MeshError
+
+if TYPE_CHECKING:
+    from .pipeline import PipelineResult
+    from .topology import Topology
+
+
+class TriMesh:
+    """A triangle mesh on NumPy or CuPy.
+
+    Parameters
+    ----------
+    V : (n_vertices, 3) float32 or float64
+        Positions.
+    F : (n_faces, 3) int32
+        Vertex indices of each triangle, counter-clockwise seen from outside.
+    vertex_attrs, face_attrs : mapping of name to array with ``n_vertices`` / ``n_faces`` rows.
+    """
+
+    __slots__ = ("V", "F", "vertex_attrs", "face_attrs", "_topology", "source")
+
+    def __init__(
+        self,
+        V: Any,
+        F: Any,
+        vertex_attrs: Mapping[str, Any] | None = None,
+        face_attrs: Mapping[str, Any] | None = None,
+        *,
+        source: str | None = None,
+        _topology: Topology | None = None,
+    ) -> None:
+        self.V = V
+        self.F = F
+        self.vertex_attrs: dict[str, Any] = dict(vertex_attrs or {})
+        self.face_attrs: dict[str, Any] = dict(face_attrs or {})
+        self._topology = _topology
+        self.source = source
+        if V.ndim != 2 or V.shape[1] != 3:
+            raise MeshError("positions must be (n, 3)", code="mesh.bad_shape", shape=list(V.shape))
+        if F.ndim != 2 or F.shape[1] != 3:
+            raise MeshError("faces must be (m, 3)", code="mesh.bad_shape", shape=list(F.shape))
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def backend(self) -> str:
+        return array_backend(self.V)
+
+    @property
+    def xp(self) -> ModuleType:
+        return xp_for(self.backend)
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.V.shape[0])
+
+    @property
+    def n_faces(self) -> int:
+        return int(self.F.shape[0])
+
+    @property
+    def topology(self) -> Topology:
+        """Connectivity (edges, incidence, boundary, components), built on first use and cached."""
+        if self._topology is None:
+            from .topology import Topology
+
+            self._topology = Topology.build(self.F, self.n_vertices)
+        return self._topology
+
+    def __repr__(self) -> str:
+        attrs = sorted(self.vertex_attrs) + sorted(self.face_attrs)
+        return (
+            f"TriMesh({self.n_vertices} vertices, {self.n_faces} faces, {self.backend}"
+            + (f", attrs={attrs}" if attrs else "")
+            + ")"
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        V: Any,
+        F: Any,
+        *,
+        dtype: str | np.dtype = "float32",
+        vertex_attrs: Mapping[str, Any] | None = None,
+        face_attrs: Mapping[str, Any] | None = None,
+        check: bool = True,
+    ) -> TriMesh:
+        """Build a mesh from array-likes, checking finiteness and index range (``check=True``)."""
+        xp = xp_for(array_backend(V))
+        V = xp.ascontiguousarray(xp.asarray(V, dtype=dtype))
+        F_in = xp.asarray(F)
+        if F_in.size and not xp.issubdtype(F_in.dtype, xp.integer):
+            raise MeshError("face indices must be integers", code="mesh.bad_indices")
+        mesh = cls(V, xp.ascontiguousarray(F_in.reshape(-1, 3) if F_in.size == 0 else F_in),
+                   vertex_attrs, face_attrs)
+        if check:
+            mesh.check()
+        mesh.F = mesh.F.astype(xp.int32, copy=False)
+        return mesh
+
+    def check(self) -> None:
+        """Raise :class:`MeshError` for what no operation accepts: NaN/Inf, indices out of range,
+        no faces. Other defects (duplicates, non-manifold edges...) are operations' business."""
+        xp = self.xp
+        if self.n_vertices == 0:
+            raise MeshError("mesh has no vertices", code="mesh.empty")
+        if self.n_faces == 0:
+            raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=self.n_vertices)
+        finite = xp.isfinite(self.V).all(axis=1)
+        if not bool(finite.all()):
+            bad = int((~finite).sum())
+            first = int(xp.argmin(finite))
+            raise MeshError("vertex positions must be finite", code="mesh.non_finite",
+                            count=bad, first_vertex=first)
+        lo, hi = int(self.F.min()), int(self.F.max())
+        if lo < 0 or hi >= self.n_vertices:
+            raise MeshError("face index out of range", code="mesh.index_out_of_range",
+                            min_index=lo, max_index=hi, n_vertices=self.n_vertices)
+        if self.n_vertices >= 2**31 - 1 or self.n_faces >= 2**31 - 1:
+            raise MeshError("mesh too large for 32-bit indices", code="mesh.too_large")
+        for name, a in self.vertex_attrs.items():
+            if a.shape[0] != self.n_vertices:
+                raise MeshError("attribute has wrong length", code="mesh.bad_attribute", name=name)
+        for name, a in self.face_attrs.items():
+            if a.shape[0] != self.n_faces:
+                raise MeshError("attribute has wrong length", code="mesh.bad_attribute", name=name)
+
+    # ------------------------------------------------------------ derivation
+    def with_geometry(self, V: Any) -> TriMesh:
+        """Same connectivity and topology cache, new positions."""
+        return TriMesh(V, self.F, self.vertex_attrs, self.face_attrs, source=self.source,
+                       _topology=self._topology)
+
+    def with_attrs(self, vertex: Mapping[str, Any] | None = None,
+                   face: Mapping[str, Any] | None = None) -> TriMesh:
+        """Same mesh with attributes added or replaced."""
+        va = {**self.vertex_attrs, **(vertex or {})}
+        fa = {**self.face_attrs, **(face or {})}
+        return TriMesh(self.V, self.F, va, fa, source=self.source, _topology=self._topology)
+
+    def reindexed(
+        self,
+        V: Any,
+        F: Any,
+        *,
+        vertex_take: Any | None = None,
+        vertex_groups: tuple[Any, Any, int] | None = None,
+        face_take: Any | None = None,
+    ) -> TriMesh:
+        """A new mesh after re-indexing, with attributes carried along.
+
+        ``vertex_take``: new vertex ``i`` takes the attributes of old vertex ``vertex_take[i]``.
+        ``vertex_groups``: ``(old_ids, new_ids, n_new)``: each new vertex gets the mean of the
+        attributes of the old vertices mapped to it (KEY-WELD's sum, then normalize).
+        ``face_take``: new face ``j`` takes the attributes of old face ``face_take[j]``.
+        """
+        xp = self.xp
+        va: dict[str, Any] = {}
+        for name, a in self.vertex_attrs.items():
+            if vertex_take is not None:
+                va[name] = a[vertex_take]
+            elif vertex_groups is not None:
+                old, new, n_new = vertex_groups
+                va[name] = segment_mean(xp, a[old], new, n_new)
+            else:
+                va[name] = a
+        fa = {name: (a[face_take] if face_take is not None else a)
+              for name, a in self.face_attrs.items()}
+        return TriMesh(V, F, va, fa, source=self.source)
+
+    def to(self, backend: str) -> TriMesh:
+        """The same mesh on ``"numpy"`` or ``"cupy"`` (a no-op when already there)."""
+        if backend == self.backend:
+            return self
+        if backend == "numpy":
+            conv = to_numpy
+        else:
+            xp = xp_for(backend)
+            conv = xp.asarray
+        return TriMesh(conv(self.V), conv(self.F),
+                       {k: conv(v) for k, v in self.vertex_attrs.items()},
+                       {k: conv(v) for k, v in self.face_attrs.items()}, source=self.source)
+
+    # -------------------------------------------------------------- library
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMesh:
+        """Read a mesh file (OBJ, PLY, STL, OFF, GLB/glTF, or one of them in .zip/.gz)."""
+        from .io import load_path
+
+        return load_path(path, dtype=dtype)
+
+    def save(self, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None) -> None:
+        """Write the mesh; the format is taken from the file name's extension."""
+        from .io import save_path
+
+        save_path(self, path, attributes=attributes)
+
+    def run(self, pipeline: Iterable[Any], *, device: str = "auto") -> PipelineResult:
+        """Run operations in order, e.g. ``mesh.run(["weld", ("vertex_normals", {"weighting":
+        "angle"})])``. Returns a :class:`~workers.engine.pipeline.PipelineResult` whose ``mesh`` is
+        the processed mesh and ``reports`` what each operation reported."""
+        from .pipeline import run_pipeline
+
+        return run_pipeline(self, pipeline, device=device)
+
+
+def segment_mean(xp: ModuleType, a: Any, seg: Any, n: int) -> Any:
+    """Mean of rows of ``a`` grouped by ``seg`` (ids in ``[0, n)``), by scatter-add and count."""
+    a2 = a.reshape(a.shape[0], -1).astype(xp.float64)
+    out = xp.zeros((n, a2.shape[1]), dtype=xp.float64)
+    for k in range(a2.shape[1]):
+        out[:, k] = xp.bincount(seg, weights=a2[:, k], minlength=n)
+    cnt = xp.bincount(seg, minlength=n).astype(xp.float64)
+    out /= xp.maximum(cnt, 1.0)[:, None]
+    return out.reshape((n,) + a.shape[1:]).astype(a.dtype)

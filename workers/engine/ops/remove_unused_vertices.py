@@ -1,0 +1,28 @@
+"""``remove_unused_vertices``: drop vertices that no face references."""
+
+from __future__ import annotations
+
+from ..mesh import TriMesh
+from ..reindex import remove_unused
+from .registry import OpKind, OpParams, OpResult, Operation
+
+
+class Params(OpParams):
+    pass
+
+
+def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+    """Flag used vertices, exclusive prefix sum for their new ids, scatter positions and
+    attributes; faces are re-indexed through the same map (Wald 2021, step 1 as a compaction)."""
+    out, report = remove_unused(mesh)
+    return OpResult(out, report)
+
+
+OP = Operation(
+    name="remove_unused_vertices",
+    summary="Drop vertices that no face references.",
+    kind=OpKind.reindex,
+    params=Params,
+    numpy=_numpy,
+    reports="vertices_before, removed",
+)

@@ -1,0 +1,47 @@
+"""``weld``: merge duplicate vertices, exactly or within a tolerance."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..mesh import TriMesh
+from ..reindex import weld
+from .registry import OpKind, OpParams, OpResult, Operation
+
+
+class Params(OpParams):
+    tolerance: float = Field(
+        0.0, ge=0.0, le=1e6,
+        description="Vertices closer than this merge (0: only exactly equal positions). Chains of "
+        "close vertices merge transitively.",
+    )
+    relative: bool = Field(
+        False, description="Read the tolerance as a fraction of the bounding-box diagonal."
+    )
+    remove_unused: bool = Field(
+        True, description="Also drop vertices that no face references."
+    )
+
+
+def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+    """Merge vertices at equal positions (or within ``tolerance``) by sort, scan and scatter
+    (Wald 2021). Faces are re-indexed; per-vertex attributes of merged vertices are averaged.
+    Faces that collapse (two equal corners) are kept and counted in the report: chain
+    ``remove_degenerate_faces`` to drop them."""
+    tol = p.tolerance
+    if p.relative and tol > 0:
+        xp = mesh.xp
+        tol *= float(xp.linalg.norm(mesh.V.max(axis=0) - mesh.V.min(axis=0)))
+    out, report = weld(mesh, tolerance=tol, remove_unused=p.remove_unused)
+    report["tolerance"] = tol
+    return OpResult(out, report)
+
+
+OP = Operation(
+    name="weld",
+    summary="Merge duplicate vertices (exact or within a tolerance).",
+    kind=OpKind.reindex,
+    params=Params,
+    numpy=_numpy,
+    reports="vertices_before, vertices_after, merged, unused_removed, degenerate_faces, tolerance",
+)

@@ -1,0 +1,129 @@
+"""Running a pipeline of operations on a mesh, with timings and progress."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import backend as _backend
+from .errors import SpecError
+from .mesh import TriMesh
+from .ops import OPS, OpParams, Operation
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    op: Operation
+    params: OpParams
+
+    def label(self) -> str:
+        args = ",".join(f"{k}={v}" for k, v in self.params.model_dump().items())
+        return f"{self.op.name}({args})"
+
+
+def parse_step(raw: Any) -> Step:
+    """A step from ``"name"``, ``("name", {params})``, ``{"op": "name", **params}`` or a pydantic
+    step model."""
+    if isinstance(raw, BaseModel):
+        raw = raw.model_dump()
+    if isinstance(raw, str):
+        name, params = raw, {}
+    elif isinstance(raw, tuple) and len(raw) == 2:
+        name, params = raw[0], dict(raw[1] or {})
+    elif isinstance(raw, dict):
+        params = dict(raw)
+        name = params.pop("op", None)
+        if not isinstance(name, str):
+            raise SpecError('pipeline step needs an "op" name', code="spec.missing_op")
+    else:
+        raise SpecError("pipeline step must be a name, (name, params) or a mapping",
+                        code="spec.bad_step", step=repr(raw)[:100])
+    op = OPS.get(name)
+    return Step(op, op.parse_params(params))
+
+
+def parse_pipeline(steps: Iterable[Any]) -> list[Step]:
+    return [parse_step(s) for s in steps]
+
+
+@dataclass
+class StepReport:
+    op: str
+    params: dict[str, Any]
+    seconds: float
+    backend: str
+    report: dict[str, Any]
+
+
+@dataclass
+class PipelineResult:
+    mesh: TriMesh
+    steps: list[StepReport] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    backend: str = "numpy"
+
+    @property
+    def reports(self) -> dict[str, dict[str, Any]]:
+        """Report of each step keyed by op name (``name#2`` for a repeated op)."""
+        out: dict[str, dict[str, Any]] = {}
+        for s in self.steps:
+            key = s.op
+            i = 2
+            while key in out:
+                key = f"{s.op}#{i}"
+                i += 1
+            out[key] = s.report
+        return out
+
+
+def _sync(mesh: TriMesh) -> None:
+    if mesh.backend == "cupy":
+        mesh.xp.cuda.get_current_stream().synchronize()
+
+
+def run_pipeline(
+    mesh: TriMesh,
+    pipeline: Iterable[Any],
+    *,
+    device: str = "auto",
+    progress: Progress | None = None,
+) -> PipelineResult:
+    """Run the steps in order on the backend ``device`` resolves to. The mesh moves to the GPU once
+    (timed as ``transfer``) and stays there; each step is timed as ``<index>:<op>``."""
+    steps = parse_pipeline(pipeline)
+    be = _backend.resolve(device)
+    result = PipelineResult(mesh=mesh, backend=be)
+    if mesh.backend != be:
+        t0 = time.perf_counter()
+        mesh = mesh.to(be)
+        _sync(mesh)
+        result.timings["transfer"] = time.perf_counter() - t0
+    n = max(len(steps), 1)
+    for i, step in enumerate(steps):
+        if progress:
+            progress(i / n, step.op.name)
+        impl_backend = be if (be == "numpy" or step.op.cupy is not None) else "numpy"
+        if impl_backend != mesh.backend:
+            mesh = mesh.to(impl_backend)
+        t0 = time.perf_counter()
+        out = step.op.implementation(impl_backend)(mesh, step.params)
+        _sync(out.mesh)
+        dt = time.perf_counter() - t0
+        log.debug("%.3fs %s", dt, step.label())
+        mesh = out.mesh
+        result.timings[f"{i}:{step.op.name}"] = dt
+        result.steps.append(StepReport(step.op.name, step.params.model_dump(), dt, impl_backend,
+                                       out.report))
+    if progress:
+        progress(1.0, "done")
+    result.mesh = mesh
+    return result

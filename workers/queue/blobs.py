@@ -1,0 +1,133 @@
+"""Blob store: uploads, results and job manifests. Redis never holds mesh bytes.
+
+:class:`BlobStore` is the interface; :class:`LocalBlobStore` keeps blobs as files under a root
+directory (one machine, or a shared volume). An S3-compatible store implements the same methods.
+Keys are relative paths of ``[A-Za-z0-9._-]`` segments: they never come from user input unchecked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+_KEY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$")
+
+
+class BlobNotFound(KeyError):
+    pass
+
+
+class BlobStore(Protocol):
+    def put_bytes(self, key: str, data: bytes) -> int: ...
+    def get_bytes(self, key: str) -> bytes: ...
+    def open(self, key: str) -> BinaryIO: ...
+    def local_path(self, key: str) -> Path | None: ...
+    def size(self, key: str) -> int: ...
+    def exists(self, key: str) -> bool: ...
+    def delete(self, key: str) -> None: ...
+    def delete_prefix(self, prefix: str) -> int: ...
+    def list_prefix(self, prefix: str) -> list[str]: ...
+
+
+def check_key(key: str) -> str:
+    if not _KEY.match(key) or ".." in key.split("/"):
+        raise ValueError(f"invalid blob key {key!r}")
+    return key
+
+
+class LocalBlobStore:
+    """Files under ``root``; writes go to a temporary file first and are renamed into place, so a
+    reader never sees half a blob."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def put_bytes(self, key: str, data: bytes) -> int:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return len(data)
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+
+    def open(self, key: str) -> BinaryIO:
+        try:
+            return open(self._path(key), "rb")
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+
+    def local_path(self, key: str) -> Path | None:
+        return self._path(key)
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def delete_prefix(self, prefix: str) -> int:
+        path = self._path(prefix.rstrip("/"))
+        if path.is_dir():
+            n = sum(1 for p in path.rglob("*") if p.is_file())
+            shutil.rmtree(path, ignore_errors=True)
+            return n
+        if path.is_file():
+            path.unlink(missing_ok=True)
+            return 1
+        return 0
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        path = self._path(prefix.rstrip("/"))
+        if not path.is_dir():
+            return []
+        return sorted(str(p.relative_to(self.root)) for p in path.rglob("*")
+                      if p.is_file() and not p.name.startswith(".tmp-"))
+
+
+def open_store(url_or_path: str | os.PathLike[str]) -> LocalBlobStore:
+    """The blob store for a setting: a local path (S3 URLs come with the S3 backend)."""
+    s = os.fspath(url_or_path)
+    if "://" in s and not s.startswith("file://"):
+        raise ValueError(f"unsupported blob store URL {s!r}: only local paths so far")
+    return LocalBlobStore(s[len("file://"):] if s.startswith("file://") else s)
+
+
+def input_key(job_id: str) -> str:
+    return f"jobs/{job_id}/input.npz"
+
+
+def manifest_key(job_id: str) -> str:
+    return f"jobs/{job_id}/manifest.json"
+
+
+def result_key(job_id: str, attempt: int, fmt: str) -> str:
+    return f"jobs/{job_id}/result-a{attempt}.{fmt}"
+
+
+def job_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}"

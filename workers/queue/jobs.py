@@ -1,0 +1,244 @@
+"""The job protocol on Redis: records, the stream, leases and fencing.
+
+A job is a hash ``tessera:job:{id}`` and one entry in the stream ``tessera:q:default`` (consumer
+group ``workers``). Every state change that touches several keys is a Lua script in ``scripts/``
+that checks owner, attempt and entry first, so a worker that lost its lease can never commit.
+
+States: ``queued → running → succeeded | failed | cancelled`` (``running → queued`` on a retry).
+A terminal state never changes again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from enum import Enum
+from importlib import resources
+from typing import Any
+
+import redis
+
+from . import keys
+
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class JobState(str, Enum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+    expired = "expired"
+
+
+JSON_FIELDS = ("spec", "timings", "stats_before", "stats_after", "reports", "error", "last_error",
+               "input", "result", "patches")
+FLOAT_FIELDS = ("created_at", "updated_at", "started_at", "attempt_started_at", "finished_at",
+                "expires_at", "progress", "deadline_seconds")
+INT_FIELDS = ("attempt", "max_attempts")
+
+
+def encode_fields(fields: dict[str, Any]) -> str:
+    """Fields for a Lua script as one JSON object of strings (JSON fields nested as text), so
+    that no number passes through Lua's float formatting."""
+    out = {}
+    for k, v in fields.items():
+        if k in JSON_FIELDS:
+            out[k] = json.dumps(v)
+        elif isinstance(v, float):
+            out[k] = repr(v)
+        else:
+            out[k] = str(v)
+    return json.dumps(out)
+
+
+def decode_record(raw: dict[bytes, bytes] | dict[str, str]) -> dict[str, Any]:
+    """A job hash as Python values (JSON fields parsed, numbers converted)."""
+    rec: dict[str, Any] = {}
+    for k, v in raw.items():
+        key = k.decode() if isinstance(k, bytes) else k
+        val = v.decode() if isinstance(v, bytes) else v
+        if key in JSON_FIELDS:
+            rec[key] = json.loads(val) if val else None
+        elif key in FLOAT_FIELDS:
+            rec[key] = float(val) if val != "" else None
+        elif key in INT_FIELDS:
+            rec[key] = int(val)
+        else:
+            rec[key] = val
+    return rec
+
+
+def _load_scripts(client: redis.Redis) -> dict[str, Any]:
+    folder = resources.files(__package__) / "scripts"
+    prelude = (folder / "_prelude.lua").read_text()
+    out = {}
+    for name in ("submit", "claim", "renew", "finish", "requeue", "cancel"):
+        out[name] = client.register_script(prelude + "\n" + (folder / f"{name}.lua").read_text())
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    job_id: str
+    entry: str
+    attempt: int
+    record: dict[str, Any]
+
+
+class JobQueue:
+    """Synchronous access to jobs, used by the API (in its thread pool) and by the workers."""
+
+    def __init__(self, client: redis.Redis, *, lease_seconds: float = 20.0, max_attempts: int = 3,
+                 job_ttl_seconds: int = 7 * 24 * 3600, tombstone_seconds: int = 30 * 24 * 3600):
+        self.r = client
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self.job_ttl = job_ttl_seconds
+        self.tombstone = tombstone_seconds
+        self._s = _load_scripts(client)
+        self._group_ready = False
+
+    # ------------------------------------------------------------------ setup
+    def ensure_group(self) -> None:
+        if self._group_ready:
+            return
+        try:
+            self.r.xgroup_create(keys.STREAM, keys.GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    # ------------------------------------------------------------------ API side
+    def submit(self, job_id: str, fields: dict[str, Any], *, idempotency_key: str | None = None,
+               body_hash: str = "") -> tuple[str, str | None]:
+        """Create and queue a job. Returns ``("ok", None)``, or ``("duplicate", "id|hash")`` when
+        the idempotency key was used before."""
+        self.ensure_group()
+        now = time.time()
+        fields = {**fields, "expires_at": now + self.job_ttl, "max_attempts": self.max_attempts}
+        res = self._s["submit"](
+            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.JOBS,
+                  keys.idempotency(idempotency_key) if idempotency_key else "", keys.COUNTERS],
+            args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}",
+                  self.job_ttl],
+        )
+        status = _s(res[0])
+        return status, (_s(res[1]) if status == "duplicate" else None)
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        raw = self.r.hgetall(keys.job(job_id))
+        return decode_record(raw) if raw else None
+
+    def cancel(self, job_id: str) -> tuple[str, str]:
+        """Returns ``(outcome, previous_state)``; outcome is cancelled, final or gone."""
+        res = self._s["cancel"](
+            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.COUNTERS],
+            args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone],
+        )
+        return _s(res[0]), _s(res[1])
+
+    def queue_depth(self) -> dict[str, int]:
+        self.ensure_group()
+        length = int(self.r.xlen(keys.STREAM))
+        pending = self.r.xpending(keys.STREAM, keys.GROUP)
+        n_pending = int(pending["pending"]) if pending else 0
+        return {"entries": length, "running": n_pending, "waiting": max(length - n_pending, 0)}
+
+    def live_workers(self, within: float = 15.0) -> int:
+        return int(self.r.zcount(keys.WORKERS, time.time() - within, "+inf"))
+
+    def counters(self) -> dict[str, int]:
+        return {_s(k): int(v) for k, v in self.r.hgetall(keys.COUNTERS).items()}
+
+    # ------------------------------------------------------------------ worker side
+    def heartbeat(self, worker: str, info: dict[str, Any]) -> None:
+        now = time.time()
+        pipe = self.r.pipeline(transaction=False)
+        pipe.zadd(keys.WORKERS, {worker: now})
+        pipe.zremrangebyscore(keys.WORKERS, "-inf", now - 3600)
+        pipe.set(keys.worker(worker), json.dumps({**info, "seen": now}), ex=60)
+        pipe.execute()
+
+    def read_next(self, consumer: str, block_ms: int = 1000) -> list[tuple[str, str]]:
+        """New entries for this consumer: ``[(entry_id, job_id)]`` (at most one)."""
+        self.ensure_group()
+        res = self.r.xreadgroup(keys.GROUP, consumer, {keys.STREAM: ">"}, count=1, block=block_ms)
+        out = []
+        for _stream, entries in res or []:
+            for entry_id, fields in entries:
+                job = fields.get(b"job") or fields.get("job")
+                out.append((_s(entry_id), _s(job) if job else ""))
+        return out
+
+    def claim(self, consumer: str, entry: str, job_id: str) -> Claim | None:
+        if not job_id:
+            self.r.xack(keys.STREAM, keys.GROUP, entry)
+            self.r.xdel(keys.STREAM, entry)
+            return None
+        res = self._s["claim"](
+            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id)],
+            args=[keys.GROUP, consumer, entry, repr(time.time())],
+        )
+        if _s(res[0]) != "ok":
+            return None
+        rec = self.get(job_id) or {}
+        return Claim(job_id, entry, int(_s(res[1])), rec)
+
+    def renew(self, consumer: str, c: Claim, progress: float | None = None, stage: str = "") -> bool:
+        res = self._s["renew"](
+            keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id)],
+            args=[keys.GROUP, consumer, c.entry, c.attempt, repr(time.time()),
+                  "" if progress is None else repr(round(float(progress), 4)), stage],
+        )
+        return bool(res)
+
+    def finish(self, consumer: str, c: Claim, state: str, fields: dict[str, Any]) -> bool:
+        res = self._s["finish"](
+            keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id), keys.COUNTERS],
+            args=[keys.GROUP, consumer, c.entry, c.attempt, state, encode_fields(fields),
+                  repr(time.time()), self.job_ttl + self.tombstone],
+        )
+        return bool(res)
+
+    def requeue(self, job_id: str, entry: str, error: dict[str, Any], *, owner: str = "",
+                attempt: int | None = None) -> str:
+        """Retry a job (or fail it after its last attempt). Returns queued, failed, stale, gone."""
+        res = self._s["requeue"](
+            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.COUNTERS],
+            args=[keys.GROUP, entry, repr(time.time()), self.max_attempts, json.dumps(error),
+                  owner, "" if attempt is None else attempt, job_id,
+                  self.job_ttl + self.tombstone],
+        )
+        return _s(res[0])
+
+    def reap(self, consumer: str, count: int = 50) -> list[tuple[str, str]]:
+        """Take entries whose lease expired (idle longer than the lease) and re-queue their jobs.
+        Returns ``[(job_id, outcome)]``."""
+        self.ensure_group()
+        out: list[tuple[str, str]] = []
+        start = "0-0"
+        while True:
+            res = self.r.xautoclaim(keys.STREAM, keys.GROUP, consumer,
+                                    int(self.lease_seconds * 1000), start_id=start, count=count)
+            nxt, claimed = res[0], res[1]
+            for entry_id, fields in claimed:
+                job = (fields or {}).get(b"job") or (fields or {}).get("job")
+                job_id = _s(job) if job else ""
+                err = {"code": "worker.lost", "message": "the worker running the job stopped "
+                       "renewing its lease", "detail": {}}
+                if job_id:
+                    out.append((job_id, self.requeue(job_id, _s(entry_id), err)))
+                else:
+                    self.r.xack(keys.STREAM, keys.GROUP, entry_id)
+                    self.r.xdel(keys.STREAM, entry_id)
+            if _s(nxt) in ("0-0", "0"):
+                return out
+            start = _s(nxt)
+
+
+def _s(x: Any) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)

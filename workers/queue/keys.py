@@ -1,0 +1,26 @@
+"""Every Redis key Tessera uses. Nothing else formats key strings."""
+
+from __future__ import annotations
+
+PREFIX = "tessera"
+GROUP = "workers"
+STREAM = f"{PREFIX}:q:default"  # one stream per priority; only the default one so far
+WORKERS = f"{PREFIX}:workers"  # sorted set: worker name -> last heartbeat (unix seconds)
+JOBS = f"{PREFIX}:jobs"  # sorted set: job id -> created (unix seconds)
+COUNTERS = f"{PREFIX}:counters"  # hash: monotone counters for metrics
+
+
+def job(job_id: str) -> str:
+    return f"{PREFIX}:job:{job_id}"
+
+
+def events(job_id: str) -> str:
+    return f"{PREFIX}:events:{job_id}"
+
+
+def idempotency(key: str) -> str:
+    return f"{PREFIX}:idem:{key}"
+
+
+def worker(name: str) -> str:
+    return f"{PREFIX}:worker:{name}"

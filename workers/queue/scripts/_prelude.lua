@@ -1,0 +1,23 @@
+-- Shared by every script (prepended when loaded). Events are a convenience log for progress
+-- streams; the job hash holds the truth, so the log is capped and expires on its own.
+local function emit(events_key, ...)
+  redis.call('XADD', events_key, 'MAXLEN', '~', 200, '*', ...)
+  redis.call('EXPIRE', events_key, 604800)
+end
+
+local function drop_entry(stream, group, entry)
+  if entry and entry ~= '' then
+    redis.call('XACK', stream, group, entry)
+    redis.call('XDEL', stream, entry)
+  end
+end
+
+local function hset_json(key, json)
+  local fields = cjson.decode(json)
+  local flat = {}
+  for k, v in pairs(fields) do
+    flat[#flat + 1] = k
+    flat[#flat + 1] = tostring(v)
+  end
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+end

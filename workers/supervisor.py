@@ -1,0 +1,237 @@
+"""The per-GPU supervisor: claims jobs, keeps their leases, drives the compute child.
+
+It never imports CuPy or the engine: it can always kill a stuck child and start another. Its loop
+reads like a classic worker's: check stop, heartbeat, reap expired leases, claim with a short
+block, hand the job to the child, renew the lease while it runs, then commit, retry or give up.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import signal
+import socket
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import redis
+
+from .queue.blobs import LocalBlobStore, job_prefix, result_key
+from .queue.jobs import Claim, JobQueue
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 2.0
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, name: str | None = None) -> None:
+        self.settings = settings
+        self.name = name or settings.worker_name or f"{socket.gethostname()}:{os.getpid()}"
+        self.client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
+                                           socket_connect_timeout=5, health_check_interval=30)
+        self.q = JobQueue(self.client, lease_seconds=settings.lease_seconds,
+                          max_attempts=settings.max_attempts,
+                          job_ttl_seconds=settings.job_ttl_seconds,
+                          tombstone_seconds=settings.tombstone_seconds)
+        self.store = LocalBlobStore(settings.blob_root)
+        self.renew_every = settings.lease_seconds / 4
+        self.reap_every = max(settings.lease_seconds / 4, 0.5)
+        self.stopping = False
+        self.cold_stop = False
+        self.child: Any = None
+        self.conn: Connection | None = None
+        self._last_beat = 0.0
+        self._last_reap = 0.0
+        self.current: Claim | None = None
+        self.jobs_done = 0
+
+    # ----------------------------------------------------------------- child
+    def start_child(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        from .gpu_child import child_main
+
+        self.child = ctx.Process(target=child_main, args=(child, str(self.settings.blob_root),
+                                                          logging.getLogger().level),
+                                 name="tessera-child", daemon=True)
+        self.child.start()
+        child.close()
+        self.conn = parent
+        log.info("%s started child pid %s", self.name, self.child.pid)
+
+    def kill_child(self) -> None:
+        if self.child is not None and self.child.is_alive():
+            os.kill(self.child.pid, signal.SIGKILL)
+            self.child.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.child, self.conn = None, None
+
+    def ensure_child(self) -> None:
+        if self.child is None or not self.child.is_alive():
+            self.kill_child()
+            self.start_child()
+
+    # ----------------------------------------------------------------- loop
+    def install_signals(self) -> None:
+        def on_term(signum: int, _frame: Any) -> None:
+            if self.stopping:
+                log.warning("%s: second signal, cold stop", self.name)
+                self.cold_stop = True
+            else:
+                log.info("%s: stopping after the current job", self.name)
+                self.stopping = True
+
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
+
+    def run(self, max_jobs: int | None = None) -> None:
+        log.info("%s: worker up (redis %s, lease %.1fs)", self.name, self.settings.redis_url,
+                 self.settings.lease_seconds)
+        self.ensure_child()
+        try:
+            while not self.stopping and (max_jobs is None or self.jobs_done < max_jobs):
+                try:
+                    self.housekeeping()
+                    for entry, job_id in self.q.read_next(self.name, block_ms=1000):
+                        claim = self.q.claim(self.name, entry, job_id)
+                        if claim is not None:
+                            self.run_claim(claim)
+                except redis.ConnectionError as exc:
+                    log.warning("%s: redis unavailable (%s); retrying", self.name, exc)
+                    time.sleep(1.0)
+        finally:
+            if self.conn is not None and self.child is not None and self.child.is_alive():
+                try:
+                    self.conn.send(("stop",))
+                    self.child.join(5)
+                except (OSError, BrokenPipeError):
+                    pass
+            self.kill_child()
+            log.info("%s: worker down", self.name)
+
+    def housekeeping(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_beat >= HEARTBEAT_SECONDS:
+            self.q.heartbeat(self.name, {"pid": os.getpid(), "busy": self.current is not None,
+                                         "job": self.current.job_id if self.current else None,
+                                         "jobs_done": self.jobs_done})
+            self._last_beat = now
+        if force or now - self._last_reap >= self.reap_every:
+            for job_id, outcome in self.q.reap(self.name):
+                log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
+            self._last_reap = now
+
+    # ----------------------------------------------------------------- one job
+    def run_claim(self, c: Claim) -> None:
+        self.current = c
+        started = time.monotonic()
+        spec = c.record.get("spec") or {}
+        deadline = float(spec.get("deadline_seconds") or self.settings.default_deadline_seconds)
+        log.info("→ %s attempt %d", c.job_id, c.attempt)
+        try:
+            self.ensure_child()
+            assert self.conn is not None
+            self.conn.send(("run", {"id": c.job_id, "attempt": c.attempt, "spec": spec,
+                                    "input_name": (c.record.get("input") or {}).get("name", "")}))
+            self._drive(c, started, deadline)
+        finally:
+            self.current = None
+            self.jobs_done += 1
+
+    def _drive(self, c: Claim, started: float, deadline: float) -> None:
+        assert self.conn is not None
+        last_renew = time.monotonic()
+        progress: tuple[float, str] | None = None
+        while True:
+            msg = None
+            try:
+                if self.conn.poll(0.1):
+                    msg = self.conn.recv()
+            except (EOFError, OSError):
+                msg = ("died",)
+            if msg is None and not self.child.is_alive():
+                msg = ("died",)
+            now = time.monotonic()
+            if msg is not None:
+                if msg[0] == "progress":
+                    progress = (float(msg[1]), str(msg[2]))
+                elif msg[0] == "done":
+                    self._commit(c, msg[1], started)
+                    return
+                elif msg[0] == "failed":
+                    self._failed(c, msg[1], bool(msg[2]))
+                    return
+                elif msg[0] == "died":
+                    code = self.child.exitcode if self.child is not None else None
+                    log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
+                    self.kill_child()
+                    self._failed(c, {"code": "worker.child_died",
+                                     "message": "the compute process died",
+                                     "detail": {"exitcode": code}}, True)
+                    return
+            if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
+                p, stage = progress if progress else (None, "")
+                if not self.q.renew(self.name, c, p, stage):
+                    log.warning("%s: lost %s (cancelled or lease taken); stopping its run",
+                                self.name, c.job_id)
+                    self.kill_child()
+                    self.delete_own_result(c)
+                    return
+                last_renew, progress = now, None
+            if now - started > deadline:
+                log.warning("%s: %s ran past its deadline of %.0fs", self.name, c.job_id, deadline)
+                self.kill_child()
+                self.q.finish(self.name, c, "failed", {"error": {
+                    "code": "job.timeout", "message": "the job ran past its deadline",
+                    "detail": {"deadline_seconds": deadline}}})
+                self.delete_own_result(c)
+                return
+            if self.cold_stop:
+                self.kill_child()
+                self.q.requeue(c.job_id, c.entry, {"code": "worker.shutdown", "message":
+                               "the worker was stopped", "detail": {}},
+                               owner=self.name, attempt=c.attempt)
+                return
+            self.housekeeping()
+
+    def _commit(self, c: Claim, fields: dict[str, Any], started: float) -> None:
+        fields["timings"]["run"] = time.monotonic() - started
+        ok = self.q.finish(self.name, c, "succeeded", fields)
+        if ok:
+            log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
+            self.delete_other_results(c, keep=fields["result"]["key"])
+        else:
+            log.warning("%s: %s finished but its attempt %d can no longer commit", self.name,
+                        c.job_id, c.attempt)
+            self.delete_own_result(c)
+
+    def _failed(self, c: Claim, error: dict[str, Any], retryable: bool) -> None:
+        if retryable:
+            outcome = self.q.requeue(c.job_id, c.entry, error, owner=self.name, attempt=c.attempt)
+            log.warning("← %s failed (%s): %s", c.job_id, error.get("code"), outcome)
+        else:
+            self.q.finish(self.name, c, "failed", {"error": error})
+            log.info("← %s failed (%s), not retried", c.job_id, error.get("code"))
+
+    def delete_own_result(self, c: Claim) -> None:
+        """Remove what this attempt wrote (it will never be visible); other attempts' results,
+        possibly committed or being written, are not ours to touch."""
+        fmt = ((c.record.get("spec") or {}).get("output") or {}).get("format", "ply")
+        try:
+            self.store.delete(result_key(c.job_id, c.attempt, fmt))
+        except OSError as exc:
+            log.warning("cleanup of %s failed: %s", c.job_id, exc)
+
+    def delete_other_results(self, c: Claim, keep: str) -> None:
+        """After a commit: results of earlier attempts of the job are orphans."""
+        try:
+            for key in self.store.list_prefix(job_prefix(c.job_id)):
+                if key.rsplit("/", 1)[-1].startswith("result-") and key != keep:
+                    self.store.delete(key)
+        except OSError as exc:
+            log.warning("cleanup of %s failed: %s", c.job_id, exc)
