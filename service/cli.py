@@ -1,10 +1,10 @@
 """The ``tessera`` command.
 
-    tessera up      [--host H] [--port P] [--data-dir D] [--workers N]   everything on one machine
-    tessera api     [--host H] [--port P]                                 the HTTP API only
-    tessera worker  [--name N]                                            one worker (supervisor)
-    tessera ops     [NAME]                                                the operation catalogue
-    tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
+tessera up      [--host H] [--port P] [--data-dir D] [--workers N]   everything on one machine
+tessera api     [--host H] [--port P]                                 the HTTP API only
+tessera worker  [--name N]                                            one worker (supervisor)
+tessera ops     [NAME]                                                the operation catalogue
+tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
 """
 
 from __future__ import annotations
@@ -61,10 +61,27 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
     rdir.mkdir(parents=True, exist_ok=True)
     port = _free_port(host)
     proc = subprocess.Popen(
-        [exe, "--bind", host, "--port", str(port), "--dir", str(rdir), "--appendonly", "yes",
-         "--appendfsync", "everysec", "--save", "", "--daemonize", "no",
-         "--logfile", str(rdir / "redis.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            exe,
+            "--bind",
+            host,
+            "--port",
+            str(port),
+            "--dir",
+            str(rdir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(rdir / "redis.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"redis://{host}:{port}/0"
     import redis
@@ -76,7 +93,8 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
             return proc, url
         except redis.ConnectionError:
             if proc.poll() is not None or time.time() > deadline:
-                raise SystemExit(f"tessera: redis-server did not start (see {rdir}/redis.log)")
+                msg = f"tessera: redis-server did not start (see {rdir}/redis.log)"
+                raise SystemExit(msg) from None
             time.sleep(0.05)
 
 
@@ -92,20 +110,43 @@ def cmd_up(args: argparse.Namespace) -> int:
     else:
         rp, redis_url = start_redis(data_dir)
         procs.append(rp)
-        log.info("started a private redis-server at %s (AOF under %s)", redis_url,
-                 data_dir / "redis")
+        log.info(
+            "started a private redis-server at %s (AOF under %s)", redis_url, data_dir / "redis"
+        )
     env["TESSERA_REDIS_URL"] = redis_url
     py = sys.executable
     for i in range(args.workers):
-        procs.append(subprocess.Popen([py, "-m", "workers", "--name",
-                                       f"{socket.gethostname()}-w{i}"], env=env))
-    procs.append(subprocess.Popen([py, "-m", "uvicorn", "--factory", "service.main:create_app", "--host", args.host,
-                                   "--port", str(args.port), "--log-level", "warning"], env=env))
+        procs.append(
+            subprocess.Popen(
+                [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"], env=env
+            )
+        )
+    procs.append(
+        subprocess.Popen(
+            [
+                py,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "service.main:create_app",
+                "--host",
+                args.host,
+                "--port",
+                str(args.port),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+        )
+    )
     shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
     url = f"http://{shown}:{args.port}"
     _wait_http(url + "/healthz", procs)
-    print(f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
-          f"data in {data_dir}). Ctrl-C stops it.", flush=True)
+    print(
+        f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
+        f"data in {data_dir}). Ctrl-C stops it.",
+        flush=True,
+    )
     stop = False
 
     def on_signal(_s: int, _f: Any) -> None:
@@ -155,8 +196,9 @@ def _wait_http(url: str, procs: list[subprocess.Popen[bytes]]) -> None:
 def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
-    uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
-                log_level="info")
+    uvicorn.run(
+        "service.main:create_app", factory=True, host=args.host, port=args.port, log_level="info"
+    )
     return 0
 
 
@@ -199,20 +241,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         result.mesh.save(args.output, attributes=args.attribute or None)
         t3 = time.perf_counter()
     except EngineError as exc:
-        print(f"tessera: {exc.code}: {exc.message} {json.dumps(exc.detail) if exc.detail else ''}",
-              file=sys.stderr)
+        print(
+            f"tessera: {exc.code}: {exc.message} {json.dumps(exc.detail) if exc.detail else ''}",
+            file=sys.stderr,
+        )
         return 2
     except OSError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
-        print(f"{args.input}: {mesh.n_vertices} vertices, {mesh.n_faces} faces "
-              f"(read {t1 - t0:.3f}s)")
+        print(
+            f"{args.input}: {mesh.n_vertices} vertices, {mesh.n_faces} faces (read {t1 - t0:.3f}s)"
+        )
         for s in result.steps:
             rep = f" {json.dumps(s.report)}" if s.report else ""
             print(f"  {s.op:<24} {s.seconds:8.3f}s{rep}")
-        print(f"{args.output}: {result.mesh.n_vertices} vertices, {result.mesh.n_faces} faces "
-              f"(write {t3 - t2:.3f}s, {result.backend})")
+        print(
+            f"{args.output}: {result.mesh.n_vertices} vertices, {result.mesh.n_faces} faces "
+            f"(write {t3 - t2:.3f}s, {result.backend})"
+        )
     return 0
 
 
@@ -246,8 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("input")
     run.add_argument("--op", action="append", default=[], metavar="NAME[:k=v,...]")
     run.add_argument("-o", "--output", required=True)
-    run.add_argument("--attribute", action="append", metavar="NAME",
-                     help="attribute to write (default: all)")
+    run.add_argument(
+        "--attribute", action="append", metavar="NAME", help="attribute to write (default: all)"
+    )
     run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(fn=cmd_run)

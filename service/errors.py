@@ -31,9 +31,16 @@ log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
 
 TITLES = {
-    400: "Bad request", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
-    410: "Gone", 413: "Content too large", 422: "Unprocessable content",
-    429: "Too many requests", 500: "Internal server error", 503: "Service unavailable",
+    400: "Bad request",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    410: "Gone",
+    413: "Content too large",
+    422: "Unprocessable content",
+    429: "Too many requests",
+    500: "Internal server error",
+    503: "Service unavailable",
 }
 
 
@@ -46,8 +53,14 @@ class ProblemError(Exception):
         self.context = context
 
 
-def problem(status: int, code: str, detail: str, context: dict[str, Any] | None = None,
-            errors: list[Any] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def problem(
+    status: int,
+    code: str,
+    detail: str,
+    context: dict[str, Any] | None = None,
+    errors: list[Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     body: dict[str, Any] = {
         "type": f"urn:tessera:problem:{code}",
         "title": TITLES.get(status, "Error"),
@@ -77,21 +90,37 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""),
-                   "type": e.get("type", "")} for e in exc.errors()]
-        return problem(422, "request.invalid", "the request is missing fields or has invalid ones",
-                       errors=errors)
+        errors = [
+            {
+                "loc": [str(p) for p in e.get("loc", ())],
+                "msg": e.get("msg", ""),
+                "type": e.get("type", ""),
+            }
+            for e in exc.errors()
+        ]
+        return problem(
+            422,
+            "request.invalid",
+            "the request is missing fields or has invalid ones",
+            errors=errors,
+        )
 
     @app.exception_handler(redis.ConnectionError)
     @app.exception_handler(redis.TimeoutError)
     async def _redis(_: Request, exc: Exception) -> JSONResponse:
         log.warning("redis unavailable: %s", exc)
-        return problem(503, "redis.unavailable", "the job store is unavailable; retry shortly",
-                       headers={"Retry-After": "2"})
+        return problem(
+            503,
+            "redis.unavailable",
+            "the job store is unavailable; retry shortly",
+            headers={"Retry-After": "2"},
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "route.not_found", 405: "method.not_allowed"}.get(exc.status_code, "http.error")
+        code = {404: "route.not_found", 405: "method.not_allowed"}.get(
+            exc.status_code, "http.error"
+        )
         return problem(exc.status_code, code, str(exc.detail), headers=exc.headers)
 
     @app.exception_handler(Exception)

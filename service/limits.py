@@ -71,14 +71,25 @@ class BodySizeLimit:
         ctx: dict[str, Any] = {"limit_bytes": self.max_bytes}
         if declared is not None:
             ctx["declared_bytes"] = declared
-        body = json.dumps({
-            "type": "urn:tessera:problem:upload.too_large", "title": "Content too large",
-            "status": 413, "detail": "the request body is larger than the upload limit",
-            "code": "upload.too_large", "context": ctx,
-        }).encode()
-        await send({"type": "http.response.start", "status": 413, "headers": [
-            (b"content-type", b"application/problem+json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]})
+        body = json.dumps(
+            {
+                "type": "urn:tessera:problem:upload.too_large",
+                "title": "Content too large",
+                "status": 413,
+                "detail": "the request body is larger than the upload limit",
+                "code": "upload.too_large",
+                "context": ctx,
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/problem+json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

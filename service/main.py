@@ -42,12 +42,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        client = redis.Redis.from_url(settings.redis_url, socket_timeout=5,
-                                      socket_connect_timeout=2, health_check_interval=30)
-        app.state.queue = JobQueue(client, lease_seconds=settings.lease_seconds,
-                                   max_attempts=settings.max_attempts,
-                                   job_ttl_seconds=settings.job_ttl_seconds,
-                                   tombstone_seconds=settings.tombstone_seconds)
+        client = redis.Redis.from_url(
+            settings.redis_url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30
+        )
+        app.state.queue = JobQueue(
+            client,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            job_ttl_seconds=settings.job_ttl_seconds,
+            tombstone_seconds=settings.tombstone_seconds,
+        )
         app.state.store = LocalBlobStore(settings.blob_root)
         try:
             yield
@@ -68,11 +72,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if app.openapi_schema is None:
             from fastapi.openapi.utils import get_openapi
 
-            schema = get_openapi(title=app.title, version=app.version,
-                                 description=app.description, routes=app.routes)
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
             # the job spec travels as a JSON string inside the multipart form: document its model
-            _, defs = models_json_schema([(JobCreate, "validation")],
-                                         ref_template="#/components/schemas/{model}")
+            _, defs = models_json_schema(
+                [(JobCreate, "validation")], ref_template="#/components/schemas/{model}"
+            )
             schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
             app.openapi_schema = schema
         return app.openapi_schema

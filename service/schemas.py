@@ -22,7 +22,8 @@ class OutputSpec(BaseModel):
 
     format: OutputFormat = Field("ply", description="File format of the result.")
     attributes: list[Annotated[str, Field(max_length=64)]] | None = Field(
-        None, max_length=64,
+        None,
+        max_length=64,
         description="Attributes to write into the result; all of them when omitted. Each must be "
         "produced by the pipeline (or present in the input) and fit the format.",
     )
@@ -34,8 +35,9 @@ class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pipeline: list[Step] = Field(  # type: ignore[valid-type]
-        default_factory=list, max_length=100,
-        description="Operations applied in order. Empty: the mesh is converted to the output format.",
+        default_factory=list,
+        max_length=100,
+        description="Operations applied in order. Empty: the mesh is only converted.",
     )
     output: OutputSpec = Field(default_factory=OutputSpec)  # type: ignore[arg-type]
     device: Literal["auto", "gpu", "cpu"] = Field(
@@ -111,20 +113,35 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
     result = None
     if state == "succeeded" and rec.get("result"):
         r = rec["result"]
-        result = ResultPublic(url=f"{url}/result", format=r["format"], bytes=r["bytes"],
-                              filename=r["filename"], media_type=r["media_type"])
+        result = ResultPublic(
+            url=f"{url}/result",
+            format=r["format"],
+            bytes=r["bytes"],
+            filename=r["filename"],
+            media_type=r["media_type"],
+        )
     return JobPublic(
-        id=rec["id"], url=url, state=state, progress=float(rec.get("progress") or 0.0),
-        stage=rec.get("stage") or None, attempts=int(rec.get("attempt") or 0),
+        id=rec["id"],
+        url=url,
+        state=state,
+        progress=float(rec.get("progress") or 0.0),
+        stage=rec.get("stage") or None,
+        attempts=int(rec.get("attempt") or 0),
         max_attempts=int(rec.get("max_attempts") or 1),
         created_at=_dt(rec.get("created_at")) or datetime.now(timezone.utc),
-        started_at=_dt(rec.get("started_at")), finished_at=_dt(rec.get("finished_at")),
-        expires_at=_dt(rec.get("expires_at")), worker=rec.get("owner") or None,
-        timings=timings, stats_before=rec.get("stats_before"), stats_after=rec.get("stats_after"),
-        reports=rec.get("reports"), backend=rec.get("backend") or None,
+        started_at=_dt(rec.get("started_at")),
+        finished_at=_dt(rec.get("finished_at")),
+        expires_at=_dt(rec.get("expires_at")),
+        worker=rec.get("owner") or None,
+        timings=timings,
+        stats_before=rec.get("stats_before"),
+        stats_after=rec.get("stats_after"),
+        reports=rec.get("reports"),
+        backend=rec.get("backend") or None,
         error=ErrorPublic(**rec["error"]) if rec.get("error") else None,
         input=InputPublic(**rec["input"]) if rec.get("input") else None,
-        result=result, spec=rec.get("spec") or {},
+        result=result,
+        spec=rec.get("spec") or {},
     )
 
 

@@ -32,8 +32,10 @@ def parse_spec(text: str) -> JobCreate:
     try:
         return JobCreate.model_validate_json(text)
     except ValidationError as exc:
-        errors = [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
-                  for e in exc.errors(include_url=False, include_context=False)]
+        errors = [
+            {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False, include_context=False)
+        ]
         raise SpecError("the job spec is invalid", code="spec.invalid", errors=errors) from None
 
 
@@ -50,13 +52,20 @@ def check_output(spec: JobCreate, mesh: TriMesh) -> None:
     fmt = spec.output.format
     for name in spec.output.attributes:
         if name not in available:
-            raise SpecError("requested attribute is not produced by the pipeline",
-                            code="spec.unknown_attribute", attribute=name,
-                            available=sorted(available))
+            raise SpecError(
+                "requested attribute is not produced by the pipeline",
+                code="spec.unknown_attribute",
+                attribute=name,
+                available=sorted(available),
+            )
         if not format_can_hold(fmt, name, available[name]):
-            raise SpecError("output format cannot hold this attribute",
-                            code="spec.attribute_not_supported", format=fmt, attribute=name,
-                            holds=OUTPUT_HOLDS[fmt])
+            raise SpecError(
+                "output format cannot hold this attribute",
+                code="spec.attribute_not_supported",
+                format=fmt,
+                attribute=name,
+                holds=OUTPUT_HOLDS[fmt],
+            )
 
 
 def body_hash(spec_text: str, data: bytes) -> str:
@@ -81,9 +90,12 @@ def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | No
         return None
     job_id, _, prev_hash = (prev.decode() if isinstance(prev, bytes) else prev).partition("|")
     if prev_hash != digest:
-        raise ProblemError(409, "idempotency.conflict",
-                           "this Idempotency-Key was used with a different request body",
-                           job_id=job_id)
+        raise ProblemError(
+            409,
+            "idempotency.conflict",
+            "this Idempotency-Key was used with a different request body",
+            job_id=job_id,
+        )
     return job_id
 
 
@@ -106,8 +118,11 @@ def accept(
 
     spec = parse_spec(spec_text)
     if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
-        raise SpecError("deadline above the service's limit", code="spec.deadline_too_long",
-                        limit_seconds=deadline_limit)
+        raise SpecError(
+            "deadline above the service's limit",
+            code="spec.deadline_too_long",
+            limit_seconds=deadline_limit,
+        )
     t = time.perf_counter()
     mesh = load_bytes(data, filename, max_expanded=max_expanded)
     parse_s = time.perf_counter() - t
@@ -119,18 +134,31 @@ def accept(
     if spec.deadline_seconds is None:
         spec_dict["deadline_seconds"] = deadline_limit
     store.put_bytes(input_key(job_id), encode_input(mesh))
-    inp = {"name": filename[-200:], "bytes": len(data), "vertices": mesh.n_vertices,
-           "faces": mesh.n_faces}
-    manifest = {"id": job_id, "spec": spec_dict, "input": inp, "created_at": time.time(),
-                "idempotency_key": idempotency_key}
+    inp = {
+        "name": filename[-200:],
+        "bytes": len(data),
+        "vertices": mesh.n_vertices,
+        "faces": mesh.n_faces,
+    }
+    manifest = {
+        "id": job_id,
+        "spec": spec_dict,
+        "input": inp,
+        "created_at": time.time(),
+        "idempotency_key": idempotency_key,
+    }
     store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
     store_s = time.perf_counter() - t
 
-    fields = {"spec": spec_dict, "input": inp,
-              "timings": {"upload": upload_seconds, "parse": parse_s, "store_input": store_s}}
+    fields = {
+        "spec": spec_dict,
+        "input": inp,
+        "timings": {"upload": upload_seconds, "parse": parse_s, "store_input": store_s},
+    }
     try:
-        status, dup = queue.submit(job_id, fields, idempotency_key=idempotency_key,
-                                   body_hash=digest)
+        status, dup = queue.submit(
+            job_id, fields, idempotency_key=idempotency_key, body_hash=digest
+        )
     except BaseException:
         store.delete_prefix(job_prefix(job_id))
         raise
@@ -139,8 +167,11 @@ def accept(
         store.delete_prefix(job_prefix(job_id))
         prev_id, _, prev_hash = dup.partition("|")
         if prev_hash != digest:
-            raise ProblemError(409, "idempotency.conflict",
-                               "this Idempotency-Key was used with a different request body",
-                               job_id=prev_id)
+            raise ProblemError(
+                409,
+                "idempotency.conflict",
+                "this Idempotency-Key was used with a different request body",
+                job_id=prev_id,
+            )
         return Accepted(prev_id, True)
     return Accepted(job_id, False)

@@ -40,8 +40,9 @@ class RedisServer:
     def __init__(self, workdir: Path) -> None:
         self.exe = shutil.which("redis-server")
         if self.exe is None:
-            pytest.fail("redis-server not found: install it (make test does) or set "
-                        "TESSERA_TEST_REDIS_URL")
+            pytest.fail(
+                "redis-server not found: install it (make test does) or set TESSERA_TEST_REDIS_URL"
+            )
         self.dir = workdir
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -52,9 +53,24 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [str(self.exe), "--bind", "127.0.0.1", "--port", str(self.port), "--dir",
-             str(self.dir), "--save", "", "--appendonly", "yes", "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                str(self.exe),
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--dir",
+                str(self.dir),
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import redis
 
         deadline = time.time() + 10
@@ -99,8 +115,13 @@ def redis_client(redis_url: str) -> Iterator[object]:
 def settings(redis_client: object, redis_url: str, tmp_path: Path) -> object:
     from workers.settings import Settings
 
-    return Settings(redis_url=redis_url, data_dir=tmp_path / "data", lease_seconds=2.0,
-                    max_attempts=3, max_upload_bytes=8 << 20)
+    return Settings(
+        redis_url=redis_url,
+        data_dir=tmp_path / "data",
+        lease_seconds=2.0,
+        max_attempts=3,
+        max_upload_bytes=8 << 20,
+    )
 
 
 def settings_env(s: object) -> dict[str, str]:
@@ -133,9 +154,14 @@ class Workers:
 
     def start(self, name: str) -> subprocess.Popen[bytes]:
         with open(self.logdir / f"{name}.log", "ab") as log:
-            p = subprocess.Popen([sys.executable, "-m", "workers", "--name", name],
-                                 env=settings_env(self.settings), stdout=log,
-                                 stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+            p = subprocess.Popen(
+                [sys.executable, "-m", "workers", "--name", name],
+                env=settings_env(self.settings),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                start_new_session=True,
+            )
         self.procs[name] = p
         return p
 

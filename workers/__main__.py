@@ -15,8 +15,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-jobs", type=int, default=None, help="exit after this many jobs")
     ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     sup = Supervisor(Settings(), name=args.name)
     sup.install_signals()
     sup.run(max_jobs=args.max_jobs)

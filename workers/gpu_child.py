@@ -43,18 +43,37 @@ def child_main(conn: Connection, blob_root: str, log_level: int = logging.INFO) 
             conn.send(("progress", p, stage))
 
         try:
-            fields = execute(job["id"], job["attempt"], job["spec"], store, progress,
-                             input_name=job.get("input_name", ""))
+            fields = execute(
+                job["id"],
+                job["attempt"],
+                job["spec"],
+                store,
+                progress,
+                input_name=job.get("input_name", ""),
+            )
             conn.send(("done", fields))
         except InputError as exc:
             conn.send(("failed", exc.to_dict(), False))
         except EngineError as exc:
             conn.send(("failed", exc.to_dict(), True))
         except MemoryError:
-            conn.send(("failed", {"code": "resources.out_of_memory",
-                                  "message": "out of memory", "detail": {}}, True))
+            conn.send(
+                (
+                    "failed",
+                    {"code": "resources.out_of_memory", "message": "out of memory", "detail": {}},
+                    True,
+                )
+            )
         except Exception as exc:
             log.error("job %s failed: %s", job["id"], traceback.format_exc())
-            conn.send(("failed", {"code": "engine.internal", "message": "internal error",
-                                  "detail": {"exception": f"{exc.__class__.__name__}: {exc}"[:500]}},
-                       True))
+            conn.send(
+                (
+                    "failed",
+                    {
+                        "code": "engine.internal",
+                        "message": "internal error",
+                        "detail": {"exception": f"{exc.__class__.__name__}: {exc}"[:500]},
+                    },
+                    True,
+                )
+            )

@@ -49,10 +49,17 @@ def decode_input(data: bytes) -> TriMesh:
     return TriMesh(arrays["V"], arrays["F"], va, fa)
 
 
-def execute(job_id: str, attempt: int, spec: dict[str, Any], store: BlobStore,
-            progress: Progress | None = None, input_name: str = "") -> dict[str, Any]:
+def execute(
+    job_id: str,
+    attempt: int,
+    spec: dict[str, Any],
+    store: BlobStore,
+    progress: Progress | None = None,
+    input_name: str = "",
+) -> dict[str, Any]:
     """Run a job's spec on its stored input; write the result blob. Returns the fields the job
     record gets on success: result, timings, stats before/after, per-step reports, backend."""
+
     def report(p: float, stage: str) -> None:
         if progress:
             progress(p, stage)
@@ -70,8 +77,12 @@ def execute(job_id: str, attempt: int, spec: dict[str, Any], store: BlobStore,
     def pipeline_progress(p: float, stage: str) -> None:
         report(0.05 + 0.85 * p, stage)
 
-    result = run_pipeline(mesh, spec.get("pipeline", []), device=spec.get("device", "auto"),
-                          progress=pipeline_progress)
+    result = run_pipeline(
+        mesh,
+        spec.get("pipeline", []),
+        device=spec.get("device", "auto"),
+        progress=pipeline_progress,
+    )
     timings.update(result.timings)
     out = result.mesh
 
@@ -94,14 +105,24 @@ def execute(job_id: str, attempt: int, spec: dict[str, Any], store: BlobStore,
 
     stem = (input_name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "result")[:100]
     return {
-        "result": {"key": key, "format": fmt, "bytes": len(data), "filename": f"{stem}.{fmt}",
-                   "media_type": MEDIA_TYPES[fmt]},
+        "result": {
+            "key": key,
+            "format": fmt,
+            "bytes": len(data),
+            "filename": f"{stem}.{fmt}",
+            "media_type": MEDIA_TYPES[fmt],
+        },
         "timings": timings,
         "stats_before": stats_before,
         "stats_after": stats_after,
         "reports": [
-            {"op": s.op, "params": s.params, "seconds": s.seconds, "backend": s.backend,
-             "report": s.report}
+            {
+                "op": s.op,
+                "params": s.params,
+                "seconds": s.seconds,
+                "backend": s.backend,
+                "report": s.report,
+            }
             for s in result.steps
         ],
         "backend": result.backend,

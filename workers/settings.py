@@ -1,28 +1,38 @@
-"""Settings shared by the API and the workers, read once from ``TESSERA_*`` environment variables."""
+"""Settings shared by the API and the workers, read once from ``TESSERA_*`` variables."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TESSERA_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="TESSERA_", frozen=True, extra="ignore", populate_by_name=True
+    )
 
-    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis holding jobs and queues.")
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        description="Redis holding jobs and queues.",
+        validation_alias=AliasChoices("TESSERA_REDIS_URL", "REDIS_URL"),
+    )
     data_dir: Path = Field(Path("./tessera-data"), description="Root of the local blob store.")
     lease_seconds: float = Field(20.0, gt=0, description="A running job's lease; renewed at 1/4.")
     max_attempts: int = Field(3, ge=1, le=20, description="Runs of a job before it fails for good.")
-    job_ttl_seconds: int = Field(7 * 24 * 3600, ge=60, description="How long records and results live.")
-    tombstone_seconds: int = Field(30 * 24 * 3600, ge=60,
-                                   description="How long an expired job still answers 410.")
+    job_ttl_seconds: int = Field(
+        7 * 24 * 3600, ge=60, description="How long records and results live."
+    )
+    tombstone_seconds: int = Field(
+        30 * 24 * 3600, ge=60, description="How long an expired job still answers 410."
+    )
     default_deadline_seconds: int = Field(3600, ge=1, description="Run time allowed to a job.")
     max_upload_bytes: int = Field(1 << 30, ge=1024, description="Largest accepted request body.")
-    max_expanded_bytes: int = Field(4 << 30, ge=1024,
-                                    description="Largest size a compressed upload may expand to.")
+    max_expanded_bytes: int = Field(
+        4 << 30, ge=1024, description="Largest size a compressed upload may expand to."
+    )
     worker_name: str | None = Field(None, description="Consumer name; host:pid when unset.")
 
     @property

@@ -31,12 +31,19 @@ class Supervisor:
     def __init__(self, settings: Settings, name: str | None = None) -> None:
         self.settings = settings
         self.name = name or settings.worker_name or f"{socket.gethostname()}:{os.getpid()}"
-        self.client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
-                                           socket_connect_timeout=5, health_check_interval=30)
-        self.q = JobQueue(self.client, lease_seconds=settings.lease_seconds,
-                          max_attempts=settings.max_attempts,
-                          job_ttl_seconds=settings.job_ttl_seconds,
-                          tombstone_seconds=settings.tombstone_seconds)
+        self.client = redis.Redis.from_url(
+            settings.redis_url,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            health_check_interval=30,
+        )
+        self.q = JobQueue(
+            self.client,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            job_ttl_seconds=settings.job_ttl_seconds,
+            tombstone_seconds=settings.tombstone_seconds,
+        )
         self.store = LocalBlobStore(settings.blob_root)
         self.renew_every = settings.lease_seconds / 4
         self.reap_every = max(settings.lease_seconds / 4, 0.5)
@@ -55,9 +62,12 @@ class Supervisor:
         parent, child = ctx.Pipe()
         from .gpu_child import child_main
 
-        self.child = ctx.Process(target=child_main, args=(child, str(self.settings.blob_root),
-                                                          logging.getLogger().level),
-                                 name="tessera-child", daemon=True)
+        self.child = ctx.Process(
+            target=child_main,
+            args=(child, str(self.settings.blob_root), logging.getLogger().level),
+            name="tessera-child",
+            daemon=True,
+        )
         self.child.start()
         child.close()
         self.conn = parent
@@ -90,8 +100,12 @@ class Supervisor:
         signal.signal(signal.SIGINT, on_term)
 
     def run(self, max_jobs: int | None = None) -> None:
-        log.info("%s: worker up (redis %s, lease %.1fs)", self.name, self.settings.redis_url,
-                 self.settings.lease_seconds)
+        log.info(
+            "%s: worker up (redis %s, lease %.1fs)",
+            self.name,
+            self.settings.redis_url,
+            self.settings.lease_seconds,
+        )
         self.ensure_child()
         try:
             while not self.stopping and (max_jobs is None or self.jobs_done < max_jobs):
@@ -117,9 +131,15 @@ class Supervisor:
     def housekeeping(self, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self._last_beat >= HEARTBEAT_SECONDS:
-            self.q.heartbeat(self.name, {"pid": os.getpid(), "busy": self.current is not None,
-                                         "job": self.current.job_id if self.current else None,
-                                         "jobs_done": self.jobs_done})
+            self.q.heartbeat(
+                self.name,
+                {
+                    "pid": os.getpid(),
+                    "busy": self.current is not None,
+                    "job": self.current.job_id if self.current else None,
+                    "jobs_done": self.jobs_done,
+                },
+            )
             self._last_beat = now
         if force or now - self._last_reap >= self.reap_every:
             for job_id, outcome in self.q.reap(self.name):
@@ -136,8 +156,17 @@ class Supervisor:
         try:
             self.ensure_child()
             assert self.conn is not None
-            self.conn.send(("run", {"id": c.job_id, "attempt": c.attempt, "spec": spec,
-                                    "input_name": (c.record.get("input") or {}).get("name", "")}))
+            self.conn.send(
+                (
+                    "run",
+                    {
+                        "id": c.job_id,
+                        "attempt": c.attempt,
+                        "spec": spec,
+                        "input_name": (c.record.get("input") or {}).get("name", ""),
+                    },
+                )
+            )
             self._drive(c, started, deadline)
         finally:
             self.current = None
@@ -170,15 +199,24 @@ class Supervisor:
                     code = self.child.exitcode if self.child is not None else None
                     log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
                     self.kill_child()
-                    self._failed(c, {"code": "worker.child_died",
-                                     "message": "the compute process died",
-                                     "detail": {"exitcode": code}}, True)
+                    self._failed(
+                        c,
+                        {
+                            "code": "worker.child_died",
+                            "message": "the compute process died",
+                            "detail": {"exitcode": code},
+                        },
+                        True,
+                    )
                     return
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
                 p, stage = progress if progress else (None, "")
                 if not self.q.renew(self.name, c, p, stage):
-                    log.warning("%s: lost %s (cancelled or lease taken); stopping its run",
-                                self.name, c.job_id)
+                    log.warning(
+                        "%s: lost %s (cancelled or lease taken); stopping its run",
+                        self.name,
+                        c.job_id,
+                    )
                     self.kill_child()
                     self.delete_own_result(c)
                     return
@@ -186,28 +224,50 @@ class Supervisor:
             if now - started > deadline:
                 log.warning("%s: %s ran past its deadline of %.0fs", self.name, c.job_id, deadline)
                 self.kill_child()
-                self.q.finish(self.name, c, "failed", {"error": {
-                    "code": "job.timeout", "message": "the job ran past its deadline",
-                    "detail": {"deadline_seconds": deadline}}})
+                self.q.finish(
+                    self.name,
+                    c,
+                    "failed",
+                    {
+                        "error": {
+                            "code": "job.timeout",
+                            "message": "the job ran past its deadline",
+                            "detail": {"deadline_seconds": deadline},
+                        }
+                    },
+                )
                 self.delete_own_result(c)
                 return
             if self.cold_stop:
                 self.kill_child()
-                self.q.requeue(c.job_id, c.entry, {"code": "worker.shutdown", "message":
-                               "the worker was stopped", "detail": {}},
-                               owner=self.name, attempt=c.attempt)
+                self.q.requeue(
+                    c.job_id,
+                    c.entry,
+                    {"code": "worker.shutdown", "message": "the worker was stopped", "detail": {}},
+                    owner=self.name,
+                    attempt=c.attempt,
+                )
                 return
             self.housekeeping()
 
     def _commit(self, c: Claim, fields: dict[str, Any], started: float) -> None:
-        fields["timings"]["run"] = time.monotonic() - started
+        # the API's stages (upload, parse, store_input) stay; the worker's are added
+        fields["timings"] = {
+            **(c.record.get("timings") or {}),
+            **fields["timings"],
+            "run": time.monotonic() - started,
+        }
         ok = self.q.finish(self.name, c, "succeeded", fields)
         if ok:
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
             self.delete_other_results(c, keep=fields["result"]["key"])
         else:
-            log.warning("%s: %s finished but its attempt %d can no longer commit", self.name,
-                        c.job_id, c.attempt)
+            log.warning(
+                "%s: %s finished but its attempt %d can no longer commit",
+                self.name,
+                c.job_id,
+                c.attempt,
+            )
             self.delete_own_result(c)
 
     def _failed(self, c: Claim, error: dict[str, Any], retryable: bool) -> None:

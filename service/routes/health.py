@@ -20,8 +20,11 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Redis reachable and at least one worker alive",
-            responses={503: {"description": "Not ready"}})
+@router.get(
+    "/readyz",
+    summary="Redis reachable and at least one worker alive",
+    responses={503: {"description": "Not ready"}},
+)
 def readyz(queue: QueueDep) -> JSONResponse:
     checks: dict[str, Any] = {}
     try:

@@ -46,16 +46,27 @@ async def create_job(
     store: StoreDep,
     settings: SettingsDep,
     base: BaseUrlDep,
-    mesh: Annotated[UploadFile, File(description="The mesh file (OBJ, PLY, STL, OFF, GLB, glTF "
-                                                 "in a zip, NPZ; or one of them in .zip/.gz).")],
+    mesh: Annotated[
+        UploadFile,
+        File(
+            description="The mesh file (OBJ, PLY, STL, OFF, GLB, glTF "
+            "in a zip, NPZ; or one of them in .zip/.gz)."
+        ),
+    ],
     spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> JSONResponse:
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
     data = await mesh.read()
     accepted = await run_in_threadpool(
-        accept, queue=queue, store=store, spec_text=spec, data=data,
-        filename=mesh.filename or "", idempotency_key=idempotency_key, upload_seconds=upload_s,
+        accept,
+        queue=queue,
+        store=store,
+        spec_text=spec,
+        data=data,
+        filename=mesh.filename or "",
+        idempotency_key=idempotency_key,
+        upload_seconds=upload_s,
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
     )
@@ -63,8 +74,11 @@ async def create_job(
     if rec is None:  # expired between the two calls: vanishingly rare
         raise ProblemError(404, "job.not_found", "no such job", id=accepted.job_id)
     job = job_public(rec, base, time.time())
-    return JSONResponse(job.model_dump(mode="json"), status_code=200 if accepted.replayed else 202,
-                        headers={"Location": job.url})
+    return JSONResponse(
+        job.model_dump(mode="json"),
+        status_code=200 if accepted.replayed else 202,
+        headers={"Location": job.url},
+    )
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=_ERRORS, summary="A job's state")
@@ -74,8 +88,13 @@ def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
 
 @router.get(
     "/{job_id}/result",
-    responses={200: {"content": {"application/octet-stream": {}},
-                     "description": "The processed mesh file."}, **_ERRORS},
+    responses={
+        200: {
+            "content": {"application/octet-stream": {}},
+            "description": "The processed mesh file.",
+        },
+        **_ERRORS,
+    },
     response_class=FileResponse,
     summary="Download the processed mesh",
 )
@@ -84,8 +103,9 @@ def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
     if rec.get("expires_at") and time.time() > rec["expires_at"]:
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
     if rec.get("state") != "succeeded" or not rec.get("result"):
-        raise ProblemError(409, "job.not_ready", "the job has no result", id=job_id,
-                           state=rec.get("state"))
+        raise ProblemError(
+            409, "job.not_ready", "the job has no result", id=job_id, state=rec.get("state")
+        )
     r = rec["result"]
     path = store.local_path(r["key"])
     if path is None or not path.is_file():
@@ -93,15 +113,19 @@ def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
     return FileResponse(path, media_type=r["media_type"], filename=r["filename"])
 
 
-@router.delete("/{job_id}", response_model=JobPublic, responses=_ERRORS,
-               summary="Cancel a queued or running job")
+@router.delete(
+    "/{job_id}",
+    response_model=JobPublic,
+    responses=_ERRORS,
+    summary="Cancel a queued or running job",
+)
 def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
     _record(queue, job_id)
     outcome, previous = queue.cancel(job_id)
     if outcome == "gone":
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     if outcome == "final" and previous != "cancelled":
-        raise ProblemError(409, "job.already_finished", "the job has already finished",
-                           id=job_id, state=previous)
+        raise ProblemError(
+            409, "job.already_finished", "the job has already finished", id=job_id, state=previous
+        )
     return job_public(_record(queue, job_id), base, time.time())
-

@@ -105,8 +105,11 @@ class LocalBlobStore:
         path = self._path(prefix.rstrip("/"))
         if not path.is_dir():
             return []
-        return sorted(str(p.relative_to(self.root)) for p in path.rglob("*")
-                      if p.is_file() and not p.name.startswith(".tmp-"))
+        return sorted(
+            str(p.relative_to(self.root))
+            for p in path.rglob("*")
+            if p.is_file() and not p.name.startswith(".tmp-")
+        )
 
 
 def open_store(url_or_path: str | os.PathLike[str]) -> LocalBlobStore:
@@ -114,7 +117,7 @@ def open_store(url_or_path: str | os.PathLike[str]) -> LocalBlobStore:
     s = os.fspath(url_or_path)
     if "://" in s and not s.startswith("file://"):
         raise ValueError(f"unsupported blob store URL {s!r}: only local paths so far")
-    return LocalBlobStore(s[len("file://"):] if s.startswith("file://") else s)
+    return LocalBlobStore(s[len("file://") :] if s.startswith("file://") else s)
 
 
 def input_key(job_id: str) -> str:

@@ -33,10 +33,28 @@ class JobState(str, Enum):
     expired = "expired"
 
 
-JSON_FIELDS = ("spec", "timings", "stats_before", "stats_after", "reports", "error", "last_error",
-               "input", "result", "patches")
-FLOAT_FIELDS = ("created_at", "updated_at", "started_at", "attempt_started_at", "finished_at",
-                "expires_at", "progress", "deadline_seconds")
+JSON_FIELDS = (
+    "spec",
+    "timings",
+    "stats_before",
+    "stats_after",
+    "reports",
+    "error",
+    "last_error",
+    "input",
+    "result",
+    "patches",
+)
+FLOAT_FIELDS = (
+    "created_at",
+    "updated_at",
+    "started_at",
+    "attempt_started_at",
+    "finished_at",
+    "expires_at",
+    "progress",
+    "deadline_seconds",
+)
 INT_FIELDS = ("attempt", "max_attempts")
 
 
@@ -91,8 +109,15 @@ class Claim:
 class JobQueue:
     """Synchronous access to jobs, used by the API (in its thread pool) and by the workers."""
 
-    def __init__(self, client: redis.Redis, *, lease_seconds: float = 20.0, max_attempts: int = 3,
-                 job_ttl_seconds: int = 7 * 24 * 3600, tombstone_seconds: int = 30 * 24 * 3600):
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        lease_seconds: float = 20.0,
+        max_attempts: int = 3,
+        job_ttl_seconds: int = 7 * 24 * 3600,
+        tombstone_seconds: int = 30 * 24 * 3600,
+    ):
         self.r = client
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
@@ -113,18 +138,29 @@ class JobQueue:
         self._group_ready = True
 
     # ------------------------------------------------------------------ API side
-    def submit(self, job_id: str, fields: dict[str, Any], *, idempotency_key: str | None = None,
-               body_hash: str = "") -> tuple[str, str | None]:
+    def submit(
+        self,
+        job_id: str,
+        fields: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        body_hash: str = "",
+    ) -> tuple[str, str | None]:
         """Create and queue a job. Returns ``("ok", None)``, or ``("duplicate", "id|hash")`` when
         the idempotency key was used before."""
         self.ensure_group()
         now = time.time()
         fields = {**fields, "expires_at": now + self.job_ttl, "max_attempts": self.max_attempts}
         res = self._s["submit"](
-            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.JOBS,
-                  keys.idempotency(idempotency_key) if idempotency_key else "", keys.COUNTERS],
-            args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}",
-                  self.job_ttl],
+            keys=[
+                keys.job(job_id),
+                keys.STREAM,
+                keys.events(job_id),
+                keys.JOBS,
+                keys.idempotency(idempotency_key) if idempotency_key else "",
+                keys.COUNTERS,
+            ],
+            args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}", self.job_ttl],
         )
         status = _s(res[0])
         return status, (_s(res[1]) if status == "duplicate" else None)
@@ -188,30 +224,62 @@ class JobQueue:
         rec = self.get(job_id) or {}
         return Claim(job_id, entry, int(_s(res[1])), rec)
 
-    def renew(self, consumer: str, c: Claim, progress: float | None = None, stage: str = "") -> bool:
+    def renew(
+        self, consumer: str, c: Claim, progress: float | None = None, stage: str = ""
+    ) -> bool:
         res = self._s["renew"](
             keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id)],
-            args=[keys.GROUP, consumer, c.entry, c.attempt, repr(time.time()),
-                  "" if progress is None else repr(round(float(progress), 4)), stage],
+            args=[
+                keys.GROUP,
+                consumer,
+                c.entry,
+                c.attempt,
+                repr(time.time()),
+                "" if progress is None else repr(round(float(progress), 4)),
+                stage,
+            ],
         )
         return bool(res)
 
     def finish(self, consumer: str, c: Claim, state: str, fields: dict[str, Any]) -> bool:
         res = self._s["finish"](
             keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id), keys.COUNTERS],
-            args=[keys.GROUP, consumer, c.entry, c.attempt, state, encode_fields(fields),
-                  repr(time.time()), self.job_ttl + self.tombstone],
+            args=[
+                keys.GROUP,
+                consumer,
+                c.entry,
+                c.attempt,
+                state,
+                encode_fields(fields),
+                repr(time.time()),
+                self.job_ttl + self.tombstone,
+            ],
         )
         return bool(res)
 
-    def requeue(self, job_id: str, entry: str, error: dict[str, Any], *, owner: str = "",
-                attempt: int | None = None) -> str:
+    def requeue(
+        self,
+        job_id: str,
+        entry: str,
+        error: dict[str, Any],
+        *,
+        owner: str = "",
+        attempt: int | None = None,
+    ) -> str:
         """Retry a job (or fail it after its last attempt). Returns queued, failed, stale, gone."""
         res = self._s["requeue"](
             keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.COUNTERS],
-            args=[keys.GROUP, entry, repr(time.time()), self.max_attempts, json.dumps(error),
-                  owner, "" if attempt is None else attempt, job_id,
-                  self.job_ttl + self.tombstone],
+            args=[
+                keys.GROUP,
+                entry,
+                repr(time.time()),
+                self.max_attempts,
+                json.dumps(error),
+                owner,
+                "" if attempt is None else attempt,
+                job_id,
+                self.job_ttl + self.tombstone,
+            ],
         )
         return _s(res[0])
 
@@ -222,14 +290,23 @@ class JobQueue:
         out: list[tuple[str, str]] = []
         start = "0-0"
         while True:
-            res = self.r.xautoclaim(keys.STREAM, keys.GROUP, consumer,
-                                    int(self.lease_seconds * 1000), start_id=start, count=count)
+            res = self.r.xautoclaim(
+                keys.STREAM,
+                keys.GROUP,
+                consumer,
+                int(self.lease_seconds * 1000),
+                start_id=start,
+                count=count,
+            )
             nxt, claimed = res[0], res[1]
             for entry_id, fields in claimed:
                 job = (fields or {}).get(b"job") or (fields or {}).get("job")
                 job_id = _s(job) if job else ""
-                err = {"code": "worker.lost", "message": "the worker running the job stopped "
-                       "renewing its lease", "detail": {}}
+                err = {
+                    "code": "worker.lost",
+                    "message": "the worker running the job stopped renewing its lease",
+                    "detail": {},
+                }
                 if job_id:
                     out.append((job_id, self.requeue(job_id, _s(entry_id), err)))
                 else:

@@ -101,6 +101,8 @@ def load_bytes(
         return load_bytes(gunzip(data, max_expanded), inner, dtype=dtype, max_expanded=max_expanded)
     if kind == "zip":
         return _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded)
+    if kind is None and ext == "stl":
+        kind = "stl"  # binary STL has no magic: its size check below decides
     if kind is None:
         if ext in MESH_FORMATS:
             raise FormatError(f"file is not a valid {ext.upper()} file", code="format.mismatch",

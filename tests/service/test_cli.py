@@ -1,0 +1,160 @@
+"""The ``tessera`` command: ``run`` with no server, ``ops``, and ``up`` (all on one machine)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from service.cli import parse_op
+from tests.conftest import ROOT, mesh_path
+from tests.service.helpers import spec
+from workers.engine.io import load_bytes
+from workers.engine.ops import OPS
+
+
+def tessera(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_parse_op():
+    assert parse_op("weld") == {"op": "weld"}
+    assert parse_op("weld:tolerance=0.01,relative=true") == {
+        "op": "weld",
+        "tolerance": 0.01,
+        "relative": True,
+    }
+    assert parse_op("vertex_normals:weighting=angle") == {
+        "op": "vertex_normals",
+        "weighting": "angle",
+    }
+    with pytest.raises(SystemExit):
+        parse_op("weld:tolerance")
+
+
+def test_run_writes_ply_with_attributes(tmp_path):
+    out = tmp_path / "bunny.ply"
+    r = tessera(
+        "run",
+        str(mesh_path("stanford-bunny.obj")),
+        "--op",
+        "weld",
+        "--op",
+        "vertex_normals:weighting=angle",
+        "--op",
+        "gaussian_curvature",
+        "-o",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    assert "weld" in r.stdout and "34834 vertices" in r.stdout
+    mesh = load_bytes(out.read_bytes(), "bunny.ply")
+    assert mesh.n_vertices == 34834
+    assert set(mesh.vertex_attrs) == {"vertex_normals", "gaussian_curvature"}
+    assert mesh.vertex_attrs["gaussian_curvature"].astype(np.float64).sum() == pytest.approx(
+        2 * np.pi * -3, abs=1e-3
+    )
+
+
+def test_run_reports_errors_with_their_code(tmp_path):
+    r = tessera("run", str(mesh_path("rx-cube.obj")), "--op", "nope", "-o", str(tmp_path / "x.ply"))
+    assert r.returncode == 2 and "spec.unknown_op" in r.stderr
+    r = tessera(
+        "run",
+        str(mesh_path("rx-cube.obj")),
+        "--op",
+        "weld:tolerance=-1",
+        "-o",
+        str(tmp_path / "x.ply"),
+    )
+    assert r.returncode == 2 and "op.params_invalid" in r.stderr
+
+
+def test_ops_lists_the_catalogue():
+    r = tessera("ops")
+    assert r.returncode == 0
+    for name in OPS.names():
+        assert name in r.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_up_serves_api_with_private_redis_and_a_worker(tmp_path):
+    port = _free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TESSERA_REDIS_URL", "REDIS_URL", "TESSERA_DATA_DIR")
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "up",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        line = ""
+        deadline = time.time() + 60
+        while "Tessera is up" not in line and time.time() < deadline:
+            line = proc.stdout.readline() if proc.stdout else ""
+            assert line or proc.poll() is None, "tessera up exited"
+        assert f"http://127.0.0.1:{port}" in line
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, timeout=30) as c:
+            r = c.post(
+                "/v1/jobs",
+                files={"mesh": ("bunny.obj", mesh_path("stanford-bunny.obj").read_bytes())},
+                data={"spec": spec("weld", "vertex_normals", "gaussian_curvature")},
+            )
+            assert r.status_code == 202, r.text
+            url = r.json()["url"]
+            for _ in range(600):
+                job = c.get(url).json()
+                if job["state"] in ("succeeded", "failed"):
+                    break
+                time.sleep(0.1)
+            assert job["state"] == "succeeded", job
+            mesh = load_bytes(c.get(url + "/result").content, "r.ply")
+            assert {"vertex_normals", "gaussian_curvature"} <= set(mesh.vertex_attrs)
+            assert c.get("/readyz").status_code == 200
+        assert (tmp_path / "data" / "redis" / "appendonlydir").is_dir()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        if proc.stdout:
+            proc.stdout.close()

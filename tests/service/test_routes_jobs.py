@@ -1,0 +1,210 @@
+"""Submit, poll, download, cancel through HTTP, with real worker processes and a real Redis."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+
+from tests.service.helpers import assert_problem, spec, submit, wait
+from workers.engine.io import load_bytes
+from workers.queue import keys
+
+pytestmark = pytest.mark.slow
+
+
+def test_submit_answers_202_with_location_and_queued_record(client, redis_client):
+    r = submit(client, "rx-cube.obj")
+    assert r.status_code == 202, r.text
+    job = r.json()
+    assert r.headers["location"] == job["url"]
+    assert job["url"].endswith(f"/v1/jobs/{job['id']}")
+    assert job["state"] == "queued" and job["attempts"] == 0
+    assert job["input"] == {
+        "name": "rx-cube.obj",
+        "bytes": len(r.request.content) and job["input"]["bytes"],
+        "vertices": 8,
+        "faces": 12,
+    }
+    assert set(job["timings"]) >= {"upload", "parse", "store_input"}
+    assert redis_client.exists(keys.job(job["id"]))
+
+
+def test_bunny_weld_normals_curvature_round_trip(client, workers):
+    workers.start("w1")
+    r = submit(
+        client,
+        "stanford-bunny.obj",
+        spec(
+            "weld",
+            {"op": "vertex_normals", "weighting": "angle"},
+            "gaussian_curvature",
+            attributes=["vertex_normals", "gaussian_curvature"],
+        ),
+    )
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    assert job["attempts"] == 1 and job["progress"] == 1.0
+    assert job["stats_before"]["unused_vertices"] == 1113
+    after = job["stats_after"]
+    assert (after["vertices"], after["edges"], after["boundary_edges"]) == (34834, 104288, 223)
+    assert after["euler_characteristic"] == -3
+    for stage in (
+        "upload",
+        "parse",
+        "queued",
+        "load",
+        "0:weld",
+        "1:vertex_normals",
+        "2:gaussian_curvature",
+        "serialize",
+        "store",
+        "run",
+    ):
+        assert stage in job["timings"], stage
+    assert [s["op"] for s in job["reports"]] == ["weld", "vertex_normals", "gaussian_curvature"]
+
+    res = client.get(job["result"]["url"])
+    assert res.status_code == 200
+    assert res.headers["content-disposition"] == 'attachment; filename="stanford-bunny.ply"'
+    header = res.content[: res.content.index(b"end_header")].decode()
+    for prop in (
+        "property float nx",
+        "property float ny",
+        "property float nz",
+        "property float gaussian_curvature",
+    ):
+        assert prop in header
+    mesh = load_bytes(res.content, "result.ply")
+    assert mesh.n_vertices == 34834 and mesh.n_faces == 69451
+    n = mesh.vertex_attrs["vertex_normals"]
+    assert np.allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-5)
+    k = mesh.vertex_attrs["gaussian_curvature"].astype(np.float64)
+    assert k.sum() == pytest.approx(2 * np.pi * -3, abs=1e-3)
+
+
+@pytest.mark.parametrize("fmt", ["obj", "stl", "glb", "npz"])
+def test_every_output_format_reloads(client, workers, fmt):
+    workers.start("w1")
+    attrs = {"obj": ["vertex_normals"], "stl": [], "glb": ["vertex_normals"], "npz": None}[fmt]
+    r = submit(client, "rx-sphere3.obj", spec("vertex_normals", fmt=fmt, attributes=attrs))
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    data = client.get(job["result"]["url"]).content
+    mesh = load_bytes(data, f"result.{fmt}")
+    if fmt == "stl":
+        from workers.engine.reindex import weld
+
+        mesh, _ = weld(mesh)
+    assert (mesh.n_vertices, mesh.n_faces) == (386, 768)
+    if fmt == "npz":
+        assert mesh.vertex_attrs["vertex_normals"].shape == (386, 3)
+    elif fmt == "obj":
+        assert data.count(b"\nvn ") == 386
+    elif fmt == "glb":
+        n = int.from_bytes(data[12:16], "little")
+        gltf = json.loads(data[20 : 20 + n])
+        assert "NORMAL" in gltf["meshes"][0]["primitives"][0]["attributes"]
+
+
+def test_result_before_success_is_409(client):
+    job = submit(client).json()
+    assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")
+
+
+def test_unknown_job_is_404(client):
+    assert_problem(client.get("/v1/jobs/0123abcd"), 404, "job.not_found")
+    assert_problem(client.get("/v1/jobs/../etc"), 404, "route.not_found")
+    assert_problem(client.delete("/v1/jobs/nope"), 404, "job.not_found")
+
+
+def test_cancel_queued_job(client, redis_client):
+    job = submit(client).json()
+    r = client.delete(job["url"])
+    assert r.status_code == 200 and r.json()["state"] == "cancelled"
+    assert client.delete(job["url"]).json()["state"] == "cancelled"  # idempotent
+    assert redis_client.xlen(keys.STREAM) == 0
+
+
+def test_cancel_running_job_and_worker_goes_on(client, workers):
+    workers.start("w1")
+    slow = submit(client, spec_text=spec({"op": "sleep", "seconds": 30})).json()
+    wait(client, slow["url"], ("running",))
+    r = client.delete(slow["url"])
+    assert r.json()["state"] == "cancelled"
+    # the worker kills the stuck run and takes the next job
+    nxt = submit(client).json()
+    assert wait(client, nxt["url"], timeout=30)["state"] == "succeeded"
+    assert client.get(slow["url"]).json()["state"] == "cancelled"
+
+
+def test_cancel_finished_job_is_409(client, workers):
+    workers.start("w1")
+    job = wait(client, submit(client).json()["url"])
+    assert_problem(client.delete(job["url"]), 409, "job.already_finished")
+
+
+def test_input_error_in_worker_fails_without_retry(client, workers):
+    workers.start("w1")
+    job = submit(client, spec_text=spec({"op": "sleep", "fail": "input"})).json()
+    job = wait(client, job["url"])
+    assert job["state"] == "failed" and job["attempts"] == 1
+    assert job["error"]["code"] == "mesh.test_rejected"
+
+
+@pytest.mark.parametrize(
+    ("fail", "code"), [("error", "engine.internal"), ("crash", "worker.child_died")]
+)
+def test_internal_failures_retry_then_fail_and_worker_survives(client, workers, fail, code):
+    workers.start("w1")
+    job = submit(client, spec_text=spec({"op": "sleep", "fail": fail})).json()
+    job = wait(client, job["url"], timeout=60)
+    assert job["state"] == "failed" and job["attempts"] == 3, job
+    assert job["error"]["code"] == code
+    nxt = submit(client).json()
+    assert wait(client, nxt["url"], timeout=30)["state"] == "succeeded"
+
+
+def test_worker_killed_mid_job_finishes_elsewhere(client, workers, settings):
+    workers.start("w1")
+    workers.start("w2")
+    job = submit(client, "rx-cube.obj", spec({"op": "sleep", "seconds": 2.0}, "stats")).json()
+    running = wait(client, job["url"], ("running",))
+    victim = running["worker"]
+    assert victim in ("w1", "w2")
+    time.sleep(0.3)
+    workers.kill(victim)
+    t0 = time.time()
+    done = wait(client, job["url"], timeout=60)
+    assert done["state"] == "succeeded", done
+    assert done["attempts"] == 2
+    assert done["worker"] != victim
+    assert time.time() - t0 < 20
+    assert client.get(done["result"]["url"]).status_code == 200
+    # exactly one result blob: the killed attempt never finished writing one
+    folder = settings.blob_root / "jobs" / job["id"]
+    assert sorted(p.name for p in folder.glob("result-*")) == ["result-a2.ply"]
+
+
+def test_idempotent_submission(client):
+    body = spec("stats")
+    a = submit(client, spec_text=body, headers={"Idempotency-Key": "abc"})
+    b = submit(client, spec_text=body, headers={"Idempotency-Key": "abc"})
+    assert a.status_code == 202 and b.status_code == 200
+    assert a.json()["id"] == b.json()["id"]
+    c = submit(client, spec_text=spec("weld"), headers={"Idempotency-Key": "abc"})
+    assert_problem(c, 409, "idempotency.conflict")
+
+
+def test_job_record_is_json_serialisable_and_complete(client, workers):
+    workers.start("w1")
+    job = wait(client, submit(client, spec_text=spec("weld", "stats")).json()["url"])
+    assert job["state"] == "succeeded"
+    assert job["reports"][1]["report"]["vertices"] == 8
+    assert job["started_at"] and job["finished_at"] and job["created_at"]
+    json.dumps(job)
+    assert io.BytesIO(client.get(job["result"]["url"]).content).read(3) == b"ply"

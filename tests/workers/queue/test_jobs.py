@@ -1,0 +1,158 @@
+"""The job protocol against a real Redis: claims, leases, fencing, retries, cancellation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from workers.queue import keys
+from workers.queue.jobs import JobQueue
+
+
+@pytest.fixture
+def q(redis_client):
+    return JobQueue(
+        redis_client, lease_seconds=0.3, max_attempts=2, job_ttl_seconds=3600, tombstone_seconds=60
+    )
+
+
+def submit(q: JobQueue, job_id: str = "j1", **kw) -> None:
+    status, _ = q.submit(job_id, {"spec": {"pipeline": []}, "input": {"name": "x.obj"}}, **kw)
+    assert status == "ok"
+
+
+def take(q: JobQueue, consumer: str):
+    items = q.read_next(consumer, block_ms=100)
+    assert items, "expected a delivered entry"
+    entry, job_id = items[0]
+    return q.claim(consumer, entry, job_id)
+
+
+def test_submit_creates_queued_record_and_stream_entry(q):
+    submit(q)
+    rec = q.get("j1")
+    assert rec["state"] == "queued"
+    assert rec["attempt"] == 0
+    assert rec["spec"] == {"pipeline": []}
+    assert rec["expires_at"] > time.time() + 3000
+    assert q.queue_depth() == {"entries": 1, "running": 0, "waiting": 1}
+
+
+def test_claim_runs_attempt_one_and_finish_commits(q):
+    submit(q)
+    c = take(q, "w1")
+    assert c.attempt == 1 and c.job_id == "j1"
+    assert q.get("j1")["state"] == "running"
+    assert q.renew("w1", c, 0.5, "weld")
+    assert q.get("j1")["progress"] == 0.5
+    assert q.finish("w1", c, "succeeded", {"result": {"key": "k"}})
+    rec = q.get("j1")
+    assert rec["state"] == "succeeded" and rec["result"] == {"key": "k"} and rec["progress"] == 1
+    assert q.queue_depth()["entries"] == 0  # entries are deleted when their job ends
+    assert q.r.ttl(keys.job("j1")) > 0
+
+
+def test_progress_is_monotone(q):
+    submit(q)
+    c = take(q, "w1")
+    assert q.renew("w1", c, 0.6, "a")
+    assert q.renew("w1", c, 0.2, "b")
+    assert q.get("j1")["progress"] == 0.6
+
+
+def test_expired_lease_is_reaped_and_old_owner_cannot_commit(q):
+    submit(q)
+    old = take(q, "w1")
+    time.sleep(0.4)  # the lease (0.3 s) runs out without renewal
+    assert q.reap("w2") == [("j1", "queued")]
+    rec = q.get("j1")
+    assert rec["state"] == "queued" and rec["last_error"]["code"] == "worker.lost"
+    new = take(q, "w2")
+    assert new.attempt == 2
+    # the first worker comes back: it can neither renew nor commit (fencing by attempt)
+    assert not q.renew("w1", old)
+    assert not q.finish("w1", old, "succeeded", {"result": {"key": "stale"}})
+    assert q.finish("w2", new, "succeeded", {"result": {"key": "fresh"}})
+    assert q.get("j1")["result"] == {"key": "fresh"}
+
+
+def test_renewed_lease_is_not_reaped(q):
+    submit(q)
+    c = take(q, "w1")
+    for _ in range(4):
+        time.sleep(0.1)
+        assert q.renew("w1", c)
+    assert q.reap("w2") == []
+    assert q.get("j1")["state"] == "running"
+
+
+def test_reaping_after_last_attempt_fails_the_job(q):
+    submit(q)
+    take(q, "w1")
+    time.sleep(0.4)
+    q.reap("w2")
+    take(q, "w2")
+    time.sleep(0.4)
+    assert q.reap("w3") == [("j1", "failed")]
+    rec = q.get("j1")
+    assert rec["state"] == "failed" and rec["error"]["code"] == "worker.lost"
+    assert q.queue_depth()["entries"] == 0
+
+
+def test_requeue_by_owner_then_failed_after_max_attempts(q):
+    submit(q)
+    c1 = take(q, "w1")
+    err = {"code": "engine.internal", "message": "boom", "detail": {}}
+    assert q.requeue("j1", c1.entry, err, owner="w1", attempt=1) == "queued"
+    c2 = take(q, "w1")
+    assert c2.attempt == 2
+    assert q.requeue("j1", c2.entry, err, owner="w1", attempt=2) == "failed"
+    assert q.get("j1")["error"]["code"] == "engine.internal"
+
+
+def test_requeue_by_non_owner_is_refused(q):
+    submit(q)
+    c = take(q, "w1")
+    err = {"code": "x", "message": "x", "detail": {}}
+    assert q.requeue("j1", c.entry, err, owner="w2", attempt=1) == "stale"
+    assert q.get("j1")["state"] == "running"
+
+
+def test_cancel_queued_job_is_never_delivered(q):
+    submit(q)
+    assert q.cancel("j1") == ("cancelled", "queued")
+    assert q.read_next("w1", block_ms=50) == []
+    assert q.get("j1")["state"] == "cancelled"
+
+
+def test_cancel_running_job_fences_its_worker(q):
+    submit(q)
+    c = take(q, "w1")
+    assert q.cancel("j1") == ("cancelled", "running")
+    assert not q.renew("w1", c)
+    assert not q.finish("w1", c, "succeeded", {})
+    assert q.get("j1")["state"] == "cancelled"
+
+
+def test_terminal_states_are_final(q):
+    submit(q)
+    c = take(q, "w1")
+    assert q.finish("w1", c, "failed", {"error": {"code": "mesh.x", "message": "m"}})
+    assert q.cancel("j1") == ("final", "failed")
+    assert q.get("j1")["state"] == "failed"
+    assert not q.finish("w1", c, "succeeded", {})
+
+
+def test_idempotency_key_returns_the_first_job(q):
+    submit(q, "j1", idempotency_key="k", body_hash="h")
+    status, prev = q.submit("j2", {"spec": {}}, idempotency_key="k", body_hash="h")
+    assert status == "duplicate" and prev == "j1|h"
+    assert q.get("j2") is None
+    assert q.queue_depth()["entries"] == 1
+
+
+def test_heartbeat_counts_live_workers(q):
+    assert q.live_workers() == 0
+    q.heartbeat("w1", {"pid": 1})
+    assert q.live_workers() == 1
