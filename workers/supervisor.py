@@ -25,6 +25,20 @@ from .settings import Settings
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 2.0
+SWEEP_SECONDS = 60.0
+
+
+def sweep_expired(q: JobQueue, store: LocalBlobStore, now: float | None = None) -> list[str]:
+    """Delete the blobs of jobs past their TTL (cancelling any that never ended). Any number of
+    supervisors may sweep at once: every step is idempotent."""
+    now = time.time() if now is None else now
+    swept = []
+    for job_id in q.expired_jobs(now):
+        q.cancel(job_id)  # a no-op for finished jobs
+        store.delete_prefix(job_prefix(job_id))
+        q.forget(job_id)
+        swept.append(job_id)
+    return swept
 
 
 class Supervisor:
@@ -53,6 +67,7 @@ class Supervisor:
         self.conn: Connection | None = None
         self._last_beat = 0.0
         self._last_reap = 0.0
+        self._last_sweep = 0.0
         self.current: Claim | None = None
         self.jobs_done = 0
 
@@ -145,6 +160,11 @@ class Supervisor:
             for job_id, outcome in self.q.reap(self.name):
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
             self._last_reap = now
+        if force or now - self._last_sweep >= SWEEP_SECONDS:
+            swept = sweep_expired(self.q, self.store)
+            if swept:
+                log.info("%s: swept %d expired jobs", self.name, len(swept))
+            self._last_sweep = now
 
     # ----------------------------------------------------------------- one job
     def run_claim(self, c: Claim) -> None:

@@ -190,6 +190,18 @@ class JobQueue:
     def counters(self) -> dict[str, int]:
         return {_s(k): int(v) for k, v in self.r.hgetall(keys.COUNTERS).items()}
 
+    def expired_jobs(self, now: float, limit: int = 100) -> list[str]:
+        """Ids of jobs created more than the TTL ago whose blobs have not been swept yet."""
+        ids = self.r.zrangebyscore(keys.JOBS, "-inf", now - self.job_ttl, start=0, num=limit)
+        return [_s(i) for i in ids]
+
+    def forget(self, job_id: str) -> None:
+        """After its blobs are gone: the job leaves the index; its record stays as a tombstone
+        (it answers 410) until its own expiry."""
+        self.r.zrem(keys.JOBS, job_id)
+        if self.r.ttl(keys.job(job_id)) == -1:  # never finished: bound its life too
+            self.r.expire(keys.job(job_id), self.tombstone)
+
     # ------------------------------------------------------------------ worker side
     def heartbeat(self, worker: str, info: dict[str, Any]) -> None:
         now = time.time()
