@@ -4,7 +4,7 @@ Error tree (the service maps each branch to one HTTP status)::
 
     EngineError                     500  engine.internal
     ├── InputError                  422  the caller's input is wrong: never retried
-    │   ├── MeshError                    mesh.*    the mesh cannot be used (NaN, bad indices, empty...)
+    │   ├── MeshError                    mesh.*    the mesh cannot be used (NaN, bad indices)
     │   ├── FormatError                  format.*  the file cannot be read as a mesh
     │   ├── SpecError                    spec.*    pipeline or output spec invalid
     │   └── OpParamsError                op.*      an operation refuses this mesh or these params

@@ -1,4 +1,4 @@
-"""The engine's mesh: positions, triangles and named per-vertex / per-face attributes on one backend.
+"""The engine's mesh: positions, triangles and named per-vertex and per-face attributes.
 
 A :class:`TriMesh` is treated as immutable in its connectivity: an operation that changes the
 vertex or face set returns a new mesh; one that only adds attributes or moves vertices keeps the
@@ -104,12 +104,17 @@ class TriMesh:
     ) -> TriMesh:
         """Build a mesh from array-likes, checking finiteness and index range (``check=True``)."""
         xp = xp_for(array_backend(V))
-        V = xp.ascontiguousarray(xp.asarray(V, dtype=dtype))
+        with np.errstate(over="ignore"):  # values beyond float32 become inf: check() reports them
+            V = xp.ascontiguousarray(xp.asarray(V, dtype=dtype))
         F_in = xp.asarray(F)
         if F_in.size and not xp.issubdtype(F_in.dtype, xp.integer):
             raise MeshError("face indices must be integers", code="mesh.bad_indices")
-        mesh = cls(V, xp.ascontiguousarray(F_in.reshape(-1, 3) if F_in.size == 0 else F_in),
-                   vertex_attrs, face_attrs)
+        mesh = cls(
+            V,
+            xp.ascontiguousarray(F_in.reshape(-1, 3) if F_in.size == 0 else F_in),
+            vertex_attrs,
+            face_attrs,
+        )
         if check:
             mesh.check()
         mesh.F = mesh.F.astype(xp.int32, copy=False)
@@ -127,12 +132,21 @@ class TriMesh:
         if not bool(finite.all()):
             bad = int((~finite).sum())
             first = int(xp.argmin(finite))
-            raise MeshError("vertex positions must be finite", code="mesh.non_finite",
-                            count=bad, first_vertex=first)
+            raise MeshError(
+                "vertex positions must be finite",
+                code="mesh.non_finite",
+                count=bad,
+                first_vertex=first,
+            )
         lo, hi = int(self.F.min()), int(self.F.max())
         if lo < 0 or hi >= self.n_vertices:
-            raise MeshError("face index out of range", code="mesh.index_out_of_range",
-                            min_index=lo, max_index=hi, n_vertices=self.n_vertices)
+            raise MeshError(
+                "face index out of range",
+                code="mesh.index_out_of_range",
+                min_index=lo,
+                max_index=hi,
+                n_vertices=self.n_vertices,
+            )
         if self.n_vertices >= 2**31 - 1 or self.n_faces >= 2**31 - 1:
             raise MeshError("mesh too large for 32-bit indices", code="mesh.too_large")
         for name, a in self.vertex_attrs.items():
@@ -145,11 +159,18 @@ class TriMesh:
     # ------------------------------------------------------------ derivation
     def with_geometry(self, V: Any) -> TriMesh:
         """Same connectivity and topology cache, new positions."""
-        return TriMesh(V, self.F, self.vertex_attrs, self.face_attrs, source=self.source,
-                       _topology=self._topology)
+        return TriMesh(
+            V,
+            self.F,
+            self.vertex_attrs,
+            self.face_attrs,
+            source=self.source,
+            _topology=self._topology,
+        )
 
-    def with_attrs(self, vertex: Mapping[str, Any] | None = None,
-                   face: Mapping[str, Any] | None = None) -> TriMesh:
+    def with_attrs(
+        self, vertex: Mapping[str, Any] | None = None, face: Mapping[str, Any] | None = None
+    ) -> TriMesh:
         """Same mesh with attributes added or replaced."""
         va = {**self.vertex_attrs, **(vertex or {})}
         fa = {**self.face_attrs, **(face or {})}
@@ -181,8 +202,10 @@ class TriMesh:
                 va[name] = segment_mean(xp, a[old], new, n_new)
             else:
                 va[name] = a
-        fa = {name: (a[face_take] if face_take is not None else a)
-              for name, a in self.face_attrs.items()}
+        fa = {
+            name: (a[face_take] if face_take is not None else a)
+            for name, a in self.face_attrs.items()
+        }
         return TriMesh(V, F, va, fa, source=self.source)
 
     def to(self, backend: str) -> TriMesh:
@@ -194,9 +217,13 @@ class TriMesh:
         else:
             xp = xp_for(backend)
             conv = xp.asarray
-        return TriMesh(conv(self.V), conv(self.F),
-                       {k: conv(v) for k, v in self.vertex_attrs.items()},
-                       {k: conv(v) for k, v in self.face_attrs.items()}, source=self.source)
+        return TriMesh(
+            conv(self.V),
+            conv(self.F),
+            {k: conv(v) for k, v in self.vertex_attrs.items()},
+            {k: conv(v) for k, v in self.face_attrs.items()},
+            source=self.source,
+        )
 
     # -------------------------------------------------------------- library
     @classmethod
@@ -206,7 +233,9 @@ class TriMesh:
 
         return load_path(path, dtype=dtype)
 
-    def save(self, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None) -> None:
+    def save(
+        self, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None
+    ) -> None:
         """Write the mesh; the format is taken from the file name's extension."""
         from .io import save_path
 

@@ -74,8 +74,9 @@ def sniff(data: bytes) -> str | None:
         return "off"
     if stripped[:1] == b"{" and b'"asset"' in data[:65536]:
         return "gltf"
-    if b"\x00" not in head and (head.startswith(b"v ") or b"\nv " in data[:1 << 20]
-                                or head.startswith(b"#")):
+    if b"\x00" not in head and (
+        head.startswith(b"v ") or b"\nv " in data[: 1 << 20] or head.startswith(b"#")
+    ):
         return "obj"
     return None
 
@@ -96,24 +97,36 @@ def load_bytes(
         raise MeshError("file is empty", code="mesh.empty")
     kind = sniff(data)
     ext = _ext(filename)
-    if kind == "gz":
-        inner = filename[:-3] if filename.lower().endswith(".gz") else ""
-        return load_bytes(gunzip(data, max_expanded), inner, dtype=dtype, max_expanded=max_expanded)
-    if kind == "zip":
-        return _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded)
+    if kind in ("gz", "zip"):
+        if kind == "gz":
+            inner = filename[:-3] if filename.lower().endswith(".gz") else ""
+            mesh = load_bytes(
+                gunzip(data, max_expanded), inner, dtype=dtype, max_expanded=max_expanded
+            )
+        else:
+            mesh = _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded)
+        mesh.source = filename or None  # the name the caller gave, not the member's
+        return mesh
     if kind is None and ext == "stl":
         kind = "stl"  # binary STL has no magic: its size check below decides
     if kind is None:
         if ext in MESH_FORMATS:
-            raise FormatError(f"file is not a valid {ext.upper()} file", code="format.mismatch",
-                              extension=ext)
+            raise FormatError(
+                f"file is not a valid {ext.upper()} file", code="format.mismatch", extension=ext
+            )
         raise FormatError("unrecognised file format", code="format.unsupported", extension=ext)
-    if ext and ext not in ("gz", "zip") and ext != kind:
+    if ext and ext != kind:
         if ext in MESH_FORMATS or ext in ("gz", "zip"):
-            raise FormatError(f"file named .{ext} holds {kind.upper()} data", code="format.mismatch",
-                              extension=ext, detected=kind)
+            raise FormatError(
+                f"file named .{ext} holds {kind.upper()} data",
+                code="format.mismatch",
+                extension=ext,
+                detected=kind,
+            )
         if ext not in ("bin", "dat", "mesh", ""):
-            raise FormatError("unsupported file extension", code="format.unsupported", extension=ext)
+            raise FormatError(
+                "unsupported file extension", code="format.unsupported", extension=ext
+            )
     mesh = _parse(data, kind, dtype=dtype)
     mesh.source = filename or None
     return mesh
@@ -127,8 +140,11 @@ def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int) -> TriMes
     members = unzip_members(data, wanted, max_expanded)
     meshes = [n for n in members if posixpath.splitext(n)[1].lower() in wanted]
     if len(meshes) > 1:
-        raise FormatError("archive holds more than one mesh file",
-                          code="format.archive_multiple_meshes", members=sorted(meshes)[:20])
+        raise FormatError(
+            "archive holds more than one mesh file",
+            code="format.archive_multiple_meshes",
+            members=sorted(meshes)[:20],
+        )
     name = meshes[0]
     if name.lower().endswith(".gltf"):
         return _parse(members[name], "gltf", dtype=dtype, resources=members, base=name)
@@ -143,14 +159,25 @@ def _is_zip(data: bytes) -> bool:
         return False
 
 
+def _ascii_stl(data: bytes) -> bool:
+    """ASCII STL starts with ``solid`` and is text. Many exporters also begin the free-form 80-byte
+    header of a binary STL with ``solid``; the binary face count that follows it has a zero high
+    byte for any file under 800 MB, so a NUL in the first block marks binary."""
+    return data.lstrip()[:5].lower() == b"solid" and b"\x00" not in data[:4096]
+
+
 def _check_counts(data: bytes, kind: str) -> None:
     if kind == "ply":
         ply.check_header(data)
-    elif kind == "stl" and not data.lstrip()[:5].lower() == b"solid":
+    elif kind == "stl" and not _ascii_stl(data):
         n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
         if n < 0 or 84 + 50 * n != len(data):
-            raise FormatError("binary STL face count does not match the file size",
-                              code="format.count_exceeds_size", declared=n, file_bytes=len(data))
+            raise FormatError(
+                "binary STL face count does not match the file size",
+                code="format.count_exceeds_size",
+                declared=n,
+                file_bytes=len(data),
+            )
     elif kind == "off":
         toks = []
         for line in data[:65536].splitlines():
@@ -164,66 +191,129 @@ def _check_counts(data: bytes, kind: str) -> None:
         except (IndexError, ValueError):
             raise FormatError("bad OFF header", code="format.off_bad_header") from None
         if nv < 0 or nf < 0 or 6 * nv + 8 * nf > len(data):
-            raise FormatError("header declares more data than the file holds",
-                              code="format.count_exceeds_size", vertices=nv, faces=nf)
+            raise FormatError(
+                "header declares more data than the file holds",
+                code="format.count_exceeds_size",
+                vertices=nv,
+                faces=nf,
+            )
 
 
-def _parse(data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None,
-           base: str = "") -> TriMesh:
+def _parse(
+    data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None, base: str = ""
+) -> TriMesh:
     _check_counts(data, kind)
     if kind == "obj":
-        V, F = read_obj(data)
-        return TriMesh.from_arrays(V, F, dtype=dtype)
+        V, F, N = read_obj(data)
+        va_obj = {"vertex_normals": N} if N is not None else None
+        return TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va_obj)
     import trimesh  # heavy import, kept off the API's start-up path
 
-    kwargs: dict[str, Any] = {"process": False, "force": "mesh", "skip_materials": True}
+    kwargs: dict[str, Any] = {"process": False, "skip_materials": True}
     if resources is not None:
         folder = posixpath.dirname(base)
-        kwargs["resolver"] = {posixpath.relpath(k, folder) if folder else k: v
-                              for k, v in resources.items()}
+        kwargs["resolver"] = {
+            posixpath.relpath(k, folder) if folder else k: v for k, v in resources.items()
+        }
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tm = trimesh.load(io.BytesIO(data), file_type=kind, **kwargs)
+            scene = trimesh.load_scene(io.BytesIO(data), file_type=kind, **kwargs)
+            # what trimesh.load(force="mesh") does, but first read the normals a glTF stores:
+            # baking the scene's transforms drops them
+            normals = _scene_vertex_normals(scene) if kind in ("glb", "gltf") else None
+            tm = scene.to_mesh()
     except (MeshError, FormatError):
         raise
     except Exception as exc:  # trimesh raises many types on malformed input
-        raise FormatError(f"could not read the file as {kind.upper()}", code="format.parse_error",
-                          reason=f"{exc.__class__.__name__}: {exc}"[:300]) from None
+        raise FormatError(
+            f"could not read the file as {kind.upper()}",
+            code="format.parse_error",
+            reason=f"{exc.__class__.__name__}: {exc}"[:300],
+        ) from None
     V = np.asarray(getattr(tm, "vertices", np.zeros((0, 3))), dtype=np.float64)
+    if V.shape[0] == 0:  # to_mesh keeps meshes only: say so when the file held just points
+        points = sum(len(getattr(g, "vertices", ())) for g in scene.geometry.values())
+        if points:
+            raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=points)
     F = np.asarray(getattr(tm, "faces", np.zeros((0, 3))), dtype=np.int64).reshape(-1, 3)
     va: dict[str, Any] = {}
     fa: dict[str, Any] = {}
     raw = getattr(tm, "metadata", {}).get("_ply_raw")
     if raw is not None:
-        va = ply.extra_vertex_properties(raw)
-        fa = ply.extra_face_properties(raw)
+        # a property no longer lines up when trimesh has triangulated polygons (one value per
+        # polygon, several triangles each): the mesh is read, such properties are left out
+        va = {k: v for k, v in ply.extra_vertex_properties(raw).items() if v.shape[0] == V.shape[0]}
+        fa = {k: v for k, v in ply.extra_face_properties(raw).items() if v.shape[0] == F.shape[0]}
+    if kind in ("glb", "gltf"):
+        if normals is not None and normals.shape == V.shape:
+            va["vertex_normals"] = normals
+        visual = getattr(tm, "visual", None)
+        if visual is not None and getattr(visual, "kind", None) == "vertex":
+            colors = np.asarray(visual.vertex_colors)
+            if colors.shape[:1] == (V.shape[0],):
+                va["vertex_colors"] = colors
     for k, v in dict(getattr(tm, "vertex_attributes", {}) or {}).items():
         arr = np.asarray(v)
         if arr.shape[:1] == (V.shape[0],) and arr.dtype.kind in "iuf":
+            if arr.ndim == 2 and arr.shape[1] == 1:
+                arr = arr[:, 0]  # glTF SCALAR accessors come back as (n, 1)
             va[k.lstrip("_")] = arr
     mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
     return mesh
+
+
+def _scene_vertex_normals(scene: Any) -> np.ndarray | None:
+    """The vertex normals the file stored, moved like the vertices by each instance's transform
+    and in :meth:`Scene.to_mesh`'s order; None unless every mesh instance has them."""
+    from trimesh import Trimesh
+
+    from ..geometry import unitize
+
+    parts = []
+    for node in scene.graph.nodes_geometry:
+        transform, name = scene.graph[node]
+        g = scene.geometry[name]
+        if not isinstance(g, Trimesh):
+            continue
+        if "vertex_normals" not in g._cache:  # trimesh keeps normals it read in its cache
+            return None
+        linear = np.asarray(transform, dtype=np.float64)[:3, :3]
+        try:
+            inverse = np.linalg.inv(linear)  # normals move by the inverse transpose
+        except np.linalg.LinAlgError:
+            return None
+        parts.append(unitize(np, np.asarray(g.vertex_normals) @ inverse))
+    if not parts:
+        return None
+    return np.concatenate(parts).astype(np.float32)
 
 
 def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         if sum(i.file_size for i in zf.infolist()) > max_expanded:
-            raise FormatError("archive expands beyond the limit", code="format.archive_too_large",
-                              limit=max_expanded)
+            raise FormatError(
+                "archive expands beyond the limit",
+                code="format.archive_too_large",
+                limit=max_expanded,
+            )
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except FormatError:
         raise
     except Exception as exc:
-        raise FormatError("could not read the NPZ file", code="format.parse_error",
-                          reason=f"{exc.__class__.__name__}: {exc}"[:300]) from None
+        raise FormatError(
+            "could not read the NPZ file",
+            code="format.parse_error",
+            reason=f"{exc.__class__.__name__}: {exc}"[:300],
+        ) from None
     if "V" not in arrays or "F" not in arrays:
-        raise FormatError("NPZ needs arrays V and F", code="format.npz_missing_arrays",
-                          arrays=sorted(arrays)[:20])
-    va = {k[len("vertex."):]: v for k, v in arrays.items() if k.startswith("vertex.")}
-    fa = {k[len("face."):]: v for k, v in arrays.items() if k.startswith("face.")}
+        raise FormatError(
+            "NPZ needs arrays V and F", code="format.npz_missing_arrays", arrays=sorted(arrays)[:20]
+        )
+    va = {k[len("vertex.") :]: v for k, v in arrays.items() if k.startswith("vertex.")}
+    fa = {k[len("face.") :]: v for k, v in arrays.items() if k.startswith("face.")}
     F = arrays["F"]
     if F.ndim != 2 or F.shape[1] != 3:
         raise MeshError("faces must be (m, 3)", code="mesh.bad_shape", shape=list(F.shape))
@@ -244,8 +334,10 @@ def select_attributes(
     from ..backend import to_numpy
 
     if names is None:
-        return ({k: to_numpy(v) for k, v in mesh.vertex_attrs.items()},
-                {k: to_numpy(v) for k, v in mesh.face_attrs.items()})
+        return (
+            {k: to_numpy(v) for k, v in mesh.vertex_attrs.items()},
+            {k: to_numpy(v) for k, v in mesh.face_attrs.items()},
+        )
     va, fa = {}, {}
     for n in names:
         if n in mesh.vertex_attrs:
@@ -253,8 +345,12 @@ def select_attributes(
         elif n in mesh.face_attrs:
             fa[n] = to_numpy(mesh.face_attrs[n])
         else:
-            raise SpecError("requested attribute not on the mesh", code="spec.unknown_attribute",
-                            attribute=n, available=sorted([*mesh.vertex_attrs, *mesh.face_attrs]))
+            raise SpecError(
+                "requested attribute not on the mesh",
+                code="spec.unknown_attribute",
+                attribute=n,
+                available=sorted([*mesh.vertex_attrs, *mesh.face_attrs]),
+            )
     return va, fa
 
 
@@ -263,16 +359,24 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
     from ..backend import to_numpy
 
     if fmt not in OUTPUT_FORMATS:
-        raise SpecError("unsupported output format", code="spec.unknown_format", format=fmt,
-                        supported=list(OUTPUT_FORMATS))
+        raise SpecError(
+            "unsupported output format",
+            code="spec.unknown_format",
+            format=fmt,
+            supported=list(OUTPUT_FORMATS),
+        )
     explicit = attributes is not None
     va, fa = select_attributes(mesh, attributes)
     if explicit:
         for n, element in [(k, "vertex") for k in va] + [(k, "face") for k in fa]:
             if not format_can_hold(fmt, n, element):
-                raise SpecError("output format cannot hold this attribute",
-                                code="spec.attribute_not_supported", format=fmt, attribute=n,
-                                holds=OUTPUT_HOLDS[fmt])
+                raise SpecError(
+                    "output format cannot hold this attribute",
+                    code="spec.attribute_not_supported",
+                    format=fmt,
+                    attribute=n,
+                    holds=OUTPUT_HOLDS[fmt],
+                )
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
     if fmt == "ply":
         return ply.write_ply(V, F, va, fa)
@@ -293,18 +397,37 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
     # glb
     normals = va.pop("vertex_normals", None)
     colors = va.pop("vertex_colors", None)
+    for k, v in [("vertex_normals", normals), ("vertex_colors", colors), *va.items()]:
+        if v is not None and not _gltf_accessor_shape(k, v):
+            raise FormatError(
+                "attribute cannot be written as a glTF accessor",
+                code="format.unsupported_attribute",
+                attribute=k,
+                shape=list(v.shape),
+            )
     if colors is not None:
         tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=colors)
     if normals is not None:
         tm.vertex_normals = normals
     for k, v in va.items():
         tm.vertex_attributes[k] = np.ascontiguousarray(v, dtype=np.float32)
-    return bytes(trimesh.exchange.gltf.export_glb(trimesh.Scene(tm),
-                                                   include_normals=normals is not None))
+    return bytes(
+        trimesh.exchange.gltf.export_glb(trimesh.Scene(tm), include_normals=normals is not None)
+    )
 
 
-def save_path(mesh: TriMesh, path: str | os.PathLike[str], *,
-              attributes: Iterable[str] | None = None) -> None:
+def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:
+    """Whether glTF has an accessor type for per-vertex values of this shape."""
+    if name == "vertex_normals":
+        return a.shape[1:] == (3,)
+    if name == "vertex_colors":
+        return a.shape[1:] in ((3,), (4,))
+    return a.shape[1:] in ((), (1,), (2,), (3,), (4,), (2, 2), (3, 3), (4, 4))
+
+
+def save_path(
+    mesh: TriMesh, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None
+) -> None:
     fmt = _ext(os.fspath(path))
     data = serialize(mesh, fmt, attributes)
     with open(path, "wb") as fh:

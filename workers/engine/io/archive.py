@@ -26,15 +26,20 @@ def gunzip(data: bytes, max_bytes: int) -> bytes:
         while buf:
             out += d.decompress(buf, max_bytes + 1 - len(out))
             if len(out) > max_bytes:
-                raise FormatError("archive expands beyond the limit", code="format.archive_too_large",
-                                  limit=max_bytes)
+                raise FormatError(
+                    "archive expands beyond the limit",
+                    code="format.archive_too_large",
+                    limit=max_bytes,
+                )
             buf = d.unconsumed_tail
             if d.eof:  # another gzip member may follow
                 buf = d.unused_data
                 if buf:
                     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     except zlib.error as exc:
-        raise FormatError("corrupt gzip data", code="format.archive_corrupt", reason=str(exc)) from None
+        raise FormatError(
+            "corrupt gzip data", code="format.archive_corrupt", reason=str(exc)
+        ) from None
     if not d.eof:
         raise FormatError("truncated gzip data", code="format.archive_corrupt")
     return bytes(out)
@@ -48,23 +53,31 @@ def unzip_members(
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError) as exc:
-        raise FormatError("corrupt zip archive", code="format.archive_corrupt", reason=str(exc)) from None
+        raise FormatError(
+            "corrupt zip archive", code="format.archive_corrupt", reason=str(exc)
+        ) from None
     infos = [i for i in zf.infolist() if not i.is_dir()]
     if len(infos) > max_members:
-        raise FormatError("archive has too many members", code="format.archive_too_many_members",
-                          members=len(infos), limit=max_members)
+        raise FormatError(
+            "archive has too many members",
+            code="format.archive_too_many_members",
+            members=len(infos),
+            limit=max_members,
+        )
     out: dict[str, bytes] = {}
     total = 0
     for info in infos:
         name = info.filename
         if name.startswith("/") or ".." in name.split("/") or "\\" in name or "\x00" in name:
-            raise FormatError("unsafe member name in archive", code="format.archive_unsafe_name",
-                              name=name[:200])
+            raise FormatError(
+                "unsafe member name in archive", code="format.archive_unsafe_name", name=name[:200]
+            )
         if posixpath.basename(name).startswith("."):
             continue  # __MACOSX/._foo and similar
         if info.file_size > max_bytes - total:
-            raise FormatError("archive expands beyond the limit", code="format.archive_too_large",
-                              limit=max_bytes)
+            raise FormatError(
+                "archive expands beyond the limit", code="format.archive_too_large", limit=max_bytes
+            )
         try:
             with zf.open(info) as fh:
                 chunks = []
@@ -74,15 +87,20 @@ def unzip_members(
                         break
                     total += len(c)
                     if total > max_bytes:  # the declared size lied
-                        raise FormatError("archive expands beyond the limit",
-                                          code="format.archive_too_large", limit=max_bytes)
+                        raise FormatError(
+                            "archive expands beyond the limit",
+                            code="format.archive_too_large",
+                            limit=max_bytes,
+                        )
                     chunks.append(c)
         except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError) as exc:
-            raise FormatError("corrupt zip member", code="format.archive_corrupt",
-                              reason=str(exc)) from None
+            raise FormatError(
+                "corrupt zip member", code="format.archive_corrupt", reason=str(exc)
+            ) from None
         out[name] = b"".join(chunks)
     meshes = [n for n in out if posixpath.splitext(n)[1].lower() in wanted_ext]
     if not meshes:
-        raise FormatError("archive holds no mesh file", code="format.archive_no_mesh",
-                          members=sorted(out)[:20])
+        raise FormatError(
+            "archive holds no mesh file", code="format.archive_no_mesh", members=sorted(out)[:20]
+        )
     return out

@@ -12,7 +12,7 @@ from . import (
     vertex_normals,
     weld,
 )
-from .registry import Element, OpKind, OpParams, OpResult, Operation, Output, Registry
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Registry
 
 OPS = Registry(
     [

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ..errors import MeshError
 from ..mesh import TriMesh
-from .registry import OpKind, OpParams, OpResult, Operation
+from .registry import Operation, OpKind, OpParams, OpResult
 
 
 class Params(OpParams):
@@ -38,8 +38,13 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     return OpResult(mesh, {"slept": p.seconds})
 
 
-OP = Operation(name="sleep", summary="Testing aid: sleep, then optionally fail.",
-               kind=OpKind.report, params=Params, numpy=_numpy)
+OP = Operation(
+    name="sleep",
+    summary="Testing aid: sleep, then optionally fail.",
+    kind=OpKind.report,
+    params=Params,
+    numpy=_numpy,
+)
 
 
 def enabled() -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..geometry import face_cross64, unitize
 from ..mesh import TriMesh
-from .registry import Element, OpKind, OpParams, OpResult, Operation, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 
 
 class Params(OpParams):
@@ -25,6 +25,9 @@ OP = Operation(
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
-    outputs={"face_normals": Output(Element.face, "(n_faces, 3)", "float32",
-                                    "Unit face normal; zero for zero-area faces.")},
+    outputs={
+        "face_normals": Output(
+            Element.face, "(n_faces, 3)", "float32", "Unit face normal; zero for zero-area faces."
+        )
+    },
 )

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..geometry import corner_angles64, face_cross64, scatter_rows
 from ..mesh import TriMesh
-from .registry import Element, OpKind, OpParams, OpResult, Operation, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 
 
 class Params(OpParams):
@@ -49,7 +49,13 @@ OP = Operation(
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
-    outputs={"gaussian_curvature": Output(Element.vertex, "(n_vertices,)", "float32",
-                                          "Angle defect in radians (or per unit area).")},
+    outputs={
+        "gaussian_curvature": Output(
+            Element.vertex,
+            "(n_vertices,)",
+            "float32",
+            "Angle defect in radians (or per unit area).",
+        )
+    },
     reports="total_curvature: the sum of the defects (2*pi*chi on a manifold mesh)",
 )

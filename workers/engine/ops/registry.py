@@ -77,7 +77,9 @@ class Operation:
             return self.params.model_validate(raw)
         except ValidationError as exc:
             raise OpParamsError(
-                "invalid parameters", code="op.params_invalid", op=self.name,
+                "invalid parameters",
+                code="op.params_invalid",
+                op=self.name,
                 errors=_errors(exc),
             ) from None
 
@@ -95,8 +97,12 @@ class Operation:
             "backends": ["cpu"] + (["gpu"] if self.cupy is not None else []),
             "params": self.params.model_json_schema(),
             "outputs": {
-                k: {"element": o.element.value, "shape": o.shape, "dtype": o.dtype,
-                    "description": o.description}
+                k: {
+                    "element": o.element.value,
+                    "shape": o.shape,
+                    "dtype": o.dtype,
+                    "description": o.description,
+                }
                 for k, o in self.outputs.items()
             },
             "report": self.reports,
@@ -136,8 +142,9 @@ class Registry:
         try:
             return self._ops[name]
         except KeyError:
-            raise SpecError(f'op "{name}" not found', code="spec.unknown_op", op=name,
-                            known=self.names()) from None
+            raise SpecError(
+                f'op "{name}" not found', code="spec.unknown_op", op=name, known=self.names()
+            ) from None
 
     def catalogue(self) -> list[dict[str, Any]]:
         return [op.catalogue_entry() for op in self]

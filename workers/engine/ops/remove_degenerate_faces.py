@@ -6,7 +6,7 @@ from pydantic import Field
 
 from ..mesh import TriMesh
 from ..reindex import remove_degenerate
-from .registry import OpKind, OpParams, OpResult, Operation
+from .registry import Operation, OpKind, OpParams, OpResult
 
 
 class Params(OpParams):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..mesh import TriMesh
 from ..reindex import remove_unused
-from .registry import OpKind, OpParams, OpResult, Operation
+from .registry import Operation, OpKind, OpParams, OpResult
 
 
 class Params(OpParams):

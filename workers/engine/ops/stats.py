@@ -7,7 +7,7 @@ from typing import Any
 from ..geometry import face_corners64, face_cross64
 from ..graph import group_rows
 from ..mesh import TriMesh
-from .registry import OpKind, OpParams, OpResult, Operation
+from .registry import Operation, OpKind, OpParams, OpResult
 
 
 class Params(OpParams):
@@ -49,7 +49,11 @@ def mesh_stats(mesh: TriMesh) -> dict[str, Any]:
         genus = _genus(xp, topo, comp, n_comp)
 
     Vu = mesh.V[used_idx].astype(xp.float64) if n_used else mesh.V.astype(xp.float64)
-    lo, hi = Vu.min(axis=0), Vu.max(axis=0)
+    bbox_min = bbox_max = bbox_diagonal = None  # an operation may leave no vertex at all
+    if Vu.shape[0]:
+        lo, hi = Vu.min(axis=0), Vu.max(axis=0)
+        bbox_min, bbox_max = [float(x) for x in lo], [float(x) for x in hi]
+        bbox_diagonal = float(xp.linalg.norm(hi - lo))
     return {
         "vertices": nv,
         "faces": nf,
@@ -69,9 +73,9 @@ def mesh_stats(mesh: TriMesh) -> dict[str, Any]:
         "manifold": manifold,
         "orientable": orientable,
         "consistently_oriented": consistent,
-        "bbox_min": [float(x) for x in lo],
-        "bbox_max": [float(x) for x in hi],
-        "bbox_diagonal": float(xp.linalg.norm(hi - lo)),
+        "bbox_min": bbox_min,
+        "bbox_max": bbox_max,
+        "bbox_diagonal": bbox_diagonal,
         "area": area,
         "volume": volume,
     }
@@ -102,7 +106,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     faces), topology (boundary edges and loops, non-manifold edges and bow-tie vertices,
     components, Euler characteristic ``V - E + F`` over used vertices, genus of orientable manifold
     components ``(2 - chi - b) / 2``, closed, orientable, consistently oriented) and measures
-    (bounding box, area, and the enclosed volume when closed and consistently oriented)."""
+    (bounding box, None when there is no vertex; area; the enclosed volume when closed and
+    consistently oriented)."""
     return OpResult(mesh, mesh_stats(mesh))
 
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
 from ..mesh import TriMesh
-from .registry import Element, OpKind, OpParams, OpResult, Operation, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 
 
 class Params(OpParams):
@@ -47,6 +47,12 @@ OP = Operation(
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
-    outputs={"vertex_normals": Output(Element.vertex, "(n_vertices, 3)", "float32",
-                                      "Unit vertex normal; written as nx ny nz in PLY.")},
+    outputs={
+        "vertex_normals": Output(
+            Element.vertex,
+            "(n_vertices, 3)",
+            "float32",
+            "Unit vertex normal; written as nx ny nz in PLY.",
+        )
+    },
 )

@@ -6,21 +6,21 @@ from pydantic import Field
 
 from ..mesh import TriMesh
 from ..reindex import weld
-from .registry import OpKind, OpParams, OpResult, Operation
+from .registry import Operation, OpKind, OpParams, OpResult
 
 
 class Params(OpParams):
     tolerance: float = Field(
-        0.0, ge=0.0, le=1e6,
+        0.0,
+        ge=0.0,
+        le=1e6,
         description="Vertices closer than this merge (0: only exactly equal positions). Chains of "
         "close vertices merge transitively.",
     )
     relative: bool = Field(
         False, description="Read the tolerance as a fraction of the bounding-box diagonal."
     )
-    remove_unused: bool = Field(
-        True, description="Also drop vertices that no face references."
-    )
+    remove_unused: bool = Field(True, description="Also drop vertices that no face references.")
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
@@ -29,9 +29,15 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     Faces that collapse (two equal corners) are kept and counted in the report: chain
     ``remove_degenerate_faces`` to drop them."""
     tol = p.tolerance
-    if p.relative and tol > 0:
+    if p.relative and tol > 0 and mesh.n_vertices > 0:
+        # the diagonal ``stats`` reports: of the used vertices (all of them if none is used), so
+        # that a stray unused vertex cannot inflate the tolerance
         xp = mesh.xp
-        tol *= float(xp.linalg.norm(mesh.V.max(axis=0) - mesh.V.min(axis=0)))
+        used = mesh.topology.used_vertices
+        P = mesh.V[used] if bool(used.any()) else mesh.V
+        tol *= float(
+            xp.linalg.norm(P.max(axis=0).astype(xp.float64) - P.min(axis=0).astype(xp.float64))
+        )
     out, report = weld(mesh, tolerance=tol, remove_unused=p.remove_unused)
     report["tolerance"] = tol
     return OpResult(out, report)

@@ -1,0 +1,37 @@
+"""Backend resolution on the host the tests run on (the GPU suite covers CuPy itself)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workers.engine import BackendUnavailable, Device, gpu_available
+from workers.engine.backend import array_backend, resolve, to_numpy, xp_for
+
+
+def test_cpu_is_numpy() -> None:
+    assert resolve("cpu") == resolve(Device.cpu) == "numpy"
+    assert xp_for("numpy") is np
+
+
+def test_gpu_resolves_or_says_why_not() -> None:
+    if gpu_available():
+        assert resolve("gpu") == "cupy"
+        assert resolve("auto") == "cupy"
+    else:
+        with pytest.raises(BackendUnavailable) as ei:
+            resolve("gpu")
+        assert ei.value.code == "backend.unavailable" and ei.value.detail["reason"]
+        assert resolve("auto") == "numpy"
+
+
+def test_unknown_device() -> None:
+    with pytest.raises(ValueError):
+        resolve("tpu")
+
+
+def test_numpy_arrays() -> None:
+    a = np.arange(3)
+    assert array_backend(a) == "numpy" and array_backend([1, 2]) == "numpy"
+    assert to_numpy(a) is a
+    np.testing.assert_array_equal(to_numpy([1, 2]), [1, 2])

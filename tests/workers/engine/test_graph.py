@@ -1,0 +1,147 @@
+"""Graph primitives: connected components (SciPy and array-only), group compaction, row grouping,
+CSR building. Checked against brute force on random inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workers.engine.graph import (
+    compact_groups,
+    connected_components,
+    csr_from_pairs,
+    group_rows,
+    label_propagation,
+)
+
+PROPERTY = settings(max_examples=150, deadline=None, database=None, derandomize=True)
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> tuple[int, np.ndarray, np.ndarray]:
+    n = draw(st.integers(1, 60))
+    m = draw(st.integers(0, 2 * n))
+    i = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    j = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    return n, np.array(i, dtype=np.int64), np.array(j, dtype=np.int64)
+
+
+def _union_find(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in zip(i.tolist(), j.tolist(), strict=True):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return np.array([find(x) for x in range(n)], dtype=np.int64)
+
+
+def _canonical(labels: np.ndarray) -> np.ndarray:
+    return compact_groups(np, np.asarray(labels))[0]
+
+
+# ------------------------------------------------------------------------------ components
+@PROPERTY
+@given(graphs())
+def test_scipy_and_label_propagation_give_the_same_partition(g: tuple) -> None:
+    n, i, j = g
+    a = connected_components(np, n, i, j)
+    b = label_propagation(np, n, i, j)
+    assert a.dtype == np.int64 and b.dtype == np.int64
+    assert a.shape == b.shape == (n,)
+    expect = _canonical(_union_find(n, i, j))
+    np.testing.assert_array_equal(_canonical(a), expect)
+    np.testing.assert_array_equal(_canonical(b), expect)
+    # label propagation labels each node with the smallest node of its component
+    np.testing.assert_array_equal(b, _union_find(n, i, j))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_large_random_graphs(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 5000
+    m = int(rng.integers(n // 2, 2 * n))
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    np.testing.assert_array_equal(
+        _canonical(connected_components(np, n, i, j)), _canonical(label_propagation(np, n, i, j))
+    )
+
+
+def test_long_path_in_reverse_order() -> None:
+    n = 2000  # worst case for hooking: every edge joins the two largest roots
+    i = np.arange(n - 1, 0, -1)
+    b = label_propagation(np, n, i, i - 1)
+    np.testing.assert_array_equal(b, np.zeros(n, dtype=np.int64))
+
+
+def test_isolated_nodes_and_self_loops() -> None:
+    i = np.array([2, 3, 3])
+    j = np.array([2, 4, 3])
+    for f in (connected_components, label_propagation):
+        np.testing.assert_array_equal(_canonical(f(np, 6, i, j)), [0, 1, 2, 3, 3, 4])
+
+
+# ------------------------------------------------------------------------------ compact_groups
+def test_compact_groups_numbers_by_first_occurrence() -> None:
+    new_id, first = compact_groups(np, np.array([5, 5, 2, 7, 2, 5, -1]))
+    np.testing.assert_array_equal(new_id, [0, 0, 1, 2, 1, 0, 3])
+    np.testing.assert_array_equal(first, [0, 2, 3, 6])
+    assert new_id.dtype == np.int64 and first.dtype == np.int64
+
+
+def test_compact_groups_empty() -> None:
+    new_id, first = compact_groups(np, np.zeros(0, dtype=np.int64))
+    assert new_id.shape == first.shape == (0,)
+
+
+@PROPERTY
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=80))
+def test_compact_groups_properties(labels: list[int]) -> None:
+    lab = np.array(labels)
+    new_id, first = compact_groups(np, lab)
+    k = len(set(labels))
+    assert first.shape == (k,)
+    # same label <=> same group
+    assert ((lab[:, None] == lab[None, :]) == (new_id[:, None] == new_id[None, :])).all()
+    # first[g] is the smallest element of group g, and groups are numbered in that order
+    for g in range(k):
+        assert first[g] == np.flatnonzero(new_id == g).min()
+    assert (np.diff(first) > 0).all()
+    np.testing.assert_array_equal(new_id[first], np.arange(k))
+
+
+# ------------------------------------------------------------------------------ group_rows
+@PROPERTY
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=60
+    )
+)
+def test_group_rows_labels_equal_rows_equally(rows: list[tuple[int, int, int]]) -> None:
+    R = np.array(rows, dtype=np.float64)
+    lab = group_rows(np, R)
+    same_row = (R[:, None, :] == R[None, :, :]).all(axis=2)
+    assert (same_row == (lab[:, None] == lab[None, :])).all()
+    assert lab.min() == 0 and lab.max() == len(set(rows)) - 1
+
+
+def test_group_rows_empty() -> None:
+    assert group_rows(np, np.zeros((0, 3))).shape == (0,)
+
+
+# ------------------------------------------------------------------------------ csr_from_pairs
+def test_csr_from_pairs_groups_stably() -> None:
+    row = np.array([2, 0, 2, 1, 0, 2])
+    val = np.array([10, 11, 12, 13, 14, 15])
+    off, v, order = csr_from_pairs(np, 4, row, val)
+    np.testing.assert_array_equal(off, [0, 2, 3, 6, 6])
+    np.testing.assert_array_equal(v, [11, 14, 13, 10, 12, 15])
+    np.testing.assert_array_equal(val[order], v)

@@ -1,0 +1,719 @@
+"""Reading and writing: round trips through every output format, wrapped inputs, the OBJ parser,
+and the errors of malformed, hostile or mislabelled files."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+import tracemalloc
+import zipfile
+
+import numpy as np
+import pytest
+
+from tests.conftest import mesh_path
+from tests.workers.engine.shapes import load, random_rotation, run, tetrahedron
+from workers.engine import FormatError, MeshError, SpecError, TriMesh
+from workers.engine.io import OUTPUT_FORMATS, load_bytes, serialize, sniff
+
+TRI = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+
+
+@pytest.fixture(scope="module")
+def rich() -> TriMesh:
+    """A closed mesh with vertex normals, curvature and face normals."""
+    return run(
+        load("rx-sphere3.obj"), "weld", "vertex_normals", "gaussian_curvature", "face_normals"
+    ).mesh
+
+
+def _code(data: bytes, name: str = "", **kw: object) -> str:
+    with pytest.raises((FormatError, MeshError)) as ei:
+        load_bytes(data, name, **kw)
+    return ei.value.code
+
+
+def _zip(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def _same_mesh(a: TriMesh, b: TriMesh) -> None:
+    np.testing.assert_array_equal(a.V, b.V)
+    np.testing.assert_array_equal(a.F, b.F)
+    assert a.V.dtype == np.float32 and a.F.dtype == np.int32
+
+
+# ------------------------------------------------------------------------------ round trips
+@pytest.mark.parametrize("fmt", ["ply", "obj", "glb", "npz"])
+def test_round_trip_keeps_positions_and_faces(rich: TriMesh, fmt: str) -> None:
+    data = serialize(rich, fmt)
+    assert sniff(data) == ("zip" if fmt == "npz" else fmt)
+    _same_mesh(load_bytes(data, f"out.{fmt}"), rich)
+    _same_mesh(load_bytes(data), rich)  # recognised from the bytes alone
+
+
+def test_stl_round_trip_is_a_soup(rich: TriMesh) -> None:
+    data = serialize(rich, "stl")
+    assert len(data) == 84 + 50 * rich.n_faces
+    back = load_bytes(data, "out.stl")
+    assert (back.n_vertices, back.n_faces) == (3 * rich.n_faces, rich.n_faces)
+    np.testing.assert_array_equal(
+        np.asarray(back.V)[np.asarray(back.F)], np.asarray(rich.V)[np.asarray(rich.F)]
+    )
+    welded = run(back, "weld").mesh
+    assert welded.n_vertices == rich.n_vertices
+    np.testing.assert_array_equal(
+        np.asarray(welded.V)[np.asarray(welded.F)], np.asarray(rich.V)[np.asarray(rich.F)]
+    )
+    assert back.vertex_attrs == {} and back.face_attrs == {}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "vertex", "face"),
+    [
+        ("ply", ["vertex_normals", "gaussian_curvature"], ["face_normals"]),
+        ("npz", ["vertex_normals", "gaussian_curvature"], ["face_normals"]),
+        ("glb", ["vertex_normals", "gaussian_curvature"], []),
+        ("obj", ["vertex_normals"], []),
+        ("stl", [], []),
+    ],
+)
+def test_round_trip_keeps_the_attributes_the_format_holds(
+    rich: TriMesh, fmt: str, vertex: list[str], face: list[str]
+) -> None:
+    back = load_bytes(serialize(rich, fmt), f"out.{fmt}")
+    assert sorted(back.vertex_attrs) == sorted(vertex)
+    assert sorted(back.face_attrs) == sorted(face)
+    for k in vertex:
+        assert back.vertex_attrs[k].shape == rich.vertex_attrs[k].shape, k
+        np.testing.assert_allclose(
+            back.vertex_attrs[k],
+            rich.vertex_attrs[k],
+            rtol=0,
+            atol=1e-7 if fmt == "glb" or fmt == "obj" else 0,
+            err_msg=k,
+        )
+    for k in face:
+        np.testing.assert_array_equal(back.face_attrs[k], rich.face_attrs[k])
+
+
+def test_ply_header_names_the_properties(rich: TriMesh) -> None:
+    data = serialize(rich, "ply")
+    header = data[: data.index(b"end_header\n") + len(b"end_header\n")].decode("ascii")
+    lines = header.splitlines()
+    assert lines[:2] == ["ply", "format binary_little_endian 1.0"]
+    n, m = rich.n_vertices, rich.n_faces
+    vi, fi = lines.index(f"element vertex {n}"), lines.index(f"element face {m}")
+    assert lines[vi + 1 : fi] == [
+        "property float x",
+        "property float y",
+        "property float z",
+        "property float nx",
+        "property float ny",
+        "property float nz",
+        "property float gaussian_curvature",
+    ]
+    assert lines[fi + 1 : -1] == [
+        "property list uchar int vertex_indices",
+        "property float nx",
+        "property float ny",
+        "property float nz",
+    ]
+    vrow, frow = 7 * 4, 1 + 3 * 4 + 3 * 4
+    assert len(data) == len(header) + n * vrow + m * frow
+
+
+def test_ply_attribute_kinds_round_trip() -> None:
+    t = tetrahedron()
+    va = {
+        "uv": np.arange(8, dtype=np.float64).reshape(4, 2),  # vector -> uv_0 uv_1
+        "label": np.array([1, -2, 3, -4], dtype=np.int64),  # written as int
+        "flag": np.array([True, False, True, True]),  # written as uchar
+        "vertex_colors": np.array([[255, 0, 0, 255]] * 4, dtype=np.uint8),
+    }
+    fa = {"region": np.array([7, 7, 8, 9], dtype=np.int16)}
+    data = serialize(t.with_attrs(vertex=va, face=fa), "ply")
+    assert b"property double uv_0\nproperty double uv_1\n" in data
+    assert b"property int label\n" in data and b"property uchar flag\n" in data
+    assert b"property uchar red\nproperty uchar green\n" in data
+    back = load_bytes(data, "t.ply")
+    np.testing.assert_array_equal(back.vertex_attrs["uv"], va["uv"])
+    np.testing.assert_array_equal(back.vertex_attrs["label"], va["label"])
+    np.testing.assert_array_equal(back.vertex_attrs["flag"], [1, 0, 1, 1])
+    np.testing.assert_array_equal(back.vertex_attrs["vertex_colors"], va["vertex_colors"])
+    np.testing.assert_array_equal(back.face_attrs["region"], fa["region"])
+    assert back.face_attrs["region"].dtype == np.int16
+
+
+def test_glb_normals_follow_the_node_transform() -> None:
+    import trimesh
+
+    rng = np.random.default_rng(9)
+    m = run(load("rx-sphere3.obj"), "vertex_normals").mesh
+    V, F = np.asarray(m.V, dtype=np.float64), np.asarray(m.F)
+    N = m.vertex_attrs["vertex_normals"].astype(np.float64)
+    T = np.eye(4)
+    T[:3, :3] = random_rotation(rng) @ np.diag([2.0, 1.0, 0.5])  # rotation after a stretch
+    T[:3, 3] = [1.0, 2.0, 3.0]
+    tm = trimesh.Trimesh(V, F, vertex_normals=N, process=False)
+    scene = trimesh.Scene()
+    scene.add_geometry(tm, transform=T)
+    back = load_bytes(trimesh.exchange.gltf.export_glb(scene, include_normals=True), "t.glb")
+    np.testing.assert_allclose(back.V, V @ T[:3, :3].T + T[:3, 3], atol=1e-5)
+    expect = N @ np.linalg.inv(T[:3, :3])
+    expect /= np.linalg.norm(expect, axis=1, keepdims=True)
+    np.testing.assert_allclose(back.vertex_attrs["vertex_normals"], expect, atol=1e-6)
+
+
+def test_glb_vertex_colors_round_trip() -> None:
+    t = tetrahedron()
+    colors = np.array(
+        [[255, 0, 0, 255], [0, 255, 0, 255], [0, 0, 255, 128], [9, 9, 9, 255]], dtype=np.uint8
+    )
+    back = load_bytes(serialize(t.with_attrs(vertex={"vertex_colors": colors}), "glb"), "t.glb")
+    np.testing.assert_array_equal(back.vertex_attrs["vertex_colors"], colors)
+
+
+def test_obj_writer_pairs_normals_with_vertices(rich: TriMesh) -> None:
+    text = serialize(rich, "obj", ["vertex_normals"]).decode()
+    lines = text.splitlines()
+    assert sum(ln.startswith("v ") for ln in lines) == rich.n_vertices
+    assert sum(ln.startswith("vn ") for ln in lines) == rich.n_vertices
+    a, b, c = (np.asarray(rich.F)[0] + 1).tolist()
+    assert f"f {a}//{a} {b}//{b} {c}//{c}" in lines
+    plain = serialize(rich, "obj", []).decode()
+    assert "vn " not in plain and f"f {a} {b} {c}" in plain.splitlines()
+
+
+def test_selected_attributes_only(rich: TriMesh) -> None:
+    back = load_bytes(serialize(rich, "ply", ["gaussian_curvature"]), "x.ply")
+    assert list(back.vertex_attrs) == ["gaussian_curvature"] and back.face_attrs == {}
+    back = load_bytes(serialize(rich, "npz", []), "x.npz")
+    assert back.vertex_attrs == {} and back.face_attrs == {}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "attrs", "code"),
+    [
+        ("ply", ["mean_curvature"], "spec.unknown_attribute"),  # not on the mesh
+        ("obj", ["gaussian_curvature"], "spec.attribute_not_supported"),  # OBJ holds normals only
+        ("stl", ["vertex_normals"], "spec.attribute_not_supported"),  # STL holds nothing
+        ("glb", ["face_normals"], "spec.attribute_not_supported"),  # GLB holds vertex attributes
+        ("off", None, "spec.unknown_format"),  # readable but not an output format
+        ("vtk", None, "spec.unknown_format"),  # neither
+    ],
+)
+def test_serialize_errors(rich: TriMesh, fmt: str, attrs: list[str] | None, code: str) -> None:
+    with pytest.raises(SpecError) as ei:
+        serialize(rich, fmt, attrs)
+    assert ei.value.code == code
+
+
+def test_float64_mesh_writes_and_reads() -> None:
+    t = tetrahedron()  # float64 positions
+    for fmt in OUTPUT_FORMATS:
+        back = load_bytes(serialize(t, fmt), f"t.{fmt}", dtype="float64")
+        assert back.V.dtype == np.float64
+        assert back.n_faces == 4
+
+
+# ------------------------------------------------------------------------------ wrapped inputs
+@pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
+def test_gzip_wrapped(rich: TriMesh, fmt: str) -> None:
+    data = gzip.compress(serialize(rich, fmt))
+    for name in (f"m.{fmt}.gz", "m.gz", ""):
+        back = load_bytes(data, name)
+        assert back.n_faces == rich.n_faces, name
+        assert back.source == (name or None)
+
+
+@pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
+def test_zip_wrapped(rich: TriMesh, fmt: str) -> None:
+    data = _zip(
+        {
+            f"folder/model.{fmt}": serialize(rich, fmt),
+            "readme.txt": b"hello",
+            f"__MACOSX/folder/._model.{fmt}": b"\x00\x05\x16\x07",
+        }
+    )
+    back = load_bytes(data, "upload.zip")
+    assert back.n_faces == rich.n_faces
+    np.testing.assert_array_equal(
+        np.asarray(back.V)[np.asarray(back.F)], np.asarray(rich.V)[np.asarray(rich.F)]
+    )
+
+
+def test_concatenated_gzip_members() -> None:
+    half = len(TRI) // 2
+    data = gzip.compress(TRI[:half]) + gzip.compress(TRI[half:])
+    assert load_bytes(data, "x.obj.gz").n_faces == 1
+
+
+def test_gltf_with_its_buffer_in_a_zip() -> None:
+    import trimesh
+
+    t = tetrahedron()
+    files = trimesh.Trimesh(np.asarray(t.V), np.asarray(t.F), process=False).export(
+        file_type="gltf"
+    )
+    back = load_bytes(_zip({f"scene/{k}": v for k, v in files.items()}), "scene.zip")
+    assert (back.n_vertices, back.n_faces) == (4, 4)
+
+
+# ------------------------------------------------------------------------------ OBJ parsing
+def test_obj_polygons_are_fanned() -> None:
+    data = b"v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv -1 0.5 0\nf 1 2 3 4\nf 1 2 3\nf 1 2 3 4 5\n"
+    m = load_bytes(data, "p.obj")
+    np.testing.assert_array_equal(
+        m.F, [[0, 1, 2], [0, 2, 3], [0, 1, 2], [0, 1, 2], [0, 2, 3], [0, 3, 4]]
+    )
+
+
+def test_obj_negative_indices_count_back_from_the_vertices_read_so_far() -> None:
+    data = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf -3 -2 -1\nv 1 1 0\nf -3 -1 -2\nf 1 -1 3\n"
+    np.testing.assert_array_equal(load_bytes(data, "n.obj").F, [[0, 1, 2], [1, 3, 2], [0, 3, 2]])
+
+
+def test_obj_slash_forms() -> None:
+    data = (
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0 0\nvt 1 0\nvn 0 0 1\n"
+        b"f 1/1/1 2/2/1 3/1/1\nf 2//1 4//1 3//1\nf 1/1 2/2 4/1\nf -4/-2/-1 -3/-1/-1 -1/-2/-1\n"
+    )
+    m = load_bytes(data, "s.obj")
+    np.testing.assert_array_equal(m.F, [[0, 1, 2], [1, 3, 2], [0, 1, 3], [0, 1, 3]])
+
+
+def test_obj_tolerates_the_usual_clutter() -> None:
+    data = (
+        b"\xef\xbb\xbf# exported\r\nmtllib a.mtl\r\no thing\r\ng group\r\n"
+        b"v 0 0 0 1.0\r\nv\t1 0 0\r\n  v 0 1 0 0.5 0.5 0.5\r\n\r\n"
+        b"usemtl red\r\ns off\r\nvt 0 0\r\nl 1 2\r\nf 1 2 3\r\n"
+    )
+    m = load_bytes(data, "c.obj")
+    np.testing.assert_array_equal(m.V, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(m.F, [[0, 1, 2]])
+
+
+def test_obj_with_a_byte_order_mark_keeps_its_first_vertex() -> None:
+    m = load_bytes(b"\xef\xbb\xbf" + b"v 5 5 5\n" + TRI.replace(b"f 1 2 3", b"f 2 3 4"), "b.obj")
+    assert m.n_vertices == 4
+    np.testing.assert_array_equal(m.V[0], [5, 5, 5])
+
+
+def test_obj_reads_positions_only_so_uv_seams_stay_closed() -> None:
+    # two triangles sharing an edge whose corners carry different texture coordinates
+    data = (
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nvt 1 1\nvt 0.5 0.5\n"
+        b"f 1/1 2/2 3/3\nf 2/5 4/4 3/5\n"
+    )
+    m = load_bytes(data, "uv.obj")
+    assert m.n_vertices == 4
+    assert run(m, "stats").reports["stats"]["boundary_edges"] == 4
+
+
+def test_obj_normals_one_per_vertex_become_vertex_normals() -> None:
+    data = (
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvn 0 0 1\nvn 0 0.6 0.8\n"
+        b"f 1/1/1 2/1/1 3/1/2\nvn 1 0 0\nf 2//-3 4//-1 3//-2\n"
+    )
+    m = load_bytes(data, "n.obj")
+    np.testing.assert_array_equal(
+        m.vertex_attrs["vertex_normals"],
+        np.array([(0, 0, 1), (0, 0, 1), (0, 0.6, 0.8), (1, 0, 0)], dtype=np.float32),
+    )
+
+
+@pytest.mark.parametrize(
+    "faces",
+    [
+        b"f 1//1 2//1 3//1\nf 2 4 3\n",  # some corners have no normal
+        b"f 1//1 2//1 3//1\nf 2//1 4//9 3//1\n",  # a reference past the vn lines
+        b"f 1//1 2//1 3//1\nf 2//1 4//0 3//1\n",  # normal index 0
+        b"f 1//1 2//1 3//1\nf 2//x 4//1 3//1\n",  # not a number
+    ],
+)
+def test_obj_broken_normal_references_are_ignored(faces: bytes) -> None:
+    m = load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvn 0 0 1\n" + faces, "n.obj")
+    assert m.vertex_attrs == {} and m.n_faces == 2
+
+
+def test_obj_normals_per_corner_that_disagree_are_not_vertex_normals() -> None:
+    data = (
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nvn 0 0 -1\nvn 0 -1 0\n"
+        b"f 1//1 3//1 2//1\nf 1//2 2//2 4//2\n"
+    )
+    m = load_bytes(data, "hard.obj")
+    assert m.vertex_attrs == {}
+    assert m.n_vertices == 4
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n", "mesh.obj_zero_index"),  # OBJ is 1-based
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n", "mesh.index_out_of_range"),  # past the end
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf -1 -2 -4\n", "mesh.index_out_of_range"),  # too far back
+        (b"v 0 0 0\nv 1 0 0\nf -1 -2 -3\nv 0 1 0\n", "mesh.index_out_of_range"),  # not read yet
+        (b"v nan 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "mesh.non_finite"),  # NaN
+        (b"v 0 0 0\nv 1e999 0 0\nv 0 1 0\nf 1 2 3\n", "mesh.non_finite"),  # overflows float64
+        (b"v 0 0 0\nv 1e39 0 0\nv 0 1 0\nf 1 2 3\n", "mesh.non_finite"),  # overflows float32
+        (b"", "mesh.empty"),  # empty file
+        (b"# nothing here\n", "mesh.empty"),  # comments only
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\n", "mesh.no_faces"),  # points only
+        (b"v 0 0\nv 1 0\nv 0 1\nf 1 2 3\n", "format.obj_bad_vertex"),  # two coordinates
+        (b"v 0 0 zero\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "format.obj_bad_vertex"),  # not a number
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2\n", "format.obj_bad_face"),  # two corners
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 x\n", "format.obj_bad_face"),  # not an integer
+    ],
+)
+def test_obj_errors(data: bytes, code: str) -> None:
+    assert _code(data, "bad.obj") == code
+
+
+def test_obj_index_error_detail_is_one_based() -> None:
+    with pytest.raises(MeshError) as ei:
+        load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n", "x.obj")
+    assert ei.value.detail == {"min_index": 1, "max_index": 7, "n_vertices": 3}
+
+
+# ------------------------------------------------------------------------------ hostile files
+def _ply_header(fmt: str, nv: int, nf: int) -> bytes:
+    return (
+        f"ply\nformat {fmt} 1.0\nelement vertex {nv}\nproperty float x\nproperty float y\n"
+        f"property float z\nelement face {nf}\nproperty list uchar int vertex_indices\n"
+        "end_header\n"
+    ).encode()
+
+
+@pytest.mark.parametrize("fmt", ["binary_little_endian", "binary_big_endian", "ascii"])
+def test_ply_declaring_four_billion_vertices_allocates_nothing(fmt: str) -> None:
+    data = _ply_header(fmt, 4_000_000_000, 1) + b"\x00" * 64
+    tracemalloc.start()
+    try:
+        code = _code(data, "huge.ply")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == "format.count_exceeds_size"
+    assert peak < 16 << 20
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (_ply_header("binary_little_endian", 1000, 1) + b"\x00" * 100, "format.count_exceeds_size"),
+        (
+            _ply_header("ascii", 3, 1000) + b"0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n",
+            "format.count_exceeds_size",
+        ),
+        (b"ply\nformat ascii 1.0\nelement vertex 3\n", "format.ply_bad_header"),  # no end_header
+        (
+            b"ply\nformat ascii 1.0\nelement vertex 3\nproperty quad x\nend_header\n",
+            "format.ply_bad_header",
+        ),  # unknown type
+        (b"ply\nformat utf8 1.0\nelement vertex 0\nend_header\n", "format.ply_bad_header"),
+        (b"ply\nformat ascii 1.0\nelement vertex -3\nend_header\n", "format.ply_bad_header"),
+    ],
+)
+def test_ply_header_errors(data: bytes, code: str) -> None:
+    assert _code(data, "x.ply") == code
+
+
+def _binary_stl(n_declared: int, n_written: int, header: bytes = b"") -> bytes:
+    tri = struct.pack("<12fH", 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0)
+    return header.ljust(80, b" ") + struct.pack("<I", n_declared) + tri * n_written
+
+
+def test_binary_stl_reads() -> None:
+    for header in (b"", b"solid exported by a CAD program"):  # "solid" in a binary header
+        m = load_bytes(_binary_stl(3, 3, header), "x.stl")
+        assert (m.n_vertices, m.n_faces) == (9, 3)
+
+
+@pytest.mark.parametrize(("declared", "written"), [(5, 3), (2, 3), (4_000_000_000, 3)])
+@pytest.mark.parametrize("header", [b"", b"solid exported by a CAD program"])
+def test_binary_stl_with_the_wrong_count(declared: int, written: int, header: bytes) -> None:
+    assert _code(_binary_stl(declared, written, header), "x.stl") == "format.count_exceeds_size"
+
+
+def test_ascii_stl_reads() -> None:
+    import trimesh
+
+    t = tetrahedron()
+    text = trimesh.exchange.stl.export_stl_ascii(
+        trimesh.Trimesh(np.asarray(t.V), np.asarray(t.F), process=False)
+    ).encode()
+    m = load_bytes(text, "t.stl")
+    assert (m.n_vertices, m.n_faces) == (12, 4)
+    assert run(m, "weld").mesh.n_vertices == 4
+
+
+def test_off_reads_and_checks_its_counts() -> None:
+    off = b"OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n"
+    m = load_bytes(off, "t.off")
+    np.testing.assert_array_equal(m.F, tetrahedron().F)
+    assert _code(b"OFF\n400000 4 0\n0 0 0\n", "t.off") == "format.count_exceeds_size"
+    assert _code(b"OFF\nfour four zero\n", "t.off") == "format.off_bad_header"
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "code"),
+    [
+        (TRI, "mesh.ply", "format.mismatch"),  # OBJ text named .ply
+        (TRI, "mesh.stl", "format.mismatch"),  # OBJ text named .stl
+        (TRI, "mesh.obj.zip", "format.mismatch"),  # OBJ text named .zip
+        (TRI, "mesh.txt", "format.unsupported"),  # an extension we do not read
+        (b"\x00\x01\x02 not a mesh", "x.obj", "format.mismatch"),
+        (b"hello world", "", "format.unsupported"),
+    ],
+)
+def test_format_detection_errors(data: bytes, name: str, code: str) -> None:
+    assert _code(data, name) == code
+
+
+def test_generic_extensions_are_read_by_content() -> None:
+    for name in ("upload.bin", "upload.dat", "upload.mesh", "upload"):
+        assert load_bytes(TRI, name).n_faces == 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_bytes_are_refused(seed: int) -> None:
+    data = np.random.default_rng(seed).bytes(2000)
+    for name in ("", "x.bin", "x.obj", "x.ply", "x.glb"):
+        assert _code(data, name) in ("format.unsupported", "format.mismatch"), name
+
+
+def test_empty_file() -> None:
+    for name in ("", "x.ply", "x.obj.gz"):
+        assert _code(b"", name) == "mesh.empty"
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("../evil.obj", "format.archive_unsafe_name"),
+        ("a/../../evil.obj", "format.archive_unsafe_name"),
+        ("/etc/evil.obj", "format.archive_unsafe_name"),
+        ("dir\\evil.obj", "format.archive_unsafe_name"),
+    ],
+)
+def test_zip_member_names(name: str, code: str) -> None:
+    assert _code(_zip({name: TRI}), "x.zip") == code
+
+
+def test_zip_errors() -> None:
+    assert (
+        _code(_zip({"a.obj": TRI, "b/c.ply": serialize(tetrahedron(), "ply")}), "x.zip")
+        == "format.archive_multiple_meshes"
+    )
+    assert _code(_zip({"notes.txt": b"no mesh"}), "x.zip") == "format.archive_no_mesh"
+    assert _code(b"PK\x03\x04" + b"\x00" * 200, "x.zip") == "format.archive_corrupt"
+    many = {f"f{i}.txt": b"" for i in range(1001)} | {"m.obj": TRI}
+    assert _code(_zip(many, zipfile.ZIP_STORED), "x.zip") == "format.archive_too_many_members"
+
+
+def test_zip_bomb() -> None:
+    data = _zip({"big.obj": b"# " + b"x" * (8 << 20)})
+    assert len(data) < 100_000
+    assert _code(data, "x.zip", max_expanded=1 << 20) == "format.archive_too_large"
+    assert load_bytes(_zip({"a.obj": TRI}), "x.zip", max_expanded=len(TRI)).n_faces == 1
+
+
+def test_gzip_bomb() -> None:
+    data = gzip.compress(b"\x00" * (16 << 20), 9)
+    assert len(data) < 100_000
+    assert _code(data, "x.obj.gz", max_expanded=1 << 20) == "format.archive_too_large"
+    # exactly at the limit is fine
+    assert load_bytes(gzip.compress(TRI), "x.obj.gz", max_expanded=len(TRI)).n_faces == 1
+    assert (
+        _code(gzip.compress(TRI), "x.obj.gz", max_expanded=len(TRI) - 1)
+        == "format.archive_too_large"
+    )
+
+
+def test_gzip_corrupt_or_truncated() -> None:
+    data = gzip.compress(TRI * 10)
+    assert _code(data[: len(data) // 2], "x.obj.gz") == "format.archive_corrupt"
+    assert _code(data[:10] + b"\xff" * 20, "x.obj.gz") == "format.archive_corrupt"
+
+
+def _npz(**arrays: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("arrays", "code"),
+    [
+        ({"V": np.zeros((3, 3))}, "format.npz_missing_arrays"),  # no F
+        ({"V": np.eye(3), "F": np.array([[0.0, 1.0, 2.0]])}, "mesh.bad_indices"),  # float F
+        ({"V": np.eye(3), "F": np.array([0, 1, 2])}, "mesh.bad_shape"),  # flat F
+        ({"V": np.eye(3), "F": np.array([[0, 1, 3]])}, "mesh.index_out_of_range"),
+        (
+            {"V": np.eye(3), "F": np.array([[0, 1, 2]], dtype=object)},
+            "format.parse_error",
+        ),  # pickle
+    ],
+)
+def test_npz_errors(arrays: dict, code: str) -> None:
+    assert _code(_npz(**arrays), "x.npz") == code
+
+
+def test_npz_with_attributes() -> None:
+    data = _npz(
+        V=np.eye(3),
+        F=np.array([[0, 1, 2]]),
+        **{"vertex.k": np.arange(3.0), "face.id": np.array([4])},
+    )
+    m = load_bytes(data, "x.npz")
+    np.testing.assert_array_equal(m.vertex_attrs["k"], [0, 1, 2])
+    np.testing.assert_array_equal(m.face_attrs["id"], [4])
+
+
+# ------------------------------------------------------------------------------ sniffing
+def test_sniff() -> None:
+    t = tetrahedron()
+    assert sniff(serialize(t, "ply")) == "ply"
+    assert sniff(serialize(t, "glb")) == "glb"
+    assert sniff(serialize(t, "stl")) == "stl"
+    assert sniff(serialize(t, "obj")) == "obj"
+    assert sniff(serialize(t, "npz")) == "zip"
+    assert sniff(gzip.compress(b"x")) == "gz"
+    assert sniff(b"OFF\n3 1 0\n") == "off"
+    assert sniff(b'{"asset": {"version": "2.0"}}') == "gltf"
+    assert sniff(b"solid x\nendsolid x\n") == "stl"
+    assert sniff(b"o thing\nv 1 2 3\n") == "obj"
+    assert sniff(b"\x00\x01garbage") is None
+
+
+def test_shared_meshes_load_through_every_wrapper() -> None:
+    raw = mesh_path("rx-cube.obj").read_bytes()
+    for data, name in [
+        (raw, "c.obj"),
+        (gzip.compress(raw), "c.obj.gz"),
+        (_zip({"c.obj": raw}), "c.zip"),
+    ]:
+        m = load_bytes(data, name)
+        _same_mesh(m, load("rx-cube.obj"))
+        assert m.source == name
+
+
+# ------------------------------------------------------------------------------ PLY variants
+ASCII_PLY = b"""ply
+format ascii 1.0
+comment quads, colours, normals, a vector and a face property
+element vertex 5
+property float x
+property float y
+property float z
+property float nx
+property float ny
+property float nz
+property uchar red
+property uchar green
+property uchar blue
+property float quality
+property float uv_0
+property float uv_1
+element face %d
+property list uchar int vertex_indices
+property int region
+end_header
+0 0 0 0 0 1 10 20 30 0.5 0 0
+1 0 0 0 0 1 10 20 30 1.5 1 0
+1 1 0 0 0 1 10 20 30 2.5 1 1
+0 1 0 0 0 1 10 20 30 3.5 0 1
+-1 0 0 0 0 1 10 20 30 4.5 -1 0
+"""
+
+
+def test_ascii_ply_with_properties() -> None:
+    m = load_bytes(ASCII_PLY % 2 + b"3 0 1 2 7\n3 0 2 3 8\n", "a.ply")
+    np.testing.assert_array_equal(m.F, [[0, 1, 2], [0, 2, 3]])
+    np.testing.assert_array_equal(m.vertex_attrs["vertex_normals"], np.tile([0, 0, 1], (5, 1)))
+    np.testing.assert_array_equal(m.vertex_attrs["vertex_colors"], np.tile([10, 20, 30], (5, 1)))
+    np.testing.assert_array_equal(m.vertex_attrs["quality"], [0.5, 1.5, 2.5, 3.5, 4.5])
+    np.testing.assert_array_equal(m.vertex_attrs["uv"][4], [-1, 0])
+    np.testing.assert_array_equal(m.face_attrs["region"], [7, 8])
+
+
+def test_ply_polygons_keep_the_mesh_and_vertex_properties() -> None:
+    # a quad becomes two triangles: a per-polygon property no longer lines up and is left out
+    m = load_bytes(ASCII_PLY % 2 + b"4 0 1 2 3 7\n3 0 3 4 8\n", "q.ply")
+    assert m.n_faces == 3 and m.face_attrs == {}
+    assert run(m, "stats").reports["stats"]["area"] == pytest.approx(1.5)
+    np.testing.assert_array_equal(m.vertex_attrs["quality"], [0.5, 1.5, 2.5, 3.5, 4.5])
+
+
+def test_big_endian_ply() -> None:
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], ">f4")
+    data = (
+        b"ply\nformat binary_big_endian 1.0\nelement vertex 3\nproperty float x\n"
+        b"property float y\nproperty float z\nelement face 1\n"
+        b"property list uchar int vertex_indices\nend_header\n"
+        + V.tobytes()
+        + b"\x03"
+        + np.array([0, 1, 2], ">i4").tobytes()
+    )
+    m = load_bytes(data, "be.ply")
+    np.testing.assert_array_equal(m.V, V.astype(np.float32))
+    np.testing.assert_array_equal(m.F, [[0, 1, 2]])
+
+
+def test_ply_index_past_the_end_is_an_input_error() -> None:
+    # trimesh itself trips over it while reading (format.parse_error); either way a 422
+    code = _code(ASCII_PLY % 1 + b"3 0 1 9 7\n", "x.ply")
+    assert code in ("mesh.index_out_of_range", "format.parse_error")
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (
+            ASCII_PLY.replace(b"0 0 0 0 0 1", b"nan 0 0 0 0 1") % 1 + b"3 0 1 2 7\n",
+            "mesh.non_finite",
+        ),  # NaN position
+        (
+            ASCII_PLY.split(b"element face")[0]
+            + b"end_header\n"
+            + ASCII_PLY.split(b"end_header\n")[1],
+            "mesh.no_faces",
+        ),  # points only
+    ],
+)
+def test_ply_mesh_errors(data: bytes, code: str) -> None:
+    assert _code(data, "x.ply") == code
+
+
+# ------------------------------------------------------------------------------ writer refusals
+@pytest.mark.parametrize(
+    ("fmt", "vertex", "face"),
+    [
+        ("ply", {"x": np.ones(4)}, {}),  # clashes with the position property
+        ("ply", {"nx": np.ones(4), "vertex_normals": np.ones((4, 3))}, {}),  # clashes with normals
+        ("ply", {}, {"vertex_indices": np.ones(4)}),  # clashes with the face list
+        ("ply", {"my attr": np.ones(4)}, {}),  # a property name is one word
+        ("ply", {"half": np.ones(4, np.float16)}, {}),  # no PLY type
+        ("glb", {"vec5": np.ones((4, 5))}, {}),  # glTF vectors have at most 4 components
+        ("glb", {"vertex_normals": np.ones((4, 2))}, {}),  # normals are 3-vectors
+    ],
+)
+def test_attributes_a_format_cannot_write(fmt: str, vertex: dict, face: dict) -> None:
+    m = tetrahedron().with_attrs(vertex=vertex, face=face)
+    with pytest.raises(FormatError) as ei:
+        serialize(m, fmt)
+    assert ei.value.code == "format.unsupported_attribute"
+
+
+def test_ply_attribute_names_cannot_clash_with_record_fields() -> None:
+    fa = {"n": np.arange(4, dtype=np.int32), "i": np.arange(4.0), "a0": np.ones(4, np.uint8)}
+    back = load_bytes(serialize(tetrahedron().with_attrs(face=fa), "ply"), "t.ply")
+    np.testing.assert_array_equal(back.F, tetrahedron().F)
+    for k, v in fa.items():
+        np.testing.assert_array_equal(back.face_attrs[k], v)

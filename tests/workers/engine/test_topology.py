@@ -1,0 +1,277 @@
+"""Topology: EV/FE/EF consistency, VF/VV against brute force, fans, components, boundary loops,
+orientation."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from tests.workers.engine.shapes import (
+    bowtie,
+    cube,
+    cylinder,
+    load,
+    mesh,
+    mobius,
+    open_square,
+    soup,
+    tetrahedron,
+    three_on_an_edge,
+    welded,
+)
+from workers.engine import TriMesh
+from workers.engine.topology import Topology
+
+SMALL = {
+    "tetrahedron": tetrahedron,
+    "cube": cube,
+    "open_square": open_square,
+    "bowtie": bowtie,
+    "three_on_an_edge": three_on_an_edge,
+    "mobius": mobius,
+    "cylinder": cylinder,
+    "tetra_soup": lambda: soup(tetrahedron()),
+}
+REAL = ["suzanne.obj", "beetle.obj", "rx-cloth.obj"]
+
+
+def _mesh(name: str) -> TriMesh:
+    return welded(name) if name.endswith(".obj") else SMALL[name]()
+
+
+def _sides(F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return F.ravel(), F[:, [1, 2, 0]].ravel()
+
+
+@pytest.mark.parametrize("name", [*SMALL, *REAL])
+def test_ev_fe_consistency(name: str) -> None:
+    m = _mesh(name)
+    topo = m.topology
+    F = np.asarray(m.F)
+    EV, FE = np.asarray(topo.EV), np.asarray(topo.FE)
+    assert EV.dtype == np.int32 and FE.dtype == np.int32
+    assert FE.shape == F.shape
+    # edges: the distinct unordered pairs of face sides, min first
+    a, b = _sides(F)
+    pairs = {(min(x, y), max(x, y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)}
+    assert topo.n_edges == len(pairs)
+    assert set(map(tuple, EV.tolist())) == pairs
+    assert (EV[:, 0] <= EV[:, 1]).all()
+    # FE: side k of face f runs F[f,k] -> F[f,k+1]; bit 1 when it runs from max to min
+    e, o = FE.ravel() // 2, FE.ravel() & 1
+    np.testing.assert_array_equal(EV[e, 0], np.minimum(a, b))
+    np.testing.assert_array_equal(EV[e, 1], np.maximum(a, b))
+    np.testing.assert_array_equal(o, (a > b).astype(np.int32))
+    np.testing.assert_array_equal(np.where(o == 1, EV[e, 1], EV[e, 0]), a)
+
+
+@pytest.mark.parametrize("name", [*SMALL, *REAL])
+def test_ef_csr(name: str) -> None:
+    m = _mesh(name)
+    topo = m.topology
+    off, sides = np.asarray(topo.ef_offsets), np.asarray(topo.ef_sides)
+    assert off.shape == (topo.n_edges + 1,) and off[0] == 0
+    assert off[-1] == 3 * m.n_faces
+    assert int(np.asarray(topo.edge_face_count).sum()) == 3 * m.n_faces
+    np.testing.assert_array_equal(np.sort(sides), np.arange(3 * m.n_faces))
+    edge_of_row = np.repeat(np.arange(topo.n_edges), np.diff(off))
+    np.testing.assert_array_equal(np.asarray(topo.FE).ravel()[sides] // 2, edge_of_row)
+    counts = np.diff(off)
+    np.testing.assert_array_equal(np.asarray(topo.boundary_edges), np.flatnonzero(counts == 1))
+    np.testing.assert_array_equal(np.asarray(topo.non_manifold_edges), np.flatnonzero(counts >= 3))
+
+
+@pytest.mark.parametrize("name", [*SMALL, "suzanne.obj"])
+def test_vf_and_vv_against_brute_force(name: str) -> None:
+    m = _mesh(name)
+    V = np.concatenate([np.asarray(m.V), [[7.0, 7.0, 7.0]]])  # plus one unused vertex
+    m = mesh(V, m.F)
+    topo = m.topology
+    F = np.asarray(m.F)
+    vf: dict[int, list[int]] = defaultdict(list)
+    vv: dict[int, set[int]] = defaultdict(set)
+    for f, tri in enumerate(F.tolist()):
+        for k in range(3):
+            vf[tri[k]].append(f)
+            a, b = tri[k], tri[(k + 1) % 3]
+            vv[a].add(b)
+            vv[b].add(a)
+    off, faces = (np.asarray(x) for x in topo.vf())
+    noff, nbrs = (np.asarray(x) for x in topo.vv())
+    assert off.shape == noff.shape == (m.n_vertices + 1,)
+    for v in range(m.n_vertices):
+        assert faces[off[v] : off[v + 1]].tolist() == vf[v]  # stable: faces in increasing order
+        got = nbrs[noff[v] : noff[v + 1]].tolist()
+        assert sorted(got) == sorted(vv[v]) and len(got) == len(vv[v])
+    np.testing.assert_array_equal(
+        np.asarray(topo.vertex_face_count), [len(vf[v]) for v in range(m.n_vertices)]
+    )
+    assert not topo.used_vertices[-1] and topo.used_vertices[:-1].all()
+
+
+def test_ef_pairs_chain_the_faces_of_an_edge() -> None:
+    topo = three_on_an_edge().topology
+    s, t = (np.asarray(x) for x in topo.ef_pairs())
+    assert s.shape == t.shape == (2,)  # one chain of three faces: two pairs
+    assert set((s // 3).tolist()) | set((t // 3).tolist()) == {0, 1, 2}
+    e = np.asarray(topo.FE).ravel() // 2
+    assert (e[s] == e[t]).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "fans"),
+    [
+        ("tetrahedron", [1, 1, 1, 1]),
+        ("open_square", [1, 1, 1, 1]),
+        ("bowtie", [2, 1, 1, 1, 1]),
+        ("three_on_an_edge", [1, 1, 1, 1, 1]),
+    ],
+)
+def test_vertex_fans(name: str, fans: list[int]) -> None:
+    topo = SMALL[name]().topology
+    np.testing.assert_array_equal(np.asarray(topo.vertex_fans()), fans)
+    np.testing.assert_array_equal(
+        np.asarray(topo.non_manifold_vertices), np.flatnonzero(np.array(fans) > 1)
+    )
+
+
+def test_unused_vertex_has_no_fan() -> None:
+    t = tetrahedron()
+    topo = mesh(np.concatenate([np.asarray(t.V), [[2.0, 2, 2]]]), t.F).topology
+    np.testing.assert_array_equal(np.asarray(topo.vertex_fans()), [1, 1, 1, 1, 0])
+
+
+def test_two_cones_touching_at_their_apex() -> None:
+    # two closed tetrahedra glued at one vertex: no boundary, one non-manifold vertex
+    t = tetrahedron()
+    V = np.concatenate([np.asarray(t.V), -np.asarray(t.V)[1:]])
+    F2 = np.asarray(t.F).copy()
+    F2 = np.where(F2 == 0, 0, F2 + 3)[:, ::-1]  # mirrored copy, reoriented, shares vertex 0
+    topo = mesh(V, np.concatenate([np.asarray(t.F), F2])).topology
+    assert topo.boundary_edges.shape == (0,)
+    np.testing.assert_array_equal(np.asarray(topo.non_manifold_vertices), [0])
+    assert topo.vertex_components()[1] == 1
+
+
+def test_vertex_components() -> None:
+    t = tetrahedron()
+    V = np.concatenate([np.asarray(t.V), [[5.0, 5, 5]], np.asarray(t.V) + 10])
+    F = np.concatenate([np.asarray(t.F) + 5, np.asarray(t.F)])
+    lab, n = mesh(V, F).topology.vertex_components()
+    assert n == 2
+    # numbered by first vertex; the unused vertex gets -1
+    np.testing.assert_array_equal(np.asarray(lab), [0, 0, 0, 0, -1, 1, 1, 1, 1])
+
+
+@pytest.mark.parametrize(
+    ("name", "loops"),
+    [
+        ("tetrahedron", 0),
+        ("open_square", 1),
+        ("cylinder", 2),
+        ("mobius", 1),
+        ("tetra_soup", 4),
+        ("rx-cloth.obj", 1),
+        ("stanford-bunny.obj", 5),
+    ],
+)
+def test_boundary_loops(name: str, loops: int) -> None:
+    topo = _mesh(name).topology
+    verts, loop, n = topo.boundary_loop_labels()
+    bverts = np.unique(np.asarray(topo.EV)[np.asarray(topo.boundary_edges)].ravel())
+    np.testing.assert_array_equal(np.asarray(verts), bverts)
+    assert loop.shape == verts.shape
+    assert n == loops == topo.boundary_loops()
+    # both ends of every boundary edge lie on the same loop
+    where = {v: i for i, v in enumerate(np.asarray(verts).tolist())}
+    for a, b in np.asarray(topo.EV)[np.asarray(topo.boundary_edges)].tolist():
+        assert loop[where[a]] == loop[where[b]]
+
+
+def test_orientation() -> None:
+    consistent, orientable = cube().topology.orientation()
+    assert consistent and orientable.all() and orientable.shape == (12,)
+    c = cube()
+    F = np.asarray(c.F).copy()
+    F[3] = F[3, ::-1]
+    consistent, orientable = mesh(c.V, F).topology.orientation()
+    assert not consistent and orientable.all()
+    consistent, orientable = mobius().topology.orientation()
+    assert not consistent and not orientable.any()
+
+
+def test_orientability_is_per_face_component() -> None:
+    t, mb = tetrahedron(), mobius(6)
+    V = np.concatenate([np.asarray(t.V), np.asarray(mb.V)])
+    F = np.concatenate([np.asarray(t.F), np.asarray(mb.F) + 4])
+    _, orientable = mesh(V, F).topology.orientation()
+    np.testing.assert_array_equal(np.asarray(orientable), [True] * 4 + [False] * 12)
+
+
+def test_topology_is_built_once_and_kept_by_attribute_ops() -> None:
+    m = load("rx-sphere3.obj")
+    topo = m.topology
+    assert isinstance(topo, Topology) and m.topology is topo
+    assert m.with_attrs(vertex={"x": np.zeros(m.n_vertices)}).topology is topo
+    assert m.with_geometry(np.asarray(m.V) * 2).topology is topo
+    assert topo.boundary_edges is topo.boundary_edges  # memoised
+
+
+def test_build_directly() -> None:
+    F = np.array([[0, 1, 2], [2, 1, 3]], dtype=np.int32)
+    topo = Topology.build(F, 4)
+    assert (topo.n_edges, topo.n_faces, topo.n_vertices) == (5, 2, 4)
+    np.testing.assert_array_equal(np.asarray(topo.EV), [[0, 1], [1, 2], [0, 2], [1, 3], [2, 3]])
+    np.testing.assert_array_equal(np.asarray(topo.FE), [[0, 2, 5], [3, 6, 9]])
+
+
+def _brute_fans(F: np.ndarray, n: int) -> np.ndarray:
+    """Per vertex: components of its faces, two faces joined when they share an edge at it."""
+    fans = np.zeros(n, dtype=np.int64)
+    faces_of: dict[int, list[int]] = defaultdict(list)
+    for f, tri in enumerate(F.tolist()):
+        for v in set(tri):
+            faces_of[v].append(f)
+    for v, fs in faces_of.items():
+        parent = {f: f for f in fs}
+        for a in range(len(fs)):
+            for b in range(a + 1, len(fs)):
+                shared = set(F[fs[a]].tolist()) & set(F[fs[b]].tolist())
+                if len(shared - {v}) >= 1:
+                    parent[_find(parent, fs[a])] = _find(parent, fs[b])
+        fans[v] = len({_find(parent, f) for f in fs})
+    return fans
+
+
+def _find(parent: dict[int, int], x: int) -> int:
+    while parent[x] != x:
+        x = parent[x]
+    return x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fans_and_orientation_on_damaged_meshes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = welded("rx-sphere3.obj")
+    F = np.asarray(m.F)
+    F = F[rng.random(F.shape[0]) > 0.3]  # holes
+    merge = np.arange(m.n_vertices)
+    a, b = rng.integers(0, m.n_vertices, (2, 8))
+    merge[a] = b  # pinch some vertices together: bow-ties and non-manifold edges
+    F = merge[F]
+    F = F[(F[:, 0] != F[:, 1]) & (F[:, 1] != F[:, 2]) & (F[:, 2] != F[:, 0])]
+    flip = rng.random(F.shape[0]) < (0.1 if seed % 2 else 0.0)  # even seeds stay consistent
+    F[flip] = F[flip, ::-1]
+    topo = mesh(m.V, F).topology
+    np.testing.assert_array_equal(np.asarray(topo.vertex_fans()), _brute_fans(F, m.n_vertices))
+    # consistency by brute force: every two-face edge is walked both ways
+    directed = defaultdict(int)
+    for tri in F.tolist():
+        for k in range(3):
+            directed[(tri[k], tri[(k + 1) % 3])] += 1
+    counts = np.asarray(topo.edge_face_count)
+    two = {tuple(e) for e in np.asarray(topo.EV)[counts == 2].tolist()}
+    consistent = all(directed[(x, y)] == 1 and directed[(y, x)] == 1 for x, y in two)
+    assert topo.orientation()[0] == consistent == (seed % 2 == 0)
