@@ -54,6 +54,6 @@ case "$cmd" in
   run)   ensure_python; ensure_redis; ensure_env; exec "$VENV/bin/tessera" up "$@" ;;
   test)  ensure_python; ensure_redis; ensure_env; exec "$VENV/bin/python" -m pytest "$@" ;;
   setup) ensure_python; ensure_redis; ensure_env ;;
-  gpu)   exec python3 -m workers.gpu_suite "$@" ;;
+  gpu)   exec python3 -m bench.suite "$@" ;;
   *)     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

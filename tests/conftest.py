@@ -21,6 +21,26 @@ MESHES = Path(os.environ.get("TESSERA_MESHES", ROOT.parent / "shared" / "meshes"
 os.environ["TESSERA_TEST_OPS"] = "1"
 
 
+def all_meshes() -> list[str]:
+    """Every mesh file in the shared folder, for tests that hold on all of them."""
+    return sorted(p.name for p in MESHES.glob("*.obj"))
+
+
+@pytest.fixture(autouse=True)
+def _gpu_guard(request: pytest.FixtureRequest) -> None:
+    """Tests marked ``gpu`` skip where no GPU is usable, unless ``TESSERA_REQUIRE_GPU=1`` (the GPU
+    host's suite), where a missing GPU is a failure."""
+    if request.node.get_closest_marker("gpu") is None:
+        return
+    from workers.engine.backend import _probe_cupy
+
+    mod, why = _probe_cupy()
+    if mod is None:
+        if os.environ.get("TESSERA_REQUIRE_GPU") == "1":
+            pytest.fail(f"GPU required but unavailable: {why}")
+        pytest.skip(f"no GPU: {why}")
+
+
 def mesh_path(name: str) -> Path:
     p = MESHES / name
     if not p.is_file():

@@ -208,3 +208,20 @@ def test_job_record_is_json_serialisable_and_complete(client, workers):
     assert job["started_at"] and job["finished_at"] and job["created_at"]
     json.dumps(job)
     assert io.BytesIO(client.get(job["result"]["url"]).content).read(3) == b"ply"
+
+
+@pytest.mark.gpu
+def test_gpu_job_end_to_end(client, workers):
+    workers.start("w1")
+    body = spec("weld", "vertex_normals", "gaussian_curvature", device="gpu")
+    gpu = wait(client, submit(client, "stanford-bunny.obj", body).json()["url"], timeout=120)
+    assert gpu["state"] == "succeeded", gpu
+    assert gpu["backend"] == "cupy" and "transfer" in gpu["timings"]
+    assert {r["backend"] for r in gpu["reports"]} == {"cupy"}
+    cpu_body = spec("weld", "vertex_normals", "gaussian_curvature", device="cpu")
+    cpu = wait(client, submit(client, "stanford-bunny.obj", cpu_body).json()["url"], timeout=120)
+    a = load_bytes(client.get(gpu["result"]["url"]).content, "g.ply")
+    b = load_bytes(client.get(cpu["result"]["url"]).content, "c.ply")
+    np.testing.assert_array_equal(a.F, b.F)
+    for k, tol in (("vertex_normals", 2e-4), ("gaussian_curvature", 2e-4)):
+        np.testing.assert_allclose(a.vertex_attrs[k], b.vertex_attrs[k], atol=tol)

@@ -42,12 +42,34 @@ def label_propagation(xp: ModuleType, n: int, i: Any, j: Any) -> Any:
         ri, rj = ri[differ], rj[differ]
         lo, hi = xp.minimum(ri, rj), xp.maximum(ri, rj)
         # scatter-min: each root hi is hooked under the smallest root it meets
-        xp.minimum.at(parent, hi, lo)
+        scatter_min(xp, parent, hi, lo)
         while True:
             grand = parent[parent]
             if bool((grand == parent).all()):
                 break
             parent = grand
+
+
+def scatter_min(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
+    """``out[idx[k]] = min(out[idx[k]], val[k])`` in place, repeated indices included."""
+    if xp.__name__ == "numpy":
+        xp.minimum.at(out, idx, val)
+    else:
+        import cupyx
+
+        cupyx.scatter_min(out, idx, val)
+
+
+def expand_counts(xp: ModuleType, counts: Any) -> Any:
+    """``repeat(arange(len(counts)), counts)`` for an array of counts, on either backend (CuPy's
+    ``repeat`` takes counts only as a host list): the owner of each output slot, found by binary
+    search of the slot in the inclusive prefix sum."""
+    counts = counts.astype(xp.int64)
+    total = int(counts.sum()) if counts.shape[0] else 0
+    if total == 0:
+        return xp.zeros(0, dtype=xp.int64)
+    ends = xp.cumsum(counts)
+    return xp.searchsorted(ends, xp.arange(total, dtype=xp.int64), side="right")
 
 
 def compact_groups(xp: ModuleType, labels: Any) -> tuple[Any, Any]:

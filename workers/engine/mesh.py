@@ -83,6 +83,15 @@ class TriMesh:
             self._topology = Topology.build(self.F, self.n_vertices)
         return self._topology
 
+    def used_vertices(self) -> Any:
+        """Boolean mask of vertices some face references: from the cached topology when it was
+        built, else one scatter over the faces (re-indexing must not pay for edge sorting)."""
+        if self._topology is not None:
+            return self._topology.used_vertices
+        used = self.xp.zeros(self.n_vertices, dtype=bool)
+        used[self.F.ravel()] = True
+        return used
+
     def __repr__(self) -> str:
         attrs = sorted(self.vertex_attrs) + sorted(self.face_attrs)
         return (

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from . import backend as _backend
 from .errors import SpecError
 from .mesh import TriMesh
-from .ops import OPS, OpParams, Operation
+from .ops import OPS, Operation, OpParams
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,11 @@ def parse_step(raw: Any) -> Step:
         if not isinstance(name, str):
             raise SpecError('pipeline step needs an "op" name', code="spec.missing_op")
     else:
-        raise SpecError("pipeline step must be a name, (name, params) or a mapping",
-                        code="spec.bad_step", step=repr(raw)[:100])
+        raise SpecError(
+            "pipeline step must be a name, (name, params) or a mapping",
+            code="spec.bad_step",
+            step=repr(raw)[:100],
+        )
     op = OPS.get(name)
     return Step(op, op.parse_params(params))
 
@@ -121,8 +124,9 @@ def run_pipeline(
         log.debug("%.3fs %s", dt, step.label())
         mesh = out.mesh
         result.timings[f"{i}:{step.op.name}"] = dt
-        result.steps.append(StepReport(step.op.name, step.params.model_dump(), dt, impl_backend,
-                                       out.report))
+        result.steps.append(
+            StepReport(step.op.name, step.params.model_dump(), dt, impl_backend, out.report)
+        )
     if progress:
         progress(1.0, "done")
     result.mesh = mesh

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from .errors import OpParamsError
-from .graph import compact_groups, connected_components, group_rows
+from .graph import compact_groups, connected_components, expand_counts, group_rows
 from .mesh import TriMesh
 
 #: candidate pairs examined by a tolerance weld before it refuses (memory bound, not a tuning knob)
@@ -29,10 +29,7 @@ def weld(mesh: TriMesh, tolerance: float = 0.0, remove_unused: bool = True) -> t
     the position of its lowest-index member; per-vertex attributes are averaged."""
     xp = mesh.xp
     n = mesh.n_vertices
-    if remove_unused:
-        cand = xp.nonzero(mesh.topology.used_vertices)[0]
-    else:
-        cand = xp.arange(n, dtype=xp.int64)
+    cand = xp.nonzero(mesh.used_vertices())[0] if remove_unused else xp.arange(n, dtype=xp.int64)
     P = mesh.V[cand] + 0.0  # + 0.0 turns -0.0 into +0.0 so both compare and sort as equal
     labels = group_rows(xp, P)
     if tolerance > 0:
@@ -96,11 +93,15 @@ def close_pairs(xp: ModuleType, P: Any, tol: float) -> tuple[Any, Any]:
         m = int(counts.sum())
         total += m
         if total > MAX_CANDIDATE_PAIRS:
-            raise OpParamsError("tolerance too large for this mesh", code="op.tolerance_too_large",
-                                tolerance=tol, candidate_pairs=total)
+            raise OpParamsError(
+                "tolerance too large for this mesh",
+                code="op.tolerance_too_large",
+                tolerance=tol,
+                candidate_pairs=total,
+            )
         if m == 0:
             continue
-        ii = xp.repeat(pos, counts)
+        ii = expand_counts(xp, counts)  # pos is the identity
         csum = xp.cumsum(counts) - counts
         jj = start[ii] + (xp.arange(m, dtype=xp.int64) - csum[ii])
         d = Ps[ii] - Ps[jj]
@@ -116,7 +117,7 @@ def close_pairs(xp: ModuleType, P: Any, tol: float) -> tuple[Any, Any]:
 def remove_unused(mesh: TriMesh) -> tuple[TriMesh, dict]:
     """Drop vertices no face references: flag, exclusive scan, scatter."""
     xp = mesh.xp
-    used = mesh.topology.used_vertices
+    used = mesh.used_vertices()
     keep = xp.nonzero(used)[0]
     new_of_old = xp.cumsum(used) - 1
     F = new_of_old[mesh.F].astype(xp.int32)
@@ -138,7 +139,9 @@ def face_areas64(xp: ModuleType, V: Any, F: Any) -> Any:
     return 0.5 * xp.linalg.norm(xp.cross(b - a, c - a), axis=1)
 
 
-def remove_degenerate(mesh: TriMesh, geometric: bool, area_threshold: float) -> tuple[TriMesh, dict]:
+def remove_degenerate(
+    mesh: TriMesh, geometric: bool, area_threshold: float
+) -> tuple[TriMesh, dict]:
     """Drop faces with a repeated vertex index and, if ``geometric``, faces of area at most
     ``area_threshold``. Vertices are kept (chain ``remove_unused_vertices`` to drop them)."""
     xp = mesh.xp

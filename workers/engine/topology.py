@@ -89,26 +89,31 @@ class Topology:
 
     def vf(self) -> tuple[Any, Any]:
         """Vertex → faces as CSR ``(offsets (n+1,), faces)``."""
+
         def make() -> tuple[Any, Any]:
             xp = self.xp
             faces = xp.repeat(xp.arange(self.n_faces, dtype=xp.int64), 3)
             off, val, _ = csr_from_pairs(xp, self.n_vertices, self.F.ravel(), faces)
             return off, val
+
         return self._memo("vf", make)  # type: ignore[no-any-return]
 
     def vv(self) -> tuple[Any, Any]:
         """Vertex → neighbouring vertices (through an edge) as CSR."""
+
         def make() -> tuple[Any, Any]:
             xp = self.xp
             src = xp.concatenate([self.EV[:, 0], self.EV[:, 1]]).astype(xp.int64)
             dst = xp.concatenate([self.EV[:, 1], self.EV[:, 0]]).astype(xp.int64)
             off, val, _ = csr_from_pairs(xp, self.n_vertices, src, dst)
             return off, val
+
         return self._memo("vv", make)  # type: ignore[no-any-return]
 
     def ef_pairs(self) -> tuple[Any, Any]:
         """Side pairs ``(s, t)`` (flat side ids) of consecutive faces around each edge with two or
         more faces: for a manifold interior edge its two sides; for a non-manifold one a chain."""
+
         def make() -> tuple[Any, Any]:
             xp = self.xp
             n = self.ef_sides.shape[0]
@@ -120,6 +125,7 @@ class Topology:
             starts[self.ef_offsets[:-1][self.edge_face_count > 0]] = True
             same = ~starts[1:]
             return self.ef_sides[:-1][same], self.ef_sides[1:][same]
+
         return self._memo("efp", make)  # type: ignore[no-any-return]
 
     def vertex_fans(self) -> Any:
@@ -127,6 +133,7 @@ class Topology:
 
         Corners ``3 * f + k`` are the nodes; two corners of the same vertex are joined when their
         faces share an edge through that vertex. A manifold vertex has one fan."""
+
         def make() -> Any:
             xp = self.xp
             s, t = self.ef_pairs()
@@ -150,6 +157,7 @@ class Topology:
             key = Fr.astype(xp.int64) * n_corners + lab
             uniq = xp.unique(key)
             return xp.bincount(uniq // n_corners, minlength=self.n_vertices)
+
         return self._memo("fans", make)
 
     @property
@@ -161,6 +169,7 @@ class Topology:
     def vertex_components(self) -> tuple[Any, int]:
         """``(label (n_vertices,), count)``: components of the used vertices joined by edges;
         unused vertices get label -1 and are not counted."""
+
         def make() -> tuple[Any, int]:
             xp = self.xp
             lab = connected_components(xp, self.n_vertices, self.EV[:, 0], self.EV[:, 1])
@@ -169,12 +178,14 @@ class Topology:
             out = xp.full(self.n_vertices, -1, dtype=xp.int64)
             out[used] = sub
             return out, int(first.shape[0])
+
         return self._memo("vcomp", make)  # type: ignore[no-any-return]
 
     def boundary_loop_labels(self) -> tuple[Any, Any, int]:
         """``(vertices, loop, count)``: the boundary vertices, the loop each lies on, and the
         number of loops (components of the boundary-edge graph; loops touching at a vertex count
         once)."""
+
         def make() -> tuple[Any, Any, int]:
             xp = self.xp
             be = self.boundary_edges
@@ -187,6 +198,7 @@ class Topology:
             lab = connected_components(xp, int(verts.shape[0]), local[:, 0], local[:, 1])
             loop, first = compact_groups(xp, lab)
             return verts, loop, int(first.shape[0])
+
         return self._memo("loops", make)  # type: ignore[no-any-return]
 
     def boundary_loops(self) -> int:
@@ -200,6 +212,7 @@ class Topology:
         orientation double cover (face ``f`` as nodes ``f+`` and ``f-``; an edge walked the same way
         by both faces joins ``f+`` to ``g-``, otherwise ``f+`` to ``g+``): a component is orientable
         iff ``f+`` and ``f-`` stay apart. Only edges with exactly two faces count."""
+
         def make() -> tuple[bool, Any]:
             xp = self.xp
             s, t = self.ef_pairs()
@@ -217,6 +230,7 @@ class Topology:
             lab = connected_components(xp, 2 * m, u, v)
             orientable_face = lab[:m] != lab[m:]
             return consistent, orientable_face
+
         return self._memo("orient", make)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------- helper

@@ -18,7 +18,7 @@ class Params(OpParams):
     )
 
 
-def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+def _array(mesh: TriMesh, p: Params) -> OpResult:
     """Keep faces whose three corners are distinct vertices (and, with ``geometric``, whose area
     exceeds ``area_threshold``); a flag and a compaction. Vertices are left in place."""
     out, report = remove_degenerate(mesh, p.geometric, p.area_threshold)
@@ -30,6 +30,7 @@ OP = Operation(
     summary="Drop faces with a repeated vertex or zero area.",
     kind=OpKind.reindex,
     params=Params,
-    numpy=_numpy,
+    numpy=_array,
+    cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="faces_before, removed, removed_repeated_index, removed_small_area",
 )

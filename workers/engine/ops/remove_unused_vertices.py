@@ -11,7 +11,7 @@ class Params(OpParams):
     pass
 
 
-def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+def _array(mesh: TriMesh, p: Params) -> OpResult:
     """Flag used vertices, exclusive prefix sum for their new ids, scatter positions and
     attributes; faces are re-indexed through the same map (Wald 2021, step 1 as a compaction)."""
     out, report = remove_unused(mesh)
@@ -23,6 +23,7 @@ OP = Operation(
     summary="Drop vertices that no face references.",
     kind=OpKind.reindex,
     params=Params,
-    numpy=_numpy,
+    numpy=_array,
+    cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="vertices_before, removed",
 )

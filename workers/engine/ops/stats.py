@@ -101,7 +101,7 @@ def _genus(xp: Any, topo: Any, comp: Any, n_comp: int) -> int | None:
     return int((twice_g // 2).sum())
 
 
-def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+def _array(mesh: TriMesh, p: Params) -> OpResult:
     """Counts (vertices, faces, edges, unused and duplicate vertices, degenerate and duplicate
     faces), topology (boundary edges and loops, non-manifold edges and bow-tie vertices,
     components, Euler characteristic ``V - E + F`` over used vertices, genus of orientable manifold
@@ -116,6 +116,7 @@ OP = Operation(
     summary="Counts, topology (boundaries, non-manifold elements, genus) and measures.",
     kind=OpKind.report,
     params=Params,
-    numpy=_numpy,
+    numpy=_array,
+    cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="see the description; the same figures appear in the job record",
 )

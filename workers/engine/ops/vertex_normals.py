@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
+from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
 from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 
@@ -41,12 +43,37 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     return OpResult(mesh.with_attrs(vertex={"vertex_normals": n}))
 
 
+_WEIGHTING = {"area": 0, "angle": 1, "uniform": 2}
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """``kernels/vertex_normals.cu``: one thread per face scatters its weighted normal to its
+    corners with atomic adds (float32), then one thread per vertex unitizes. This is the
+    mesh-matrix product ``N = M^T n`` with the weighting as the action map, done without forming
+    ``M``."""
+    cp = mesh.xp
+    V = cp.ascontiguousarray(mesh.V, dtype=cp.float32)
+    F = cp.ascontiguousarray(mesh.F, dtype=cp.int32)
+    N = cp.zeros((mesh.n_vertices, 3), dtype=cp.float32)
+    acc = load_kernel("vertex_normals", "vertex_normals_accumulate")
+    launch(
+        acc,
+        mesh.n_faces,
+        (V, F, np.int64(mesh.n_faces), np.int32(_WEIGHTING[p.weighting]), N),
+        op="vertex_normals",
+    )
+    norm = load_kernel("vertex_normals", "vertex_normals_normalize")
+    launch(norm, mesh.n_vertices, (N, np.int64(mesh.n_vertices)), op="vertex_normals")
+    return OpResult(mesh.with_attrs(vertex={"vertex_normals": N}))
+
+
 OP = Operation(
     name="vertex_normals",
     summary="Unit normal at every vertex.",
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
+    cupy=_cupy,
     outputs={
         "vertex_normals": Output(
             Element.vertex,

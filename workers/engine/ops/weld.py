@@ -23,7 +23,7 @@ class Params(OpParams):
     remove_unused: bool = Field(True, description="Also drop vertices that no face references.")
 
 
-def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+def _array(mesh: TriMesh, p: Params) -> OpResult:
     """Merge vertices at equal positions (or within ``tolerance``) by sort, scan and scatter
     (Wald 2021). Faces are re-indexed; per-vertex attributes of merged vertices are averaged.
     Faces that collapse (two equal corners) are kept and counted in the report: chain
@@ -33,7 +33,7 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
         # the diagonal ``stats`` reports: of the used vertices (all of them if none is used), so
         # that a stray unused vertex cannot inflate the tolerance
         xp = mesh.xp
-        used = mesh.topology.used_vertices
+        used = mesh.used_vertices()
         P = mesh.V[used] if bool(used.any()) else mesh.V
         tol *= float(
             xp.linalg.norm(P.max(axis=0).astype(xp.float64) - P.min(axis=0).astype(xp.float64))
@@ -48,6 +48,7 @@ OP = Operation(
     summary="Merge duplicate vertices (exact or within a tolerance).",
     kind=OpKind.reindex,
     params=Params,
-    numpy=_numpy,
+    numpy=_array,
+    cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="vertices_before, vertices_after, merged, unused_removed, degenerate_faces, tolerance",
 )

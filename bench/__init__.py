@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): ``python -m bench`` times every operation against its baselines."""

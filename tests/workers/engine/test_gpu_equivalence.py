@@ -1,0 +1,154 @@
+"""Every GPU implementation against its NumPy twin, on every shared mesh and on adversarial ones.
+
+Runs only where CuPy sees a GPU (``TESSERA_REQUIRE_GPU=1`` makes a missing GPU a failure). Two
+results agree when both raise the same error class and code, or when positions and faces are equal
+(exactly for re-indexing), attributes are close within the tolerance stated per attribute, and
+reports agree (integers exactly, floats to 1e-5 relative).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import all_meshes
+from tests.workers.engine import shapes
+from workers.engine import EngineError, TriMesh
+from workers.engine.backend import to_numpy
+from workers.engine.ops import OPS
+from workers.engine.ops.registry import OpKind
+
+pytestmark = pytest.mark.gpu
+
+#: parameter sets per operation (each must be valid for the op's model)
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "weld": [{}, {"tolerance": 1e-3, "relative": True}, {"remove_unused": False}],
+    "remove_unused_vertices": [{}],
+    "remove_degenerate_faces": [{}, {"geometric": False}],
+    "stats": [{}],
+    "face_normals": [{}],
+    "vertex_normals": [{"weighting": w} for w in ("area", "angle", "uniform")],
+    "gaussian_curvature": [{}, {"per_area": True}],
+}
+
+#: absolute tolerance per attribute; float32 kernels against the float64 twin
+ATOL = {"face_normals": 1e-5, "vertex_normals": 2e-4, "gaussian_curvature": 2e-4}
+RTOL = {"gaussian_curvature": 1e-4}
+
+
+def adversarial() -> dict[str, TriMesh]:
+    rng = np.random.default_rng(7)
+    bunny = shapes.load("stanford-bunny.obj")
+    tri = shapes.mesh([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
+    degenerate = shapes.mesh(
+        [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [(0, 1, 2), (0, 1, 3), (1, 1, 3)]
+    )
+    isolated = shapes.mesh(np.vstack([shapes.cube().V, rng.normal(size=(5, 3))]), shapes.cube().F)
+    V = rng.normal(size=(500, 3))
+    F = rng.integers(0, 500, size=(2000, 3))
+    return {
+        "soup(bunny)": shapes.soup(bunny),
+        "one_triangle": tri,
+        "degenerate": degenerate,
+        "isolated_vertices": isolated,
+        "bowtie": shapes.bowtie(),
+        "three_on_an_edge": shapes.three_on_an_edge(),
+        "mobius": shapes.mobius(),
+        "random_faces": shapes.mesh(V, F),
+    }
+
+
+MESHES: dict[str, Any] = {name: (lambda n=name: shapes.load(n)) for name in all_meshes()}
+MESHES.update({k: (lambda v=v: v) for k, v in adversarial().items()})
+CASES = [
+    pytest.param(op.name, params, name, id=f"{op.name}-{i}-{name}")
+    for op in OPS
+    if op.cupy is not None
+    for i, params in enumerate(VARIANTS[op.name])
+    for name in MESHES
+]
+
+
+def test_every_gpu_op_has_variants():
+    for op in OPS:
+        if op.cupy is not None:
+            assert op.name in VARIANTS, f"add {op.name} to VARIANTS"
+
+
+def _run(impl: Any, mesh: TriMesh, params: Any) -> Any:
+    try:
+        return impl(mesh, params)
+    except EngineError as exc:
+        return exc
+
+
+def _close_report(a: Any, b: Any, path: str = "") -> None:
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        for k in a:
+            _close_report(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close_report(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert b == pytest.approx(a, rel=1e-5, abs=1e-6), path
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize(("op_name", "raw", "mesh_name"), CASES)
+def test_gpu_matches_numpy_twin(op_name, raw, mesh_name):
+    op = OPS.get(op_name)
+    params = op.parse_params(raw)
+    mesh = MESHES[mesh_name]()
+    ref = _run(op.numpy, mesh, params)
+    got = _run(op.cupy, mesh.to("cupy"), params)
+    if isinstance(ref, EngineError) or isinstance(got, EngineError):
+        assert type(got) is type(ref) and got.code == ref.code, (ref, got)
+        return
+    assert got.mesh.backend == "cupy", "the GPU implementation must leave the mesh on the GPU"
+    a, b = ref.mesh, got.mesh
+    if op.kind is OpKind.reindex:
+        np.testing.assert_array_equal(to_numpy(b.V), to_numpy(a.V))
+    else:
+        np.testing.assert_allclose(to_numpy(b.V), to_numpy(a.V), atol=1e-6)
+    np.testing.assert_array_equal(to_numpy(b.F), to_numpy(a.F))
+    for attrs_a, attrs_b in ((a.vertex_attrs, b.vertex_attrs), (a.face_attrs, b.face_attrs)):
+        assert set(attrs_a) == set(attrs_b)
+        for k in attrs_a:
+            x, y = to_numpy(attrs_a[k]).astype(np.float64), to_numpy(attrs_b[k]).astype(np.float64)
+            assert x.shape == y.shape, k
+            np.testing.assert_allclose(
+                y,
+                x,
+                atol=ATOL.get(k, 1e-6),
+                rtol=RTOL.get(k, 0.0),
+                err_msg=f"{op_name} {k} on {mesh_name}",
+            )
+    _close_report(ref.report, got.report)
+
+
+def test_pipeline_keeps_the_mesh_on_the_gpu():
+    mesh = shapes.load("stanford-bunny.obj")
+    steps = [
+        "weld",
+        "remove_degenerate_faces",
+        "face_normals",
+        ("vertex_normals", {"weighting": "angle"}),
+        "gaussian_curvature",
+        "stats",
+    ]
+    gpu = mesh.run(steps, device="gpu")
+    cpu = mesh.run(steps, device="cpu")
+    assert gpu.backend == "cupy" and gpu.mesh.backend == "cupy"
+    assert all(s.backend == "cupy" for s in gpu.steps)
+    assert set(gpu.timings) == set(cpu.timings) | {"transfer"}
+    np.testing.assert_allclose(
+        to_numpy(gpu.mesh.vertex_attrs["gaussian_curvature"]),
+        cpu.mesh.vertex_attrs["gaussian_curvature"],
+        atol=2e-4,
+    )
+    assert gpu.reports["stats"]["euler_characteristic"] == -3

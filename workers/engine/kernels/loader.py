@@ -1,0 +1,64 @@
+"""The one place that compiles CUDA source: ``load_kernel(stem, name)``.
+
+Kernel source lives in ``.cu`` files beside this module (same stem as the operation that launches
+them) and may include ``common.cuh``. Each file is compiled once per process, device and set of
+``#define`` constants with ``cupy.RawModule`` (NVRTC) and cached; the Python side adds nothing but
+that short preamble of constants.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..backend import cupy_module
+from ..errors import KernelError
+
+HERE = Path(__file__).resolve().parent
+OPTIONS = ("-std=c++17", f"-I{HERE}")
+
+
+def source(stem: str) -> str:
+    path = HERE / f"{stem}.cu"
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    return path.read_text()
+
+
+@cache
+def _module(stem: str, defines: tuple[tuple[str, int | float], ...], device: int) -> Any:
+    cp = cupy_module()
+    preamble = "".join(f"#define {k} {v}\n" for k, v in defines)
+    try:
+        mod = cp.RawModule(code=preamble + source(stem), options=OPTIONS)
+        mod.compile()
+    except cp.cuda.compiler.CompileException as exc:
+        raise KernelError("CUDA compilation failed", kernel=stem, log=str(exc)[-2000:]) from None
+    return mod
+
+
+def load_kernel(stem: str, name: str, **defines: int | float) -> Any:
+    """The ``cupy.RawKernel`` ``name`` from ``kernels/<stem>.cu`` on the current device."""
+    cp = cupy_module()
+    mod = _module(stem, tuple(sorted(defines.items())), cp.cuda.Device().id)
+    return mod.get_function(name)
+
+
+def launch(kernel: Any, n: int, args: tuple[Any, ...], *, op: str, threads: int = 256) -> None:
+    """Launch ``kernel`` over ``n`` elements (one thread each, grid-stride safe) and turn CUDA
+    failures into :class:`KernelError` carrying the op and kernel names."""
+    if n <= 0:
+        return
+    cp = cupy_module()
+    blocks = min((n + threads - 1) // threads, 65535 * 32)
+    try:
+        kernel((blocks,), (threads,), args)
+    except cp.cuda.driver.CUDADriverError as exc:
+        raise KernelError(
+            "CUDA launch failed", op=op, kernel=kernel.name, reason=str(exc)
+        ) from None
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        raise KernelError(
+            "CUDA launch failed", op=op, kernel=kernel.name, reason=str(exc)
+        ) from None

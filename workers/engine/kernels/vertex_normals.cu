@@ -1,0 +1,43 @@
+// vertex_normals.cu: weighted face normals scattered to the corners, then unitized.
+// Launch: accumulate with one thread per face, normalize with one thread per vertex.
+// Twin: workers/engine/ops/vertex_normals.py::_numpy
+#include "common.cuh"
+
+// weighting: 0 area (raw cross product), 1 angle (unit normal x corner angle), 2 uniform
+extern "C" __global__ void vertex_normals_accumulate(const float* __restrict__ V,
+                                                     const int* __restrict__ F, long long n_faces,
+                                                     int weighting, float* __restrict__ acc) {
+  FOR_EACH(f, n_faces) {
+    const int i0 = F[3 * f], i1 = F[3 * f + 1], i2 = F[3 * f + 2];
+    const float3 a = load3(V, i0), b = load3(V, i1), c = load3(V, i2);
+    const float3 n = cross3(sub3(b, a), sub3(c, a));
+    if (weighting == 0) {
+      atomic_add3(acc, i0, n);
+      atomic_add3(acc, i1, n);
+      atomic_add3(acc, i2, n);
+      continue;
+    }
+    const float len = norm3(n);
+    const float3 u = scale3(n, len > 0.f ? 1.f / len : 0.f);
+    if (weighting == 2) {
+      atomic_add3(acc, i0, u);
+      atomic_add3(acc, i1, u);
+      atomic_add3(acc, i2, u);
+      continue;
+    }
+    atomic_add3(acc, i0, scale3(u, angle3(sub3(b, a), sub3(c, a))));
+    atomic_add3(acc, i1, scale3(u, angle3(sub3(c, b), sub3(a, b))));
+    atomic_add3(acc, i2, scale3(u, angle3(sub3(a, c), sub3(b, c))));
+  }
+}
+
+extern "C" __global__ void vertex_normals_normalize(float* __restrict__ N, long long n_vertices) {
+  FOR_EACH(v, n_vertices) {
+    const float3 n = load3(N, (int)v);
+    const float len = norm3(n);
+    const float s = len > 0.f ? 1.f / len : 0.f;
+    N[3 * v] = n.x * s;
+    N[3 * v + 1] = n.y * s;
+    N[3 * v + 2] = n.z * s;
+  }
+}
