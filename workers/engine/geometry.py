@@ -32,7 +32,10 @@ def corner_angles64(xp: ModuleType, V: Any, F: Any) -> Any:
     out = []
     for p, q, r in ((a, b, c), (b, c, a), (c, a, b)):
         u, w = q - p, r - p
-        out.append(xp.arctan2(xp.linalg.norm(xp.cross(u, w), axis=1), (u * w).sum(axis=1)))
+        ang = xp.arctan2(xp.linalg.norm(xp.cross(u, w), axis=1), (u * w).sum(axis=1))
+        # a zero-length side has no angle (atan2 of signed zeros could say pi)
+        degenerate = ((u * u).sum(axis=1) == 0) | ((w * w).sum(axis=1) == 0)
+        out.append(xp.where(degenerate, 0.0, ang))
     return xp.stack(out, axis=1)
 
 

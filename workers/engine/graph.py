@@ -52,8 +52,9 @@ def label_propagation(xp: ModuleType, n: int, i: Any, j: Any) -> Any:
 
 def scatter_min(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
     """``out[idx[k]] = min(out[idx[k]], val[k])`` in place, repeated indices included."""
-    if xp.__name__ == "numpy":
-        xp.minimum.at(out, idx, val)
+    at = getattr(xp.minimum, "at", None)
+    if at is not None:  # NumPy, and CuPy from version 14
+        at(out, idx, val)
     else:
         import cupyx
 

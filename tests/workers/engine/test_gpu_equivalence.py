@@ -17,6 +17,7 @@ from tests.conftest import all_meshes
 from tests.workers.engine import shapes
 from workers.engine import EngineError, TriMesh
 from workers.engine.backend import to_numpy
+from workers.engine.geometry import corner_angles64, face_cross64, scatter_rows, unitize
 from workers.engine.ops import OPS
 from workers.engine.ops.registry import OpKind
 
@@ -77,6 +78,22 @@ def test_every_gpu_op_has_variants():
             assert op.name in VARIANTS, f"add {op.name} to VARIANTS"
 
 
+def well_conditioned(mesh: TriMesh, weighting: str) -> np.ndarray:
+    """Vertices whose weighted normals do not (nearly) cancel: elsewhere, as on a Moebius strip
+    or overlapping random faces, the direction is rounding noise in any precision."""
+    V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    cross = face_cross64(np, V, F)
+    if weighting == "area":
+        w = np.repeat(cross, 3, axis=0)
+    elif weighting == "uniform":
+        w = np.repeat(unitize(np, cross), 3, axis=0)
+    else:
+        w = np.repeat(unitize(np, cross), 3, axis=0) * corner_angles64(np, V, F).ravel()[:, None]
+    acc = scatter_rows(np, F.ravel(), w, mesh.n_vertices)
+    total = scatter_rows(np, F.ravel(), np.linalg.norm(w, axis=1), mesh.n_vertices)
+    return np.linalg.norm(acc, axis=1) > 1e-3 * total
+
+
 def _run(impl: Any, mesh: TriMesh, params: Any) -> Any:
     try:
         return impl(mesh, params)
@@ -121,6 +138,9 @@ def test_gpu_matches_numpy_twin(op_name, raw, mesh_name):
         for k in attrs_a:
             x, y = to_numpy(attrs_a[k]).astype(np.float64), to_numpy(attrs_b[k]).astype(np.float64)
             assert x.shape == y.shape, k
+            if k == "vertex_normals":
+                keep = well_conditioned(mesh, raw.get("weighting", "area"))
+                x, y = x[keep], y[keep]
             np.testing.assert_allclose(
                 y,
                 x,

@@ -47,14 +47,15 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
 
 def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     """``kernels/gaussian_curvature.cu``: corner angles summed per vertex by one thread per face
-    (atomic adds, float32), then the defect by one thread per vertex. Boundary vertices come from
-    the topology's boundary edges (built once per mesh by key-sort on the GPU and cached)."""
+    (atomic adds in double precision), then the defect by one thread per vertex. Boundary
+    vertices come from the topology's boundary edges (built once per mesh by key-sort on the GPU
+    and cached)."""
     cp = mesh.xp
     topo = mesh.topology
     n, m = mesh.n_vertices, mesh.n_faces
     V = cp.ascontiguousarray(mesh.V, dtype=cp.float32)
-    angle_sum = cp.zeros(n, dtype=cp.float32)
-    area_sum = cp.zeros(n if p.per_area else 1, dtype=cp.float32)
+    angle_sum = cp.zeros(n, dtype=cp.float64)
+    area_sum = cp.zeros(n if p.per_area else 1, dtype=cp.float64)
     with_area = np.int32(p.per_area)
     boundary = cp.zeros(n, dtype=cp.bool_)
     boundary[topo.EV[topo.boundary_edges].ravel()] = True
