@@ -10,15 +10,19 @@ extern "C" __global__ void vertex_normals_accumulate(const float* __restrict__ V
   FOR_EACH(f, n_faces) {
     const int i0 = F[3 * f], i1 = F[3 * f + 1], i2 = F[3 * f + 2];
     const float3 a = load3(V, i0), b = load3(V, i1), c = load3(V, i2);
-    const float3 n = cross3(sub3(b, a), sub3(c, a));
+    // the face normal in double, as in face_normals.cu; accumulation stays float32
+    const double3 ad = load3d(V, i0), bd = load3d(V, i1), cd = load3d(V, i2);
+    const double3 nd = cross3(sub3(bd, ad), sub3(cd, ad));
+    const float3 n = make_float3((float)nd.x, (float)nd.y, (float)nd.z);
     if (weighting == 0) {
       atomic_add3(acc, i0, n);
       atomic_add3(acc, i1, n);
       atomic_add3(acc, i2, n);
       continue;
     }
-    const float len = norm3(n);
-    const float3 u = scale3(n, len > 0.f ? 1.f / len : 0.f);
+    const double lend = norm3(nd);
+    const double inv = lend > 0.0 ? 1.0 / lend : 0.0;
+    const float3 u = make_float3((float)(nd.x * inv), (float)(nd.y * inv), (float)(nd.z * inv));
     if (weighting == 2) {
       atomic_add3(acc, i0, u);
       atomic_add3(acc, i1, u);
