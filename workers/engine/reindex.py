@@ -39,19 +39,31 @@ def weld(mesh: TriMesh, tolerance: float = 0.0, remove_unused: bool = True) -> t
         lab2 = connected_components(xp, int(Q.shape[0]), i, j)
         labels = lab2[exact_id]
     new_of_cand, first = compact_groups(xp, labels)
-    n_new = int(first.shape[0])
     new_of_old = xp.full(n, -1, dtype=xp.int64)
     new_of_old[cand] = new_of_cand
+    return apply_vertex_map(mesh, new_of_old, cand[first], int(cand.shape[0]))
+
+
+def apply_vertex_map(
+    mesh: TriMesh, new_of_old: Any, reps: Any, n_candidates: int
+) -> tuple[TriMesh, dict]:
+    """The welded mesh from ``new_of_old`` (new id of each old vertex, -1 when dropped) and
+    ``reps`` (the old vertex whose position each new vertex takes), with the weld report."""
+    xp = mesh.xp
+    n, n_new = mesh.n_vertices, int(reps.shape[0])
     F = new_of_old[mesh.F].astype(xp.int32)
-    V = mesh.V[cand[first]]
-    out = mesh.reindexed(V, F, vertex_groups=(cand, new_of_cand, n_new))
-    degenerate = int(_degenerate_mask(xp, F).sum())
+    V = mesh.V[reps]
+    groups = None
+    if mesh.vertex_attrs:
+        old = xp.nonzero(new_of_old >= 0)[0]
+        groups = (old, new_of_old[old], n_new)
+    out = mesh.reindexed(V, F, vertex_groups=groups)
     report = {
         "vertices_before": n,
         "vertices_after": n_new,
-        "merged": int(cand.shape[0]) - n_new,
-        "unused_removed": n - int(cand.shape[0]),
-        "degenerate_faces": degenerate,
+        "merged": n_candidates - n_new,
+        "unused_removed": n - n_candidates,
+        "degenerate_faces": int(_degenerate_mask(xp, F).sum()),
     }
     return out, report
 
