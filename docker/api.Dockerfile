@@ -1,0 +1,12 @@
+# The API image: no CUDA, no CuPy. Build from the repository root:
+#   docker build -f docker/api.Dockerfile -t tessera-api .
+FROM python:3.12-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY service ./service
+COPY workers ./workers
+RUN pip install --no-cache-dir . && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
+USER tessera
+ENV TESSERA_DATA_DIR=/data
+EXPOSE 8000
+CMD ["uvicorn", "--factory", "service.main:create_app", "--host", "0.0.0.0", "--port", "8000"]
