@@ -1,0 +1,75 @@
+"""Patching: every invariant on every shared mesh at several patch sizes, determinism, and the
+meshes that do not fit (high valence, many tiny components)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import all_meshes
+from tests.workers.engine import shapes
+from workers.engine.patches import PatchingError, build_patches, patch_mesh, validate
+
+
+@pytest.mark.parametrize("size", [16, 64, 512])
+@pytest.mark.parametrize("name", all_meshes())
+def test_every_shared_mesh_validates(name, size):
+    mesh = shapes.load(name)
+    p = build_patches(mesh, size)
+    validate(p, mesh)
+    owned = np.asarray(p.owned_faces)
+    assert owned.max() <= size and owned.sum() == mesh.n_faces
+    summary = p.summary()
+    assert summary["patches"] == p.n_patches and summary["faces_max"] <= size
+
+
+def test_tiny_patches_put_most_elements_on_a_ribbon():
+    mesh = shapes.welded("stanford-bunny.obj")
+    p = build_patches(mesh, 16)
+    assert p.summary()["ribbon_overhead"] > 1.0  # more ribbon faces than owned ones
+
+
+def test_fixed_seed_gives_the_same_patches():
+    mesh = shapes.welded("rx-dragon.obj")
+    a, b = build_patches(mesh, 128, seed=3), build_patches(mesh, 128, seed=3)
+    np.testing.assert_array_equal(a.face_patch, b.face_patch)
+    np.testing.assert_array_equal(a.local_fe, b.local_fe)
+    c = build_patches(mesh, 128, seed=4)
+    assert not np.array_equal(a.face_patch, c.face_patch)
+
+
+def test_isolated_faces_are_patches_of_their_own():
+    soup = shapes.soup(shapes.welded("rx-sphere3.obj"))  # every face its own component
+    p = build_patches(soup, 64)
+    validate(p, soup)
+    assert p.n_patches == soup.n_faces
+
+
+def test_high_valence_fan_falls_back_to_smaller_patches_or_none():
+    n = 20000  # one vertex with 20000 faces around it: its one-ring joins every ribbon near it
+    ang = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    V = np.vstack([[0, 0, 0], np.c_[np.cos(ang), np.sin(ang), np.zeros(n)]])
+    F = np.c_[np.zeros(n, int), 1 + np.arange(n), 1 + (np.arange(n) + 1) % n]
+    fan = shapes.mesh(V, F)
+    with pytest.raises(PatchingError) as exc:
+        build_patches(fan, 512)
+    assert exc.value.code == "mesh.patching_failed"
+    assert patch_mesh(fan) is None  # the caller runs unpatched kernels
+
+
+def test_patch_mesh_halves_the_size_until_it_fits():
+    mesh = shapes.welded("rx-torus.obj")
+    p = patch_mesh(mesh, 512, shared_bytes=2000)
+    assert p is not None and p.patch_size < 512
+    validate(p, mesh, shared_bytes=2000)
+
+
+@pytest.mark.parametrize("field", ["local_fe", "local_ev", "faces", "vertex_owner", "face_patch"])
+def test_validate_catches_corruption(field):
+    mesh = shapes.welded("spot.obj")
+    p = build_patches(mesh, 64)
+    arr = getattr(p, field).copy()
+    arr[len(arr) // 2] = arr[len(arr) // 2] + 1
+    setattr(p, field, arr)
+    with pytest.raises(PatchingError):
+        validate(p, mesh)

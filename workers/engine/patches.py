@@ -1,0 +1,594 @@
+"""Patches (RXMesh, dissertation chapter 4): the mesh cut into small connected pieces that fit in
+a GPU block's shared memory, each with its ribbon and a local 16-bit index space.
+
+Patching is Lloyd's k-means on the face graph (faces adjacent through an edge), written once as
+array code for NumPy and CuPy:
+
+1. Seeds: one per edge-connected component of faces, the rest spread over the components in
+   proportion to their size (``ceil(n_faces / S_p)`` in all), chosen with a seeded generator.
+2. Assignment: every seed's patch grows by breadth-first rounds; a face reached by several
+   patches in one round takes the smallest patch id (a scatter-min: deterministic, where the
+   dissertation's atomic compare-and-swap lets the fastest thread win).
+3. Construction: patch sizes by counting, the largest by a reduction.
+4. Seed update: inside each patch, rounds from its boundary faces inward; the face reached last
+   (smallest id on ties) is the next seed: the patch's centre.
+5. Seed addition: every fifth round, each patch larger than ``S_p`` gets a second seed on its
+   boundary. Stop when the largest patch has at most ``S_p`` faces. If that has not happened
+   after ``max_iterations``, oversized patches are cut along their breadth-first order (a prefix
+   of a BFS order is connected), so patching always ends with every patch within bounds.
+
+Each patch is then extended by its ribbon: every face, not in the patch, that touches one of the
+patch's boundary vertices (vertices shared with faces of other patches). Every face, edge and
+vertex is owned by exactly one patch: a face by its patch, a vertex or an edge by the patch of its
+lowest-numbered incident face; in that patch its whole one-ring is present (owned or ribbon), so
+every first-order query about it can be answered there. Local indices put owned elements first.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .backend import array_backend, to_numpy, xp_for
+from .errors import MeshError
+from .graph import compact_groups, connected_components, expand_counts, scatter_min
+from .mesh import TriMesh
+from .topology import Topology
+
+#: shared memory a patch's local EV (2 x u16 per edge) and FE (3 x u16 per face) may take
+DEFAULT_SHARED_BYTES = 48 * 1024
+LOCAL_INDEX_LIMIT = 0xFFFF  # 16-bit local ids; 0xFFFF is reserved as "none"
+
+
+class PatchingError(MeshError):
+    code = "mesh.patching_failed"
+
+
+@dataclass(eq=False)
+class Patches:
+    """The patched structure of one mesh (all arrays on the mesh's backend).
+
+    Per patch ``p`` (CSR over patches, owned elements first within each row):
+    ``face_offsets/faces``, ``edge_offsets/edges``, ``vertex_offsets/vertices`` global ids;
+    ``owned_faces/owned_edges/owned_vertices`` counts; ``local_ev`` (2 per local edge, local
+    vertex ids, at ``2 * edge_offsets``) and ``local_fe`` (3 per local face, ``local_edge << 1 |
+    orientation``, at ``3 * face_offsets``), both uint16. Per global element: ``face_patch``,
+    ``edge_owner``, ``vertex_owner`` and the element's local id in its owner
+    (``face_local``, ``edge_local``, ``vertex_local``).
+    """
+
+    patch_size: int
+    n_patches: int
+    face_patch: Any
+    face_offsets: Any
+    faces: Any
+    edge_offsets: Any
+    edges: Any
+    vertex_offsets: Any
+    vertices: Any
+    owned_faces: Any
+    owned_edges: Any
+    owned_vertices: Any
+    local_ev: Any
+    local_fe: Any
+    edge_owner: Any
+    vertex_owner: Any
+    face_local: Any
+    edge_local: Any
+    vertex_local: Any
+    iterations: int = 0
+    seconds: float = 0.0
+    fallback_splits: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def xp(self) -> ModuleType:
+        return xp_for(array_backend(self.face_patch))
+
+    def shared_bytes(self) -> Any:
+        """Bytes of local EV + FE per patch (what one block stages in shared memory)."""
+        ne = self.edge_offsets[1:] - self.edge_offsets[:-1]
+        nf = self.face_offsets[1:] - self.face_offsets[:-1]
+        return 4 * ne + 6 * nf
+
+    def summary(self) -> dict[str, Any]:
+        xp = self.xp
+        owned = to_numpy(self.owned_faces)
+        local = to_numpy(self.face_offsets[1:] - self.face_offsets[:-1])
+        n_faces = int(owned.sum())
+        return {
+            "patches": self.n_patches,
+            "patch_size_limit": self.patch_size,
+            "faces_min": int(owned.min()) if owned.size else 0,
+            "faces_mean": float(owned.mean()) if owned.size else 0.0,
+            "faces_max": int(owned.max()) if owned.size else 0,
+            "ribbon_overhead": float(local.sum() / max(n_faces, 1) - 1.0),
+            "shared_bytes_max": int(xp.max(self.shared_bytes())) if self.n_patches else 0,
+            "iterations": self.iterations,
+            "fallback_splits": self.fallback_splits,
+            "seconds": self.seconds,
+        }
+
+
+# --------------------------------------------------------------------------------- face graph
+def face_adjacency(xp: ModuleType, topo: Topology) -> tuple[Any, Any]:
+    """Directed face-graph edges ``(src, dst)``, both ways, for faces sharing an edge. Faces around
+    a non-manifold edge are chained, which keeps them connected without a clique."""
+    s, t = topo.ef_pairs()
+    fs, ft = s // 3, t // 3
+    keep = fs != ft
+    fs, ft = fs[keep], ft[keep]
+    return xp.concatenate([fs, ft]), xp.concatenate([ft, fs])
+
+
+def _grow(xp: ModuleType, label: Any, src: Any, dst: Any) -> Any:
+    """Breadth-first growth of labelled faces into unlabelled ones until nothing changes; a face
+    reached by several labels in one round takes the smallest."""
+    while True:
+        frontier = (label[src] >= 0) & (label[dst] < 0)
+        if not bool(frontier.any()):
+            return label
+        prop = xp.full(label.shape[0], np.iinfo(np.int64).max, dtype=xp.int64)
+        scatter_min(xp, prop, dst[frontier], label[src[frontier]])
+        reached = prop != np.iinfo(np.int64).max
+        label = xp.where(reached & (label < 0), prop, label)
+
+
+def _depth_from_boundary(xp: ModuleType, label: Any, src: Any, dst: Any) -> Any:
+    """Rounds from each patch's boundary faces (faces with a neighbour in another patch) inward,
+    staying inside the patch; faces never reached (a patch with no boundary) get -1."""
+    m = label.shape[0]
+    inf = np.iinfo(np.int64).max
+    depth = xp.full(m, inf, dtype=xp.int64)
+    cross = label[src] != label[dst]
+    depth[src[cross]] = 0
+    inside = ~cross
+    s_in, d_in = src[inside], dst[inside]
+    level = 0
+    while True:
+        front = (depth[s_in] == level) & (depth[d_in] == inf)
+        if not bool(front.any()):
+            break
+        depth[d_in[front]] = level + 1
+        level += 1
+    return xp.where(depth == inf, -1, depth)
+
+
+def _first_per_group(xp: ModuleType, group: Any, score: Any, n_groups: int) -> Any:
+    """Per group the element with the largest score, smallest index on ties (-1 for empty)."""
+    m = group.shape[0]
+    idx = xp.arange(m, dtype=xp.int64)
+    order = (
+        xp.lexsort(xp.stack([idx, -score, group]))
+        if xp.__name__ != "numpy"
+        else np.lexsort((idx, -score, group))
+    )
+    g = group[order]
+    head = xp.ones(m, dtype=bool)
+    head[1:] = g[1:] != g[:-1]
+    out = xp.full(n_groups, -1, dtype=xp.int64)
+    out[g[head]] = order[head]
+    return out
+
+
+def _bfs_split(xp: ModuleType, label: Any, src: Any, dst: Any, limit: int) -> tuple[Any, int]:
+    """Cut every patch larger than ``limit`` into pieces of at most ``limit`` faces: breadth-first
+    order from the patch's smallest face; the first ``limit`` faces form one piece (a BFS prefix
+    is connected), the rest are re-split by components. Returns new labels and the cuts made."""
+    cuts = 0
+    m = label.shape[0]
+    while True:
+        sizes = xp.bincount(label, minlength=int(label.max()) + 1)
+        big = xp.nonzero(sizes > limit)[0]
+        if big.shape[0] == 0:
+            return compact_groups(xp, label)[0], cuts
+        is_big = xp.zeros(sizes.shape[0], dtype=bool)
+        is_big[big] = True
+        in_big = is_big[label]
+        # BFS order inside the big patches, from each patch's smallest face
+        root = xp.full(sizes.shape[0], m, dtype=xp.int64)
+        scatter_min(xp, root, label, xp.arange(m, dtype=xp.int64))
+        order_key = xp.full(m, -1, dtype=xp.int64)
+        order_key[root[big]] = 0
+        same = label[src] == label[dst]
+        inner = same & in_big[src]
+        s_in, d_in = src[inner], dst[inner]
+        level = 0
+        while True:
+            front = (order_key[s_in] == level) & (order_key[d_in] < 0)
+            if not bool(front.any()):
+                break
+            order_key[d_in[front]] = level + 1
+            level += 1
+        # rank faces in each big patch by (level, face id); the first ``limit`` stay
+        faces = xp.nonzero(in_big)[0]
+        o = np.lexsort((to_numpy(faces), to_numpy(order_key[faces]), to_numpy(label[faces])))
+        o = xp.asarray(o)
+        f_sorted = faces[o]
+        l_sorted = label[f_sorted]
+        start = xp.ones(f_sorted.shape[0], dtype=bool)
+        start[1:] = l_sorted[1:] != l_sorted[:-1]
+        pos = xp.arange(f_sorted.shape[0], dtype=xp.int64)
+        first_pos = xp.where(start, pos, 0)
+        first_pos = _running_max(xp, first_pos)
+        rank = pos - first_pos
+        rest = f_sorted[rank >= limit]
+        new = label.copy()
+        # the remainder gets fresh labels by connected components among themselves
+        base = int(label.max()) + 1
+        r_mask = xp.zeros(m, dtype=bool)
+        r_mask[rest] = True
+        keep = r_mask[src] & r_mask[dst] & same
+        comp = connected_components(xp, m, src[keep], dst[keep])
+        new[rest] = base + comp[rest]
+        label = compact_groups(xp, new)[0]
+        cuts += int(big.shape[0])
+
+
+def _running_max(xp: ModuleType, a: Any) -> Any:
+    """Prefix maximum of non-negative, non-decreasing-where-positive head positions (``a[i]`` is
+    ``i`` at a row start, else 0): the last row start at or before each position, found by a
+    binary search (CuPy has no ``maximum.accumulate``)."""
+    heads = xp.nonzero(a > 0)[0]
+    if heads.shape[0] == 0:
+        return xp.zeros_like(a)
+    idx = xp.searchsorted(heads, xp.arange(a.shape[0]), side="right") - 1
+    return xp.where(idx >= 0, heads[xp.maximum(idx, 0)], 0)
+
+
+def lloyd_patches(
+    xp: ModuleType,
+    topo: Topology,
+    patch_size: int,
+    *,
+    seed: int = 0,
+    max_iterations: int = 100,
+    add_every: int = 5,
+) -> tuple[Any, int, int]:
+    """Face → patch labels (compact, 0..k-1), the iterations run and the fallback cuts made."""
+    m = topo.n_faces
+    src, dst = face_adjacency(xp, topo)
+    # edge-connected components of faces (isolated faces are components of their own)
+    comp = connected_components(xp, m, src, dst)
+    comp, _ = compact_groups(xp, comp)
+    n_comp = int(comp.max()) + 1 if m else 0
+    comp_size = to_numpy(xp.bincount(comp, minlength=n_comp))
+    total = max(math.ceil(m / patch_size), n_comp)
+    extra = np.floor((total - n_comp) * comp_size / max(m, 1)).astype(np.int64)
+    per_comp = np.minimum(1 + extra, comp_size)
+    rng = np.random.default_rng(seed)
+    comp_np = to_numpy(comp)
+    order = np.argsort(comp_np, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(comp_size)])
+    seeds = []
+    for c in range(n_comp):  # loop over components, not elements (a handful to thousands)
+        members = order[starts[c] : starts[c + 1]]
+        seeds.append(rng.choice(members, size=int(per_comp[c]), replace=False))
+    seeds_arr = xp.asarray(np.sort(np.concatenate(seeds)) if seeds else np.zeros(0, np.int64))
+
+    label = xp.full(m, -1, dtype=xp.int64)
+    it = 0
+    for it in range(1, max_iterations + 1):  # noqa: B007  (it is reported)
+        label = xp.full(m, -1, dtype=xp.int64)
+        label[seeds_arr] = xp.arange(seeds_arr.shape[0], dtype=xp.int64)
+        label = _grow(xp, label, src, dst)
+        n_patches = int(seeds_arr.shape[0])
+        sizes = xp.bincount(label, minlength=n_patches)
+        if int(sizes.max()) <= patch_size:
+            break
+        depth = _depth_from_boundary(xp, label, src, dst)
+        centre = _first_per_group(xp, label, depth, n_patches)
+        new_seeds = xp.where(centre >= 0, centre, seeds_arr)
+        if it % add_every == 0:
+            big = sizes > patch_size
+            on_boundary = depth == 0
+            cand = xp.where(on_boundary & big[label], 1, 0)
+            extra_seed = _first_per_group(xp, label, cand, n_patches)
+            add = extra_seed[big & (extra_seed >= 0)]
+            new_seeds = xp.concatenate([new_seeds, add])
+        seeds_arr = xp.unique(new_seeds)
+    label, _ = compact_groups(xp, label)
+    label, cuts = _bfs_split(xp, label, src, dst, patch_size)
+    return label, it, cuts
+
+
+# --------------------------------------------------------------------------------- structure
+def _pairs_unique(xp: ModuleType, p: Any, g: Any, n_g: int) -> tuple[Any, Any]:
+    key = xp.unique(p.astype(xp.int64) * n_g + g.astype(xp.int64))
+    return key // n_g, key % n_g
+
+
+def _csr_owned_first(
+    xp: ModuleType, p: Any, g: Any, owner: Any, n_patches: int
+) -> tuple[Any, Any, Any, Any]:
+    """Rows per patch of global ids, owned ones first (then by id). Returns offsets, ids,
+    owned counts and the patch of each entry."""
+    not_owned = (owner[g] != p).astype(xp.int64)
+    o = np.lexsort((to_numpy(g), to_numpy(not_owned), to_numpy(p)))
+    o = xp.asarray(o)
+    p, g, not_owned = p[o], g[o], not_owned[o]
+    counts = xp.bincount(p, minlength=n_patches)
+    offsets = xp.zeros(n_patches + 1, dtype=xp.int64)
+    offsets[1:] = xp.cumsum(counts)
+    owned = xp.bincount(p[not_owned == 0], minlength=n_patches)
+    return offsets, g, owned, p
+
+
+def _local_lookup(xp: ModuleType, p: Any, g: Any, offsets: Any, n_g: int) -> Any:
+    """A function from (patch, global id) pairs to local ids within that patch's row."""
+    key = p * n_g + g
+    order = xp.argsort(key)
+    skey = key[order]
+    local = xp.arange(key.shape[0], dtype=xp.int64) - offsets[p]
+    slocal = local[order]
+
+    def lookup(pp: Any, gg: Any) -> Any:
+        k = pp.astype(xp.int64) * n_g + gg.astype(xp.int64)
+        i = xp.searchsorted(skey, k)
+        i = xp.minimum(i, skey.shape[0] - 1)
+        if not bool((skey[i] == k).all()):
+            raise PatchingError("patch structure is inconsistent", code="mesh.patching_failed")
+        return slocal[i]
+
+    return lookup
+
+
+def build_patches(
+    mesh: TriMesh,
+    patch_size: int = 512,
+    *,
+    seed: int = 0,
+    max_iterations: int = 100,
+    shared_bytes: int = DEFAULT_SHARED_BYTES,
+) -> Patches:
+    """Patch ``mesh``; see the module docstring. Raises :class:`PatchingError` when a patch
+    cannot fit the local index space even at the smallest patch size (the caller falls back to
+    unpatched kernels)."""
+    if patch_size < 1:
+        raise ValueError("patch_size must be positive")
+    t0 = time.perf_counter()
+    xp = mesh.xp
+    _check_valence(mesh, shared_bytes)
+    topo = mesh.topology
+    m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
+    label, iterations, cuts = lloyd_patches(
+        xp, topo, patch_size, seed=seed, max_iterations=max_iterations
+    )
+    k = int(label.max()) + 1 if m else 0
+
+    # ownership: faces by their patch; vertices and edges by the patch of their first face
+    F = mesh.F.astype(xp.int64)
+    vertex_owner = xp.full(n, -1, dtype=xp.int64)
+    first_face_v = xp.full(n, m, dtype=xp.int64)
+    scatter_min(xp, first_face_v, F.ravel(), xp.repeat(xp.arange(m, dtype=xp.int64), 3))
+    used = first_face_v < m
+    vertex_owner[used] = label[first_face_v[used]]
+    E = topo.FE.astype(xp.int64) // 2
+    first_face_e = xp.full(ne, m, dtype=xp.int64)
+    scatter_min(xp, first_face_e, E.ravel(), xp.repeat(xp.arange(m, dtype=xp.int64), 3))
+    edge_owner = label[first_face_e]
+
+    # boundary vertices of each patch: vertices whose faces lie in more than one patch
+    vp = xp.unique(F.ravel() * k + xp.repeat(label, 3))
+    vp_v, vp_p = vp // k, vp % k
+    n_patches_of_v = xp.bincount(vp_v, minlength=n)
+    bnd = n_patches_of_v[vp_v] > 1
+    bv, bp = vp_v[bnd], vp_p[bnd]
+    # ribbon: every face around a boundary vertex belongs to that patch's local faces
+    vf_off, vf_faces = topo.vf()
+    cnt = vf_off[bv + 1] - vf_off[bv]
+    owner_idx = expand_counts(xp, cnt)
+    slot = xp.arange(owner_idx.shape[0], dtype=xp.int64) - (xp.cumsum(cnt) - cnt)[owner_idx]
+    rib_f = vf_faces[vf_off[bv][owner_idx] + slot]
+    rib_p = bp[owner_idx]
+    fp = xp.concatenate([label, rib_p])
+    ff = xp.concatenate([xp.arange(m, dtype=xp.int64), rib_f])
+    fp, ff = _pairs_unique(xp, fp, ff, m)
+    face_offsets, faces, owned_faces, face_row_p = _csr_owned_first(xp, fp, ff, label, k)
+
+    # local vertices and edges: everything the local faces touch
+    lv_p, lv_v = _pairs_unique(xp, xp.repeat(face_row_p, 3), F[faces].ravel(), n)
+    vertex_offsets, vertices, owned_vertices, v_row_p = _csr_owned_first(
+        xp, lv_p, lv_v, vertex_owner, k
+    )
+    le_p, le_e = _pairs_unique(xp, xp.repeat(face_row_p, 3), E[faces].ravel(), ne)
+    edge_offsets, edges, owned_edges, e_row_p = _csr_owned_first(xp, le_p, le_e, edge_owner, k)
+
+    v_lookup = _local_lookup(xp, v_row_p, vertices, vertex_offsets, n)
+    e_lookup = _local_lookup(xp, e_row_p, edges, edge_offsets, ne)
+    f_lookup = _local_lookup(xp, face_row_p, faces, face_offsets, m)
+    n_local = xp.maximum(
+        xp.maximum(xp.diff(vertex_offsets), xp.diff(edge_offsets)), xp.diff(face_offsets)
+    )
+    too_big = int(n_local.max()) >= LOCAL_INDEX_LIMIT if k else False
+    local_ev = (
+        xp.stack([v_lookup(e_row_p, topo.EV[edges, 0]), v_lookup(e_row_p, topo.EV[edges, 1])], 1)
+        .ravel()
+        .astype(xp.uint16)
+    )
+    fe = topo.FE[faces].astype(xp.int64)
+    le = e_lookup(xp.repeat(face_row_p, 3), (fe // 2).ravel()).reshape(-1, 3)
+    local_fe = ((le << 1) | (fe & 1)).ravel().astype(xp.uint16)
+
+    patches = Patches(
+        patch_size=patch_size,
+        n_patches=k,
+        face_patch=label,
+        face_offsets=face_offsets,
+        faces=faces,
+        edge_offsets=edge_offsets,
+        edges=edges,
+        vertex_offsets=vertex_offsets,
+        vertices=vertices,
+        owned_faces=owned_faces,
+        owned_edges=owned_edges,
+        owned_vertices=owned_vertices,
+        local_ev=local_ev,
+        local_fe=local_fe,
+        edge_owner=edge_owner,
+        vertex_owner=vertex_owner,
+        face_local=f_lookup(label, xp.arange(m, dtype=xp.int64)),
+        edge_local=e_lookup(edge_owner, xp.arange(ne, dtype=xp.int64)),
+        vertex_local=_owner_local(xp, v_lookup, vertex_owner, used),
+        iterations=iterations,
+        fallback_splits=cuts,
+    )
+    patches.seconds = time.perf_counter() - t0
+    if too_big or int(xp.max(patches.shared_bytes())) > shared_bytes:
+        raise PatchingError(
+            "patches do not fit the shared-memory budget",
+            code="mesh.patching_failed",
+            patch_size=patch_size,
+            shared_bytes=shared_bytes,
+        )
+    patches.stats = patches.summary()
+    return patches
+
+
+def _check_valence(mesh: TriMesh, shared_bytes: int) -> None:
+    """Whichever patch owns a vertex holds its whole one-ring of faces (and their edges): a vertex
+    whose one-ring alone exceeds the budget can fit no patch at any size. Checked before the
+    (much longer) patching."""
+    if mesh.n_faces == 0:
+        return
+    valence = int(mesh.xp.bincount(mesh.F.ravel()).max())
+    if 6 * valence + 4 * (2 * valence + 1) > shared_bytes or 3 * valence >= LOCAL_INDEX_LIMIT:
+        raise PatchingError(
+            "a vertex's one-ring exceeds the shared-memory budget",
+            code="mesh.patching_failed",
+            valence=valence,
+            shared_bytes=shared_bytes,
+        )
+
+
+def patch_mesh(
+    mesh: TriMesh,
+    patch_size: int | None = None,
+    *,
+    seed: int = 0,
+    shared_bytes: int = DEFAULT_SHARED_BYTES,
+) -> Patches | None:
+    """Patches for ``mesh`` at ``patch_size`` (default 512), halving the size while a patch does
+    not fit the local index space or the shared-memory budget (a vertex of very high valence
+    drags its whole one-ring into every ribbon around it). Returns None when even 16-face patches
+    do not fit: the caller then runs the unpatched global-memory kernels."""
+    size = patch_size or 512
+    try:
+        _check_valence(mesh, shared_bytes)
+    except PatchingError:
+        return None
+    while size >= 16:
+        try:
+            return build_patches(mesh, size, seed=seed, shared_bytes=shared_bytes)
+        except PatchingError:
+            size //= 2
+    return None
+
+
+def _owner_local(xp: ModuleType, lookup: Any, owner: Any, used: Any) -> Any:
+    out = xp.full(owner.shape[0], -1, dtype=xp.int64)
+    ids = xp.nonzero(used)[0]
+    if ids.shape[0]:
+        out[ids] = lookup(owner[ids], ids)
+    return out
+
+
+def validate(patches: Patches, mesh: TriMesh, shared_bytes: int = DEFAULT_SHARED_BYTES) -> None:
+    """Check every invariant of the patched structure; raise :class:`PatchingError` naming the
+    first one that fails. Runs on host copies (a test and debugging tool, not a hot path).
+
+    1. every face is owned by exactly one patch, and a patch's owned faces are its label's faces;
+    2. every patch is edge-connected;
+    3. owned elements come first in each row, and the owned counts match the owner arrays;
+    4. ribbons are complete: every face around an owned vertex or edge is in the owner's row;
+    5. the local EV and FE decode to the global EV and FE (orientation bits included);
+    6. each element's local id in its owner points back at it;
+    7. local counts fit 16 bits and each patch's EV + FE fit the shared-memory budget.
+    """
+    P = {k: to_numpy(v) for k, v in vars(patches).items() if not isinstance(v, (int, float, dict))}
+    topo = Topology.build(to_numpy(mesh.F), mesh.n_vertices)
+    F = to_numpy(mesh.F).astype(np.int64)
+    EV, FE = topo.EV.astype(np.int64), topo.FE.astype(np.int64)
+    m, n, ne, k = mesh.n_faces, mesh.n_vertices, topo.n_edges, patches.n_patches
+
+    def fail(what: str, **detail: Any) -> None:
+        raise PatchingError(
+            f"patch invariant violated: {what}", code="mesh.patching_invalid", **detail
+        )
+
+    label = P["face_patch"]
+    if label.shape != (m,) or (m and (label.min() < 0 or label.max() >= k)):
+        fail("face labels out of range")
+    rows = {name: np.diff(P[f"{name}_offsets"]) for name in ("face", "edge", "vertex")}
+    row_of = {name: np.repeat(np.arange(k), rows[name]) for name in rows}
+    # 1. owned faces of each row are exactly the faces with that label
+    owned_flag_f = label[P["faces"]] == row_of["face"]
+    if not np.array_equal(
+        np.bincount(row_of["face"][owned_flag_f], minlength=k), np.bincount(label, minlength=k)
+    ):
+        fail("owned faces do not match the face labels")
+    if np.bincount(P["faces"][owned_flag_f], minlength=m).max(initial=1) != 1 or (
+        m and np.bincount(P["faces"][owned_flag_f], minlength=m).min() != 1
+    ):
+        fail("a face is owned by no patch or by several")
+    # 2. connected patches
+    src, dst = face_adjacency(np, topo)
+    same = label[src] == label[dst]
+    comp = connected_components(np, m, src[same], dst[same])
+    if m and len(np.unique(comp)) != k:
+        fail("a patch is not connected", components=int(len(np.unique(comp))), patches=k)
+    # 3. owned first, counts
+    for name, owner in (("face", label), ("edge", P["edge_owner"]), ("vertex", P["vertex_owner"])):
+        ids = P[f"{name}s" if name != "vertex" else "vertices"]
+        owned = owner[ids] == row_of[name]
+        local = np.arange(ids.shape[0]) - P[f"{name}_offsets"][row_of[name]]
+        if np.any(
+            owned
+            != (local < P[f"owned_{name}s" if name != "vertex" else "owned_vertices"][row_of[name]])
+        ):
+            fail(f"owned {name}s do not come first in their rows")
+    # 4. ribbons complete: (owner patch of v, every face around v) must be a local face pair
+    local_face_keys = np.unique(row_of["face"] * m + P["faces"])
+    vo = P["vertex_owner"][F.ravel()]
+    need = vo * m + np.repeat(np.arange(m), 3)
+    if not np.isin(need, local_face_keys).all():
+        fail("a ribbon misses a face around an owned vertex")
+    eo = P["edge_owner"][FE.ravel() // 2]
+    if not np.isin(eo * m + np.repeat(np.arange(m), 3), local_face_keys).all():
+        fail("a ribbon misses a face around an owned edge")
+    # 5. local EV and FE decode to global
+    lev = P["local_ev"].astype(np.int64).reshape(-1, 2)
+    vbase = P["vertex_offsets"][row_of["edge"]]
+    if not np.array_equal(P["vertices"][vbase[:, None] + lev], EV[P["edges"]]):
+        fail("local EV does not match the global EV")
+    lfe = P["local_fe"].astype(np.int64).reshape(-1, 3)
+    ebase = P["edge_offsets"][row_of["face"]]
+    glob_e = P["edges"][ebase[:, None] + (lfe >> 1)]
+    if not np.array_equal(2 * glob_e + (lfe & 1), FE[P["faces"]]):
+        fail("local FE does not match the global FE")
+    # 6. local ids in the owner
+    for name, ids_key, owner in (
+        ("face", "faces", label),
+        ("edge", "edges", P["edge_owner"]),
+        ("vertex", "vertices", P["vertex_owner"]),
+    ):
+        loc = P[f"{name}_local"]
+        have = np.nonzero(loc >= 0)[0]
+        back = P[ids_key][P[f"{name}_offsets"][owner[have]] + loc[have]]
+        if not np.array_equal(back, have):
+            fail(f"{name} local ids do not point back at their element")
+    used = np.bincount(F.ravel(), minlength=n) > 0
+    if not np.array_equal(P["vertex_local"] >= 0, used):
+        fail("used vertices without a local id, or unused ones with one")
+    # 7. sizes
+    if k and max(rows["face"].max(), rows["edge"].max(), rows["vertex"].max()) >= LOCAL_INDEX_LIMIT:
+        fail("a patch exceeds the 16-bit local index space")
+    if k and (4 * rows["edge"] + 6 * rows["face"]).max() > shared_bytes:
+        fail("a patch exceeds the shared-memory budget")
+    if ne and P["edge_local"].min() < 0:
+        fail("an edge has no owner")
