@@ -1,0 +1,91 @@
+"""Static operations on the patched path: one block per patch, the query in shared memory, one
+thread per owned element running the operation's body (``kernels/queries.cu``). Each has a
+global-memory twin among the operations (``ops/vertex_normals.py``, ``ops/gaussian_curvature.py``)
+or below (``smooth_step_global``), which is the baseline it is measured against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .graph import expand_counts
+from .kernels.loader import load_kernel
+from .mesh import TriMesh
+from .patches import Patches
+from .queries import launch_patched
+
+
+def _f32(mesh: TriMesh) -> Any:
+    return mesh.xp.ascontiguousarray(mesh.V, dtype=mesh.xp.float32)
+
+
+def vertex_normals(mesh: TriMesh, patches: Patches) -> Any:
+    """Area-weighted unit vertex normals from each vertex's VF answer (no atomics)."""
+    cp = mesh.xp
+    N = cp.zeros((mesh.n_vertices, 3), dtype=cp.float32)
+    launch_patched(
+        load_kernel("queries", "vertex_normals_patched"),
+        patches,
+        (_f32(mesh), N),
+        op="vertex_normals",
+    )
+    return N
+
+
+def gaussian_curvature(mesh: TriMesh, patches: Patches) -> Any:
+    """Angle defect from each vertex's VF answer, in double, stored as float32."""
+    cp = mesh.xp
+    topo = mesh.topology
+    boundary = cp.zeros(mesh.n_vertices, dtype=cp.bool_)
+    boundary[topo.EV[topo.boundary_edges].ravel()] = True
+    K = cp.zeros(mesh.n_vertices, dtype=cp.float32)
+    launch_patched(
+        load_kernel("queries", "gaussian_curvature_patched"),
+        patches,
+        (_f32(mesh), boundary, K),
+        op="gaussian_curvature",
+    )
+    return K
+
+
+def boundary_vertices(mesh: TriMesh) -> Any:
+    cp = mesh.xp
+    topo = mesh.topology
+    b = cp.zeros(mesh.n_vertices, dtype=cp.bool_)
+    b[topo.EV[topo.boundary_edges].ravel()] = True
+    return b
+
+
+def smooth_step(mesh: TriMesh, patches: Patches, lam: float, fixed: Any | None = None) -> Any:
+    """One uniform Laplacian step ``v + lam * (mean(one-ring) - v)`` from each vertex's VV answer;
+    vertices flagged in ``fixed`` stay."""
+    cp = mesh.xp
+    out = cp.array(_f32(mesh))  # unused vertices keep their position
+    use = fixed is not None
+    fixed_arr = fixed if use else cp.zeros(1, dtype=cp.bool_)
+    launch_patched(
+        load_kernel("queries", "laplacian_smooth_patched"),
+        patches,
+        (_f32(mesh), fixed_arr, np.int32(use), np.float32(lam), out),
+        op="smooth",
+    )
+    return out
+
+
+def smooth_step_global(mesh: TriMesh, lam: float, fixed: Any | None = None) -> Any:
+    """The same step from the global VV CSR (array code on either backend): the baseline."""
+    xp = mesh.xp
+    off, nbr = mesh.topology.vv()
+    V = mesh.V.astype(xp.float64)
+    deg = xp.diff(off)
+    row = expand_counts(xp, deg)
+    acc = xp.stack(
+        [xp.bincount(row, weights=V[nbr, k], minlength=mesh.n_vertices) for k in range(3)], 1
+    )
+    mean = acc / xp.maximum(deg, 1)[:, None]
+    new = V + lam * (mean - V)
+    keep = deg == 0
+    if fixed is not None:
+        keep = keep | fixed
+    return xp.where(keep[:, None], V, new).astype(xp.float32)
