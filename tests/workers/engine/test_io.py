@@ -8,6 +8,7 @@ import io
 import struct
 import tracemalloc
 import zipfile
+from typing import Any
 
 import numpy as np
 import pytest
@@ -717,3 +718,351 @@ def test_ply_attribute_names_cannot_clash_with_record_fields() -> None:
     np.testing.assert_array_equal(back.F, tetrahedron().F)
     for k, v in fa.items():
         np.testing.assert_array_equal(back.face_attrs[k], v)
+
+
+# ------------------------------------------------------------------------------ fast paths
+# Binary PLY, binary STL, GLB and OBJ are read by vectorized code of ours; each must give what
+# the reference reader (trimesh, or our line-by-line OBJ reader) gives, and fall back to it for
+# the shapes of file it does not handle.
+def _same_read(a: TriMesh, b: TriMesh) -> None:
+    """Same arrays and attributes, with the same dtypes (byte order aside)."""
+    _same_mesh(a, b)
+    assert list(a.vertex_attrs) == list(b.vertex_attrs)
+    assert list(a.face_attrs) == list(b.face_attrs)
+    for x, y in [*zip(a.vertex_attrs.values(), b.vertex_attrs.values(), strict=True)] + [
+        *zip(a.face_attrs.values(), b.face_attrs.values(), strict=True)
+    ]:
+        assert x.dtype == y.dtype.newbyteorder("=") and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+
+
+def _owns_its_arrays(m: TriMesh) -> None:
+    """No array is a view of the file's (read-only) bytes."""
+    for a in [m.V, m.F, *m.vertex_attrs.values(), *m.face_attrs.values()]:
+        assert np.asarray(a).flags.writeable and np.asarray(a).dtype.isnative
+
+
+_PLY_TYPES = {"float": "f4", "double": "f8", "uchar": "u1", "char": "i1", "short": "i2"}
+_PLY_TYPES |= {"ushort": "u2", "int": "i4", "uint": "u4"}
+XYZ = [("float", "x"), ("float", "y"), ("float", "z")]
+
+
+def _binary_ply(
+    vertex: list[tuple[str, str]],
+    k: int | list[int] = 3,
+    face: list[tuple[str, str]] = (("int", "region"),),  # type: ignore[assignment]
+    *,
+    big: bool = False,
+    count: str = "uchar",
+    index: str = "int",
+    name: str = "vertex_indices",
+    face_first: bool = False,
+) -> bytes:
+    """A binary PLY of 7 vertices and 5 polygons of ``k`` corners (one ``k`` per polygon when a
+    list), the properties filled with seeded random values."""
+    rng = np.random.default_rng(3)
+    e = ">" if big else "<"
+    nv, ks = 7, [k] * 5 if isinstance(k, int) else k
+    vrec = np.zeros(nv, [(n, e + _PLY_TYPES[t]) for t, n in vertex])
+    for t, n in vertex:
+        vrec[n] = rng.integers(0, 100, nv) if _PLY_TYPES[t][0] in "iu" else rng.random(nv)
+    rows = []
+    for kk in ks:
+        fdt = [("c", e + _PLY_TYPES[count]), ("i", e + _PLY_TYPES[index], (kk,))]
+        rec = np.zeros(1, fdt + [(n, e + _PLY_TYPES[t]) for t, n in face])
+        rec["c"], rec["i"] = kk, rng.integers(0, nv, (1, kk))
+        for _, n in face:
+            rec[n] = rng.integers(0, 100)
+        rows.append(rec.tobytes())
+    fmt = "big" if big else "little"
+    ve = f"element vertex {nv}\n" + "".join(f"property {t} {n}\n" for t, n in vertex)
+    fe = f"element face {len(ks)}\nproperty list {count} {index} {name}\n"
+    fe += "".join(f"property {t} {n}\n" for t, n in face)
+    header = f"ply\nformat binary_{fmt}_endian 1.0\ncomment test\n"
+    header += (fe + ve if face_first else ve + fe) + "end_header\n"
+    body = [b"".join(rows), vrec.tobytes()] if face_first else [vrec.tobytes(), b"".join(rows)]
+    return header.encode() + b"".join(body)
+
+
+NORMALS = [("float", "nx"), ("float", "ny"), ("float", "nz")]
+COLORS = [("uchar", "red"), ("uchar", "green"), ("uchar", "blue"), ("uchar", "alpha")]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _binary_ply(XYZ),
+        _binary_ply(XYZ + NORMALS + COLORS + [("double", "q_0"), ("double", "q_1")], big=True),
+        _binary_ply([("double", "x"), ("double", "y"), ("double", "z")], count="int", index="uint"),
+        _binary_ply(XYZ + [("float", "quality")], k=4),  # quads: (0 1 2), then (2 3 0)
+        _binary_ply(XYZ, k=5, index="ushort"),  # fans
+        _binary_ply(XYZ, k=6, big=True),
+        _binary_ply(XYZ, face_first=True),
+        _binary_ply(XYZ, name="vertex_index"),
+        _binary_ply(XYZ, face=NORMALS + [("int", "a_0"), ("int", "a_1"), ("char", "b_1")]),
+        _binary_ply([("int", "x"), ("int", "y"), ("int", "z"), ("short", "w_0"), ("short", "w_2")]),
+        _binary_ply([("float", "x"), ("uchar", "flag"), ("float", "y"), ("float", "z")]),
+    ],
+)
+def test_binary_ply_is_read_as_trimesh_reads_it(data: bytes) -> None:
+    from workers.engine.io import _parse_trimesh, ply
+
+    assert ply.read_binary(data) is not None
+    fast = load_bytes(data, "x.ply")
+    _same_read(fast, _parse_trimesh(data, "ply", dtype="float32"))
+    _owns_its_arrays(fast)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _binary_ply(XYZ, k=[3, 4, 3, 3, 3]),  # polygons of several sizes
+        _binary_ply(XYZ, k=[4, 3, 3, 3, 3]),
+        _binary_ply(XYZ)[:-1],  # a byte short
+        _binary_ply(XYZ) + b"\x00",  # a byte over
+        _binary_ply(XYZ).replace(b"end_header", b"element edge 0\nend_header"),
+        _binary_ply(XYZ).replace(b"vertex_indices", b"corners"),
+        _binary_ply(XYZ).replace(b"comment test\n", b""),  # no comment: still read
+    ],
+)
+def test_binary_ply_of_other_shapes_goes_to_trimesh(data: bytes) -> None:
+    from workers.engine.io import ply
+
+    expect_fast = b"comment" not in data
+    assert (ply.read_binary(data) is not None) == expect_fast
+
+
+def test_ply_rows_are_packed_as_the_header_says(rich: TriMesh) -> None:
+    data = serialize(rich, "ply")
+    body = data[data.index(b"end_header\n") + len(b"end_header\n") :]
+    n, m = rich.n_vertices, rich.n_faces
+    vrow = np.dtype([("p", "<f4", (3,)), ("n", "<f4", (3,)), ("k", "<f4")])
+    frow = np.dtype([("c", "u1"), ("i", "<i4", (3,)), ("n", "<f4", (3,))])
+    vertices = np.frombuffer(body, vrow, count=n)
+    faces = np.frombuffer(body, frow, count=m, offset=n * vrow.itemsize)
+    np.testing.assert_array_equal(vertices["p"], rich.V)
+    np.testing.assert_array_equal(vertices["n"], rich.vertex_attrs["vertex_normals"])
+    np.testing.assert_array_equal(vertices["k"], rich.vertex_attrs["gaussian_curvature"])
+    assert (faces["c"] == 3).all()
+    np.testing.assert_array_equal(faces["i"], rich.F)
+    np.testing.assert_array_equal(faces["n"], rich.face_attrs["face_normals"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stl_is_written_and_read_as_trimesh_does(rich: TriMesh, dtype: str) -> None:
+    import trimesh
+
+    from workers.engine.io import _parse_trimesh
+
+    V = np.asarray(rich.V, dtype=dtype)
+    V[:3] = V[0]  # a degenerate face or two: zero normals
+    m = TriMesh.from_arrays(V, rich.F, dtype=dtype)
+    data = serialize(m, "stl")
+    assert data == trimesh.exchange.stl.export_stl(trimesh.Trimesh(V, rich.F, process=False))
+    fast = load_bytes(data, "x.stl")
+    _same_read(fast, _parse_trimesh(data, "stl", dtype="float32"))
+    _owns_its_arrays(fast)
+
+
+def test_glb_we_write_loads_in_trimesh(rich: TriMesh) -> None:
+    import json
+
+    import trimesh
+
+    colors = np.arange(4 * rich.n_vertices).reshape(-1, 4) % 256
+    m = rich.with_attrs(vertex={"vertex_colors": colors.astype(np.uint8)})
+    data = serialize(m, "glb")
+    (tm,) = trimesh.load_scene(io.BytesIO(data), file_type="glb", process=False).geometry.values()
+    np.testing.assert_array_equal(tm.vertices, rich.V)
+    np.testing.assert_array_equal(tm.faces, rich.F)
+    np.testing.assert_allclose(tm.vertex_normals, rich.vertex_attrs["vertex_normals"], atol=1e-6)
+    np.testing.assert_array_equal(tm.visual.vertex_colors, colors)
+    np.testing.assert_array_equal(
+        tm.vertex_attributes["_gaussian_curvature"].ravel(),
+        rich.vertex_attrs["gaussian_curvature"],
+    )
+    tree = json.loads(data[20 : 20 + int.from_bytes(data[12:16], "little")])
+    position = tree["accessors"][tree["meshes"][0]["primitives"][0]["attributes"]["POSITION"]]
+    assert position["min"] == np.asarray(rich.V).min(axis=0).tolist()
+    assert position["max"] == np.asarray(rich.V).max(axis=0).tolist()
+
+
+def _trimesh_glb(m: TriMesh, normals: np.ndarray | None = None, **kw: object) -> bytes:
+    import trimesh
+
+    tm = trimesh.Trimesh(np.asarray(m.V), np.asarray(m.F), vertex_normals=normals, **kw)
+    return trimesh.exchange.gltf.export_glb(
+        trimesh.Scene(tm), include_normals=normals is not None, unitize_normals=False
+    )
+
+
+def _glb_cases() -> list[bytes]:
+    rng = np.random.default_rng(5)
+    m = load("rx-sphere3.obj")
+    n = m.n_vertices
+    raw = rng.normal(size=(n, 3)) * 3  # not unit length; zero, NaN and infinite rows too
+    raw[0], raw[1, 1], raw[2, 0] = 0, np.nan, np.inf
+    rgb = rng.integers(0, 256, (n, 3)).astype(np.uint8)
+    ours = m.with_attrs(
+        vertex={"vertex_colors": rgb, "uv": rng.random((n, 2)), "frame": rng.random((n, 2, 2))}
+    )
+    return [
+        serialize(ours, "glb"),
+        _trimesh_glb(m, raw, process=False),
+        _trimesh_glb(m, None, process=False, vertex_colors=rgb),
+    ]
+
+
+@pytest.mark.parametrize("data", _glb_cases())
+def test_glb_is_read_as_trimesh_reads_it(data: bytes) -> None:
+    from workers.engine.io import _parse_trimesh, glb
+
+    assert glb.read_simple(data) is not None
+    fast = load_bytes(data, "x.glb")
+    slow = _parse_trimesh(data, "glb", dtype="float32")
+    a, b = (
+        fast.vertex_attrs.pop("vertex_normals", None),
+        slow.vertex_attrs.pop("vertex_normals", None),
+    )
+    _same_read(fast, slow)
+    if a is not None or b is not None:
+        np.testing.assert_array_equal(a, b)  # NaN where trimesh has NaN
+    _owns_its_arrays(fast)
+
+
+def test_glb_with_a_node_transform_goes_to_trimesh() -> None:
+    import trimesh
+
+    from workers.engine.io import glb
+
+    t = tetrahedron()
+    scene = trimesh.Scene()
+    scene.add_geometry(
+        trimesh.Trimesh(np.asarray(t.V), np.asarray(t.F), process=False),
+        transform=trimesh.transformations.translation_matrix([1, 2, 3]),
+    )
+    data = trimesh.exchange.gltf.export_glb(scene)
+    assert glb.read_simple(data) is None
+    np.testing.assert_allclose(load_bytes(data, "t.glb").V, np.asarray(t.V) + [1, 2, 3])
+
+
+def _reference_obj(V: np.ndarray, F: np.ndarray, N: np.ndarray | None) -> bytes:
+    """The OBJ writer as it was, a line at a time."""
+    lines = ["# written by tessera"]
+    lines += ["v" + " %.9g" * V.shape[1] % tuple(r) for r in V.astype(np.float64).tolist()]
+    if N is not None:
+        lines += ["vn" + " %.9g" * N.shape[1] % tuple(r) for r in N.astype(np.float64).tolist()]
+    for a, b, c in (F + 1).tolist():
+        lines.append(f"f {a}//{a} {b}//{b} {c}//{c}" if N is not None else f"f {a} {b} {c}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_obj_numbers_are_written_as_printf_writes_them() -> None:
+    rng = np.random.default_rng(11)
+    special = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-5, 9.9999999999e-5, 1e-4, 0.5, 2.5, 1e8]
+    special += [123456789.5, 999999999.5, 1e9, 1e-300, 5e-324, 1.7976931348623157e308, 1 / 3]
+    values = np.concatenate(
+        [
+            rng.normal(size=30000) * 10.0 ** rng.integers(-12, 12, 30000),
+            rng.random(30000).astype(np.float32),  # float32 positions, as meshes have
+            np.round(rng.normal(size=30000) * 1000, 3),  # short decimals: trailing zeros
+            rng.integers(-(10**9), 10**9, 30000) / 8.0,
+            special,
+        ]
+    )
+    values = values[: values.shape[0] // 3 * 3].reshape(-1, 3)
+    F = rng.integers(0, values.shape[0], (2000, 3))
+    from workers.engine.io.obj import write_obj
+
+    for N in (None, values[::-1]):
+        assert write_obj(values, F, N) == _reference_obj(values, F, N)
+    ints = np.concatenate([rng.integers(-(10**11), 10**11, 5000), np.arange(-1001, 1001)])
+    from workers.engine.io._text import format_ints
+
+    text = format_ints(ints)
+    assert [bytes(r[r != 0]) for r in text] == [b"%d" % v for v in ints.tolist()]
+
+
+OBJ_BODY = (
+    b"# a cube corner\nmtllib a.mtl\no thing\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\n"
+    b"v 0.5 0.5 1e-3\nvt 0 0\nvt 1 0\nvn 0 0 1\nvn 0 0.6 0.8\ng group\nusemtl red\n"
+    b"f 1//1 2//1 3//1\nf 1//1 3//1 4//1\nvn 1 0 0\nf -5//-3 -3//-1 -1//-2\n"
+)
+OBJ_FACES = [
+    (b"f 1 2 3\nf 1 3 4 5\nf 2 3 4 5 1\n", True),  # plain, polygons
+    (b"f 1/1 2/2 3/1\nf 1/2 3/1 4/2\n", True),  # a/b
+    (b"f 1/1/1 2/2/1 3/1/2\nf 1/2/2 3/1/1 4/2/2\n", True),  # a/b/c
+    (b"f 1//1 2//2 3//1\nf 1 3//1 4/2\nf 5/1/ 1// 2/1\n", True),  # mixed forms
+    (b"f -1 -2 -3\nf 5//-1 4//-2 1//1\n", True),  # negative indices
+    (b"f 1 2\n", True),  # too few corners
+    (b"f 1 2 0\n", True),  # index 0
+    (b"f 1 2 6\n", True),  # past the end
+    (b"f 1/x 2 3\n", False),  # not an integer
+    (b"f /1 2 3\n", False),  # no vertex field
+    (b"f 1 2 3 # comment\n", False),
+]
+
+
+def _obj_variants() -> list[tuple[bytes, bool]]:
+    out = []
+    for faces, fast in OBJ_FACES:
+        d = OBJ_BODY + faces
+        out += [(d, fast), (d.replace(b"\n", b"\r\n"), fast), (d.replace(b"\n", b" \t\n"), fast)]
+        out += [(d.rstrip(b"\n"), fast), (d.replace(b" ", b"  "), fast)]
+        out += [(d.replace(b"\nv ", b"\n  v\t").replace(b"\nf ", b"\n\tf  "), fast)]
+    out += [(OBJ_BODY.replace(b"v 0 0 0", b"v 0 0 0 1"), False)]  # a w coordinate
+    out += [(OBJ_BODY.replace(b"vn 1 0 0", b"vn 1 0"), False)]  # a short normal
+    out += [(OBJ_BODY.replace(b"v 1 0 0", b"v 1 0 zero"), False)]
+    out += [(OBJ_BODY.replace(b"\n", b"\r", 2), False)]  # old Mac line ends
+    return out
+
+
+def _outcome(read: Any, data: bytes) -> Any:
+    try:
+        return read(data)
+    except (FormatError, MeshError) as exc:
+        return exc.code, exc.detail
+
+
+def _same_outcome(a: Any, b: Any) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            np.testing.assert_array_equal(x, y)
+        else:
+            assert x == y
+
+
+@pytest.mark.parametrize(("data", "fast"), _obj_variants())
+def test_obj_buffer_scan_reads_what_the_line_scan_reads(
+    data: bytes, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers.engine.io import _obj_scan, obj
+
+    scan = _obj_scan.scan_arrays(data)
+    assert (scan is not None) == fast
+    lines = _outcome(obj._scan_lines, data)
+    if scan is not None and isinstance(lines, obj.Scan):
+        _same_outcome(scan, lines)
+    result = _outcome(obj.read_obj, data)
+    monkeypatch.setattr(obj, "scan_arrays", lambda _: None)
+    _same_outcome(result, _outcome(obj.read_obj, data))
+
+
+def test_obj_buffer_scan_reads_large_files_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workers.engine.io import _obj_scan, obj
+
+    m = run(load("rx-sphere3.obj"), "vertex_normals").mesh
+    data = serialize(m, "obj")
+    whole = _obj_scan.scan_arrays(data)
+    monkeypatch.setattr(_obj_scan, "_BLOCK", 100)  # a block every few lines
+    blocks = _obj_scan.scan_arrays(data)
+    assert whole is not None and blocks is not None
+    for a, b, c in zip(whole, blocks, obj._scan_lines(data), strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    back = load_bytes(data, "m.obj")
+    _same_mesh(back, m)
+    np.testing.assert_array_equal(
+        back.vertex_attrs["vertex_normals"], m.vertex_attrs["vertex_normals"]
+    )

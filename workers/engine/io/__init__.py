@@ -3,11 +3,13 @@
 Inputs: OBJ, PLY (ASCII and binary), STL (ASCII and binary), OFF, GLB/glTF, NPZ (our own arrays),
 and any of them inside a ``.zip`` or ``.gz``. The format is recognised from the bytes; a file name
 whose extension says otherwise is rejected rather than guessed around. OBJ is parsed by us (see
-``obj.py``), NPZ by NumPy, the rest by trimesh after our own header checks.
+``obj.py``), NPZ by NumPy; binary PLY, binary STL and GLB of the common shapes by us with whole-
+buffer NumPy views (``ply.py``, ``stl.py``, ``glb.py``); the rest by trimesh after our own header
+checks.
 
-Outputs: binary PLY (attributes as properties), OBJ (vertex normals as ``vn``), STL, GLB (vertex
-normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as ``_name`` accessors),
-NPZ (every array).
+Outputs, all written by us: binary PLY (attributes as properties), OBJ (vertex normals as ``vn``),
+binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as
+``_name`` accessors), NPZ (every array).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from ..errors import FormatError, MeshError, SpecError
 from ..mesh import TriMesh
-from . import ply
+from . import glb, ply, stl
 from .archive import gunzip, unzip_members
 from .obj import read_obj, write_obj
 
@@ -207,6 +209,26 @@ def _parse(
         V, F, N = read_obj(data)
         va_obj = {"vertex_normals": N} if N is not None else None
         return TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va_obj)
+    if kind == "stl" and not _ascii_stl(data):
+        V, F = stl.read_binary(data)
+        return TriMesh.from_arrays(V, F, dtype=dtype)
+    if kind == "ply":
+        p = ply.read_binary(data)
+        if p is not None:
+            return TriMesh.from_arrays(
+                p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
+            )
+    if kind == "glb":
+        g = glb.read_simple(data)
+        if g is not None:
+            return TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
+    return _parse_trimesh(data, kind, dtype=dtype, resources=resources, base=base)
+
+
+def _parse_trimesh(
+    data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None, base: str = ""
+) -> TriMesh:
+    """Read through trimesh: the formats and shapes of file our own readers leave to it."""
     import trimesh  # heavy import, kept off the API's start-up path
 
     kwargs: dict[str, Any] = {"process": False, "skip_materials": True}
@@ -389,11 +411,8 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
         arrays.update({f"face.{k}": v for k, v in fa.items()})
         np.savez(buf, **arrays)
         return buf.getvalue()
-    import trimesh
-
-    tm = trimesh.Trimesh(vertices=V, faces=F, process=False)
     if fmt == "stl":
-        return bytes(trimesh.exchange.stl.export_stl(tm))
+        return stl.write_binary(V, F)
     # glb
     normals = va.pop("vertex_normals", None)
     colors = va.pop("vertex_colors", None)
@@ -405,15 +424,7 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
                 attribute=k,
                 shape=list(v.shape),
             )
-    if colors is not None:
-        tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=colors)
-    if normals is not None:
-        tm.vertex_normals = normals
-    for k, v in va.items():
-        tm.vertex_attributes[k] = np.ascontiguousarray(v, dtype=np.float32)
-    return bytes(
-        trimesh.exchange.gltf.export_glb(trimesh.Scene(tm), include_normals=normals is not None)
-    )
+    return glb.write_glb(V, F, normals, colors, va)
 
 
 def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:

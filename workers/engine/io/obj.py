@@ -7,6 +7,11 @@ exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (fan
 triangles); ``vt`` references and materials are ignored, so no image library is needed. ``vn``
 references become the ``vertex_normals`` attribute only when they give every vertex one normal
 (as our writer does, ``f a//a b//b c//c``); per-corner normals that differ are ignored too.
+
+Speed: reading scans the whole buffer with NumPy (``_obj_scan.py``) and converts numbers with
+NumPy's C parser, a run of lines per call; the line-by-line reader here stays as the reference
+for the files that scan declines. Writing formats numbers a block of lines at a time with array
+arithmetic and digit tables (``_text.py``); the text is byte for byte what ``"%.9g"`` gives.
 """
 
 from __future__ import annotations
@@ -17,16 +22,34 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, MeshError
+from ._obj_scan import Scan, scan_arrays
+from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
 
+_ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
 _NORMAL_REF = re.compile(rb"(?<!\S)[^\s/]+/[^\s/]*/([^\s/]*)")
 
 
 def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Parse OBJ bytes. Returns ``V (n, 3) float64``, ``F (m, 3) int64`` (0-based) and the
-    vertex normals ``(n, 3) float32`` or None (see the module docstring)."""
+    vertex normals ``(n, 3) float32`` or None (see the module docstring).
+
+    The whole buffer is scanned with NumPy (``_obj_scan.py``); a file that scan cannot vouch
+    for (odd line endings, extra numbers on ``v`` lines, tokens that are not numbers...) is read
+    line by line instead, which gives the same result and the errors for what is wrong."""
     if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark: would hide the first line
         data = data[3:]
+    scan = scan_arrays(data) or _scan_lines(data)
+    V = scan.V
+    idx = _corner_indices(scan.refs, scan.k, scan.nv_at, V.shape[0])
+    N = None
+    if scan.normals is not None and scan.normals.shape[0] and idx.shape[0]:
+        N = _vertex_normals(scan, idx, V.shape[0])
+    return V, _fan(idx, scan.k), N
+
+
+def _scan_lines(data: bytes) -> Scan:
+    """:class:`Scan` of the file, a line at a time (raises the format errors)."""
     vlines: list[bytes] = []
     nlines: list[bytes] = []
     flines: list[bytes] = []
@@ -43,13 +66,34 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         elif line[:3] == b"vn " or line[:3] == b"vn\t":
             nlines.append(line[3:])
     V = _parse_vertices(vlines)
-    idx, k = _corner_indices(flines, np.asarray(nv_at_face, dtype=np.int64), V.shape[0])
-    N = None
-    if nlines and idx.shape[0]:
-        N = _vertex_normals(
-            flines, np.asarray(nn_at_face, dtype=np.int64), nlines, idx, k, V.shape[0]
-        )
-    return V, _fan(idx, k), N
+    stripped = [_SLASH_TAIL.sub(b"", ln).split() for ln in flines]
+    k = np.fromiter((len(t) for t in stripped), dtype=np.int64, count=len(stripped))
+    _check_corner_counts(k)
+    try:
+        refs = np.array([t for ts in stripped for t in ts], dtype=np.int64)
+    except ValueError:
+        raise FormatError("face index is not an integer", code="format.obj_bad_face") from None
+    normals: np.ndarray | None = None
+    normal_refs: np.ndarray | None = None
+    if nlines:
+        rows = [ln.split()[:3] for ln in nlines]
+        found = _NORMAL_REF.findall(b"\n".join(flines))  # third field of every v/vt/vn corner
+        try:
+            if all(len(r) == 3 for r in rows):
+                normals = np.array(rows, dtype=np.float64)
+            if len(found) == refs.shape[0] and b"" not in found:
+                normal_refs = np.array(found, dtype=np.int64)
+        except ValueError:
+            pass
+    return Scan(
+        V,
+        k,
+        refs,
+        np.asarray(nv_at_face, dtype=np.int64),
+        normals,
+        normal_refs,
+        np.asarray(nn_at_face, dtype=np.int64),
+    )
 
 
 def _parse_vertices(vlines: list[bytes]) -> np.ndarray:
@@ -72,28 +116,27 @@ def _parse_vertices(vlines: list[bytes]) -> np.ndarray:
         ) from None
 
 
-def _corner_indices(
-    flines: list[bytes], nv_at: np.ndarray, n_vertices: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """0-based vertex index of every polygon corner, and the corner count of each polygon."""
-    if not flines:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    stripped = [_SLASH_TAIL.sub(b"", ln).split() for ln in flines]
-    k = np.fromiter((len(t) for t in stripped), dtype=np.int64, count=len(stripped))
-    if int(k.min()) < 3:
+def _check_corner_counts(k: np.ndarray) -> None:
+    if k.shape[0] and int(k.min()) < 3:
         line = int(np.argmax(k < 3))
         raise FormatError(
             "face with fewer than 3 vertices", code="format.obj_bad_face", face_line=line
         )
-    try:
-        idx = np.array([t for ts in stripped for t in ts], dtype=np.int64)
-    except ValueError:
-        raise FormatError("face index is not an integer", code="format.obj_bad_face") from None
-    if bool((idx == 0).any()):
+
+
+def _corner_indices(
+    refs: np.ndarray, k: np.ndarray, nv_at: np.ndarray, n_vertices: int
+) -> np.ndarray:
+    """0-based vertex index of every polygon corner."""
+    _check_corner_counts(k)
+    if not refs.shape[0]:
+        return np.zeros(0, dtype=np.int64)
+    if bool((refs == 0).any()):
         raise MeshError("OBJ face indices are 1-based; found index 0", code="mesh.obj_zero_index")
     # 1-based positive indices; negative ones count back from the vertices read so far
-    base = np.repeat(nv_at, k)
-    idx = np.where(idx > 0, idx - 1, base + idx)
+    idx = refs - 1
+    if bool((refs < 0).any()):
+        idx = np.where(refs > 0, idx, np.repeat(nv_at, k) + refs)
     if int(idx.min()) < 0 or int(idx.max()) >= n_vertices:
         raise MeshError(
             "face index out of range",
@@ -102,7 +145,7 @@ def _corner_indices(
             max_index=int(idx.max()) + 1,
             n_vertices=n_vertices,
         )
-    return idx, k
+    return idx
 
 
 def _fan(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -120,60 +163,100 @@ def _fan(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.stack([idx[s], idx[s + i], idx[s + i + 1]], axis=1)
 
 
-def _vertex_normals(
-    flines: list[bytes],
-    nn_at: np.ndarray,
-    nlines: list[bytes],
-    idx: np.ndarray,
-    k: np.ndarray,
-    n_vertices: int,
-) -> np.ndarray | None:
+def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray | None:
     """One normal per vertex from the corners' ``vn`` references, or None when some corner has
     none, a reference or a ``vn`` line is malformed, or the corners of one vertex disagree."""
-    rows = [ln.split()[:3] for ln in nlines]
-    refs = _NORMAL_REF.findall(b"\n".join(flines))  # third field of every v/vt/vn corner
-    if any(len(r) < 3 for r in rows) or len(refs) != idx.shape[0] or b"" in refs:
-        return None
-    try:
-        normals = np.array(rows, dtype=np.float64)
-        nidx = np.array(refs, dtype=np.int64)
-    except ValueError:
+    normals, nidx = scan.normals, scan.normal_refs
+    if normals is None or nidx is None or nidx.shape[0] != idx.shape[0]:
         return None
     if not bool(np.isfinite(normals).all()) or bool((nidx == 0).any()):
         return None
-    nidx = np.where(nidx > 0, nidx - 1, np.repeat(nn_at, k) + nidx)
+    if bool((nidx < 0).any()):
+        nidx = np.where(nidx > 0, nidx - 1, np.repeat(scan.nn_at, scan.k) + nidx)
+    else:
+        nidx = nidx - 1
     if bool((nidx < 0).any()) or bool((nidx >= normals.shape[0]).any()):
         return None
-    corner = normals[nidx]
+    if normals.shape[0] == n_vertices and np.array_equal(nidx, idx):
+        # every corner uses its vertex's own normal (as our writer writes): they agree
+        used = np.zeros(n_vertices, dtype=bool)
+        used[idx] = True
+        return np.where(used[:, None], normals, 0.0).astype(np.float32)
+    corner = np.take(normals, nidx, axis=0)
     out = np.zeros((n_vertices, 3), dtype=np.float64)
     out[idx] = corner
-    if not bool((out[idx] == corner).all()):
+    if not bool((np.take(out, idx, axis=0) == corner).all()):
         return None
     return out.astype(np.float32)
 
 
 def write_obj(V: np.ndarray, F: np.ndarray, normals: Any | None = None) -> bytes:
     """OBJ text with ``v`` lines, ``vn`` lines when normals are given (one per vertex, so faces
-    read ``f a//a b//b c//c``), and 1-based faces."""
-    parts = [b"# written by tessera\n"]
-    parts.append(_rows(b"v", V.astype(np.float64)))
-    f1 = F.astype(np.int64) + 1
+    read ``f a//a b//b c//c``), and 1-based faces. Numbers are written as ``"%.9g"`` writes
+    them, formatted a block of rows at a time (see ``_text.py``)."""
+    parts = _number_lines(b"v", np.asarray(V))
     if normals is not None:
-        parts.append(_rows(b"vn", np.asarray(normals, dtype=np.float64)))
-        trip = np.repeat(f1, 2, axis=1)
-        body = "\n".join(
-            " ".join(["f"] + [f"{a}//{b}" for a, b in zip(r[::2], r[1::2], strict=True)])
-            for r in trip.tolist()
-        )
-        parts.append(body.encode() + b"\n")
-    else:
-        parts.append(_rows(b"f", f1))
-    return b"".join(parts)
+        parts += _number_lines(b"vn", np.asarray(normals))
+    parts += _face_lines(np.asarray(F), with_normals=normals is not None)
+    return b"".join([b"# written by tessera\n", *(p.data for p in parts)])
 
 
-def _rows(tag: bytes, a: np.ndarray) -> bytes:
+def _number_lines(tag: bytes, a: np.ndarray) -> list[np.ndarray]:
+    """``tag x y z`` lines, one per row of ``a``, in blocks of text."""
     if a.shape[0] == 0:
-        return b""
-    fmt = " %.9g" if a.dtype.kind == "f" else " %d"
-    line = tag.decode() + fmt * a.shape[1]
-    return ("\n".join(line % tuple(r) for r in a.tolist()) + "\n").encode()
+        return []
+    a = a.reshape(a.shape[0], -1)
+    width = len(tag) + a.shape[1] * (1 + NUMBER_WIDTH) + 1
+    out = []
+    for s in range(0, a.shape[0], _ROWS):
+        block = a[s : s + _ROWS]
+        rows = np.empty((block.shape[0], width), dtype=np.uint8)
+        rows[:, : len(tag)] = np.frombuffer(tag, dtype=np.uint8)
+        for j in range(a.shape[1]):
+            at = len(tag) + j * (1 + NUMBER_WIDTH)
+            rows[:, at] = ord(" ")
+            format_g9(block[:, j], rows[:, at + 1 : at + 1 + NUMBER_WIDTH])
+        rows[:, -1] = ord("\n")
+        out.append(compact_rows(rows))
+    return out
+
+
+def _face_lines(F: np.ndarray, with_normals: bool) -> list[np.ndarray]:
+    """``f a b c`` (or ``f a//a b//b c//c``) lines of the 0-based faces ``F``, 1-based."""
+    if F.shape[0] == 0:
+        return []
+    lo, hi = int(F.min()), int(F.max())
+    if hi - lo < 3 * F.shape[0]:
+        # each index's text once, then gathered for every corner that uses it
+        table, F = _tokens(np.arange(lo + 1, hi + 2)), F - lo
+    else:
+        table, F = _tokens(F.ravel().astype(np.int64) + 1), np.arange(F.size).reshape(F.shape)
+    token = 8 * table.shape[1]
+    corner = 1 + token + (2 + token if with_normals else 0)
+    width = 1 + F.shape[1] * corner + 1
+    out = []
+    for s in range(0, F.shape[0], _ROWS):
+        tokens = np.take(table, F[s : s + _ROWS], axis=0)  # (c, corners, words)
+        rows = np.empty((tokens.shape[0], width), dtype=np.uint8)
+        rows[:, 0] = ord("f")
+        for j in range(F.shape[1]):
+            at = 1 + j * corner
+            rows[:, at] = ord(" ")
+            rows[:, at + 1 : at + 1 + token].view(np.uint64)[...] = tokens[:, j]
+            if with_normals:
+                rows[:, at + 1 + token : at + 3 + token] = np.frombuffer(b"//", dtype=np.uint8)
+                rows[:, at + 3 + token : at + 3 + 2 * token].view(np.uint64)[...] = tokens[:, j]
+        rows[:, -1] = ord("\n")
+        out.append(compact_rows(rows))
+    return out
+
+
+def _tokens(values: np.ndarray) -> np.ndarray:
+    """Decimal text of integers as ``(n, words)`` uint64: right-aligned in ``8 * words`` bytes,
+    0 bytes before the digits."""
+    text = format_ints(values)  # (n, 13)
+    used = int(np.flatnonzero(text.any(axis=0))[0])  # first column any value reaches
+    words = -(-(text.shape[1] - used) // 8)
+    padded = np.zeros((text.shape[0], 8 * words), dtype=np.uint8)
+    padded[:, 8 * words - (text.shape[1] - used) :] = text[:, used:]
+    return padded.view(np.uint64)

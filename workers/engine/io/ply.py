@@ -1,19 +1,28 @@
-"""PLY: header checks before reading, and the binary writer of our output contract.
+"""PLY: header checks before reading, a vectorized binary reader, and the binary writer of our
+output contract.
 
-Reading goes through trimesh once :func:`check_header` has made sure the counts the header declares
-fit in the bytes that follow (a header declaring four billion vertices must not allocate them).
+Reading starts with :func:`check_header`, which makes sure the counts the header declares fit in
+the bytes that follow (a header declaring four billion vertices must not allocate them). A binary
+file with a ``vertex`` element of scalar properties and a ``face`` element whose list has the same
+length in every row (triangles, or polygons fanned into triangles) is then read by
+:func:`read_binary`: one ``np.frombuffer`` with a structured dtype per element, no per-row Python.
+Anything else (ASCII, mixed polygon sizes, other elements) goes through trimesh, and
+:func:`read_binary` gives the same arrays and attributes trimesh's reader leads to.
+
 Writing is ours because the property names are part of our output contract: positions ``x y z``,
 vertex normals ``nx ny nz``, colours ``red green blue alpha``, a scalar attribute as a property of
-its own name, a k-vector attribute as ``name_0 .. name_{k-1}``; the same for face attributes.
+its own name, a k-vector attribute as ``name_0 .. name_{k-1}``; the same for face attributes. Each
+element is packed into one byte block, column group by column group.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import FormatError
+from . import _records
 
 _SIZES = {
     "char": 1,
@@ -93,65 +102,65 @@ def write_ply(
     face_attrs: dict[str, np.ndarray],
 ) -> bytes:
     """Binary little-endian PLY with attributes as properties."""
-    vcols: list[tuple[str, np.ndarray]] = [("x", V[:, 0]), ("y", V[:, 1]), ("z", V[:, 2])]
-    vcols += _columns(vertex_attrs)
-    fcols = _columns(face_attrs)
-    _check_names(vcols, "vertex", taken=set())
-    _check_names(fcols, "face", taken={"vertex_indices"})
+    vblocks: list[tuple[list[str], np.ndarray]] = [(["x", "y", "z"], V)]
+    vblocks += _blocks(vertex_attrs)
+    fblocks = _blocks(face_attrs)
+    _check_names(vblocks, "vertex", taken=set())
+    _check_names(fblocks, "face", taken={"vertex_indices"})
     header = [
         "ply",
         "format binary_little_endian 1.0",
         "comment written by tessera",
         f"element vertex {V.shape[0]}",
     ]
-    header += [f"property {_ply_type(a)} {n}" for n, a in vcols]
+    header += [f"property {_ply_type(a)} {n}" for names, a in vblocks for n in names]
     header += [f"element face {F.shape[0]}", "property list uchar int vertex_indices"]
-    header += [f"property {_ply_type(a)} {n}" for n, a in fcols]
+    header += [f"property {_ply_type(a)} {n}" for names, a in fblocks for n in names]
     header.append("end_header")
-    vrec = _records(vcols, V.shape[0])
-    # record fields are numbered, so that no attribute name can clash with them
-    fdt = [("n", "u1"), ("i", "<i4", (3,))] + [
-        (f"a{k}", a.dtype.newbyteorder("<")) for k, (_, a) in enumerate(fcols)
-    ]
-    frec = np.zeros(F.shape[0], dtype=fdt)
-    frec["n"] = 3
-    frec["i"] = F
-    for k, (_, a) in enumerate(fcols):
-        frec[f"a{k}"] = a
-    return ("\n".join(header) + "\n").encode() + vrec.tobytes() + frec.tobytes()
+    count = np.full((F.shape[0], 1), 3, dtype=np.uint8)
+    vertex_rows = _records.pack([_little(a) for _, a in vblocks])
+    face_rows = _records.pack(
+        [count, _little(F.astype(np.int32, copy=False))] + [_little(a) for _, a in fblocks]
+    )
+    head = ("\n".join(header) + "\n").encode()
+    return b"".join([head, vertex_rows.data, face_rows.data])
 
 
-def _columns(attrs: dict[str, np.ndarray]) -> list[tuple[str, np.ndarray]]:
-    cols: list[tuple[str, np.ndarray]] = []
+def _little(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+
+
+def _blocks(attrs: dict[str, np.ndarray]) -> list[tuple[list[str], np.ndarray]]:
+    """Attributes as ``(property names, (n, k) array)``: one column per property."""
+    blocks: list[tuple[list[str], np.ndarray]] = []
     for name, a in attrs.items():
         a = _ply_dtype(np.asarray(a))
         if name in ("vertex_normals", "face_normals") and a.shape[1:] == (3,):
-            cols += [("nx", a[:, 0]), ("ny", a[:, 1]), ("nz", a[:, 2])]
+            blocks.append((["nx", "ny", "nz"], a))
         elif name in ("vertex_colors", "face_colors") and a.shape[1:] in ((3,), (4,)):
-            cols += [
-                (c, a[:, k]) for k, c in enumerate(("red", "green", "blue", "alpha")[: a.shape[1]])
-            ]
+            blocks.append((["red", "green", "blue", "alpha"][: a.shape[1]], a))
         elif a.ndim == 1:
-            cols.append((name, a))
+            blocks.append(([name], a[:, None]))
         else:
             flat = a.reshape(a.shape[0], -1)
-            cols += [(f"{name}_{k}", flat[:, k]) for k in range(flat.shape[1])]
-    return cols
+            blocks.append(([f"{name}_{k}" for k in range(flat.shape[1])], flat))
+    return blocks
 
 
-def _check_names(cols: list[tuple[str, np.ndarray]], element: str, taken: set[str]) -> None:
+def _check_names(blocks: list[tuple[list[str], np.ndarray]], element: str, taken: set[str]) -> None:
     """Property names must be single ASCII words, distinct within their element."""
     seen = set(taken)
-    for name, _ in cols:
-        if not name or not name.isascii() or any(c.isspace() for c in name) or name in seen:
-            raise FormatError(
-                "attribute cannot be written as a PLY property",
-                code="format.unsupported_attribute",
-                element=element,
-                property=name[:100],
-                reason="name taken" if name in seen else "not a single ASCII word",
-            )
-        seen.add(name)
+    for names, _ in blocks:
+        for name in names:
+            if not name or not name.isascii() or any(c.isspace() for c in name) or name in seen:
+                raise FormatError(
+                    "attribute cannot be written as a PLY property",
+                    code="format.unsupported_attribute",
+                    element=element,
+                    property=name[:100],
+                    reason="name taken" if name in seen else "not a single ASCII word",
+                )
+            seen.add(name)
 
 
 def _ply_dtype(a: np.ndarray) -> np.ndarray:
@@ -165,31 +174,203 @@ def _ply_dtype(a: np.ndarray) -> np.ndarray:
 
 
 def _ply_type(a: np.ndarray) -> str:
-    names = {
-        "f4": "float",
-        "f8": "double",
-        "i1": "char",
-        "u1": "uchar",
-        "i2": "short",
-        "u2": "ushort",
-        "i4": "int",
-        "u4": "uint",
-    }
     key = f"{a.dtype.kind}{a.dtype.itemsize}"
-    if key not in names:
+    if key not in _WRITE_TYPES:
         raise FormatError(
             "attribute type not writable to PLY",
             code="format.unsupported_attribute",
             dtype=str(a.dtype),
         )
-    return names[key]
+    return _WRITE_TYPES[key]
 
 
-def _records(cols: list[tuple[str, np.ndarray]], n: int) -> np.ndarray:
-    rec = np.zeros(n, dtype=[(f"a{k}", a.dtype.newbyteorder("<")) for k, (_, a) in enumerate(cols)])
-    for k, (_, a) in enumerate(cols):
-        rec[f"a{k}"] = a
-    return rec
+_WRITE_TYPES = {
+    "f4": "float",
+    "f8": "double",
+    "i1": "char",
+    "u1": "uchar",
+    "i2": "short",
+    "u2": "ushort",
+    "i4": "int",
+    "u4": "uint",
+}
+
+
+# ----------------------------------------------------------------------------- fast reading
+_READ_TYPES = {
+    "char": "i1",
+    "uchar": "u1",
+    "int8": "i1",
+    "uint8": "u1",
+    "short": "i2",
+    "ushort": "u2",
+    "int16": "i2",
+    "uint16": "u2",
+    "int": "i4",
+    "uint": "u4",
+    "int32": "i4",
+    "uint32": "u4",
+    "float": "f4",
+    "float32": "f4",
+    "double": "f8",
+    "float64": "f8",
+}
+_INDEX_NAMES = ("vertex_indices", "vertex_index")
+
+
+class BinaryPly(NamedTuple):
+    """What :func:`read_binary` read: positions, triangles and attributes."""
+
+    V: np.ndarray
+    F: np.ndarray
+    vertex_attrs: dict[str, np.ndarray]
+    face_attrs: dict[str, np.ndarray]
+
+
+class _Element(NamedTuple):
+    """One element's rows in the file: where they start, how many, and each property's byte
+    offset in a row and dtype (byte order included)."""
+
+    start: int
+    rows: int
+    row: int
+    props: dict[str, tuple[int, np.dtype]]
+
+    def take(self, data: bytes, names: list[str]) -> np.ndarray:
+        """Copy of the properties ``names``: ``(rows,)`` for one, ``(rows, k)`` for several
+        (stacked as :func:`numpy.stack` would, in one copy when they sit side by side)."""
+        (at, dt), k = self.props[names[0]], len(names)
+        side_by_side = all(self.props[c] == (at + j * dt.itemsize, dt) for j, c in enumerate(names))
+        if side_by_side:
+            a = _records.take(data, self.start, self.rows, self.row, at, dt, k)
+        else:
+            a = np.stack([self.take(data, [c]) for c in names], axis=1)
+        return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
+def read_binary(data: bytes) -> BinaryPly | None:
+    """Read a binary PLY of the common shape without trimesh, or None when it has another shape.
+
+    The common shape: elements ``vertex`` (scalar properties, ``x y z`` among them) and ``face``
+    (a list property ``vertex_indices`` or ``vertex_index`` first, then scalar properties), in
+    either order, every list holding the same number ``k >= 3`` of indices, and nothing after the
+    last row. Triangles are used as stored; polygons are triangulated as trimesh does (quads as
+    ``(0 1 2) (2 3 0)``, all first halves, then all second halves; larger polygons as fans), and
+    their face properties, one per polygon, are left out as on trimesh's path. Properties become
+    attributes as :func:`extra_vertex_properties` and :func:`extra_face_properties` make them on
+    trimesh's path, in native byte order. Call :func:`check_header` first. Returned arrays are
+    copies, never views of ``data``.
+    """
+    header = _parse_header(data)
+    if header is None:
+        return None
+    endian, at, elements = header
+    if sorted(e[0] for e in elements) != ["face", "vertex"]:
+        return None
+    layout: dict[str, _Element] = {}
+    k = 0
+    for name, count, props in elements:
+        if count <= 0 or any(len(p) != 2 for p in props[name == "face" :]):
+            return None
+        fields: dict[str, tuple[int, np.dtype]] = {}
+        row = 0
+        if name == "face":
+            if len(props[0]) != 3 or props[0][0] not in _INDEX_NAMES:
+                return None
+            count_dt, index_dt = np.dtype(endian + props[0][1]), np.dtype(endian + props[0][2])
+            if at + count_dt.itemsize > len(data):
+                return None
+            k = int(np.frombuffer(data, count_dt, count=1, offset=at)[0])
+            if k < 3:
+                return None
+            # the list's count and indices take two names no property can have
+            fields = {" count": (0, count_dt), " indices": (count_dt.itemsize, index_dt)}
+            row = count_dt.itemsize + k * index_dt.itemsize
+            props = props[1:]
+        elif not {"x", "y", "z"} <= {p[0] for p in props}:
+            return None
+        for prop, typ in props:
+            fields[prop] = (row, np.dtype(endian + typ))
+            row += fields[prop][1].itemsize
+        layout[name] = _Element(at, count, row, fields)
+        at += count * row
+    if at != len(data):  # trimesh refuses a body of another size, and so do we
+        return None
+    vertex, face = layout["vertex"], layout["face"]
+    count_at, count_dt = face.props[" count"]
+    if not bool((_records.take(data, face.start, face.rows, face.row, 0, count_dt, 1) == k).all()):
+        return None  # polygons of several sizes: trimesh's path
+    index_at, index_dt = face.props[" indices"]
+    idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
+    if not idx.dtype.isnative:
+        idx = idx.astype(idx.dtype.newbyteorder("="))
+    if k == 3:
+        F = idx
+    elif k == 4:
+        F = np.concatenate([idx[:, [0, 1, 2]], idx[:, [2, 3, 0]]])
+    else:
+        fan = np.arange(1, k - 1)
+        corners = np.stack([np.zeros_like(fan), fan, fan + 1], axis=1).ravel()
+        F = idx[:, corners].reshape(-1, 3)
+    V = vertex.take(data, ["x", "y", "z"])
+    va = _attributes(data, vertex, skip={"x", "y", "z"})
+    fa: dict[str, np.ndarray] = {}
+    if k == 3:
+        renames = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
+        fa = {renames.get(n, n): a for n, a in _attributes(data, face, skip=set()).items()}
+    return BinaryPly(V, F, va, fa)
+
+
+def _attributes(data: bytes, element: _Element, skip: set[str]) -> dict[str, np.ndarray]:
+    names = [n for n in element.props if not n.startswith(" ")]
+    kinds: dict[str, str] = {n: element.props[n][1].kind for n in names}
+    out: dict[str, np.ndarray] = {}
+    for attr, props, as_float32 in _plan(names, kinds, skip):
+        a = element.take(data, props)
+        out[attr] = a.astype(np.float32) if as_float32 else a
+    return out
+
+
+def _parse_header(
+    data: bytes,
+) -> tuple[str, int, list[tuple[str, int, list[tuple[str, ...]]]]] | None:
+    """``(byte order, body start, [(element, count, [(name, type) or (name, count type, index
+    type)]...])`` of a binary PLY header written the usual way, or None."""
+    end = data.find(b"end_header", 0, _MAX_HEADER)
+    nl = data.find(b"\n", end)
+    if end < 0 or nl < 0 or data[end:nl].strip() != b"end_header" or data[end - 1 : end] != b"\n":
+        return None
+    lines = [ln.split() for ln in data[:end].decode("ascii", "replace").splitlines()]
+    lines = [t for t in lines if t]
+    if len(lines) < 2 or lines[0] != ["ply"] or len(lines[1]) != 3 or lines[1][0] != "format":
+        return None
+    endian = {"binary_little_endian": "<", "binary_big_endian": ">"}.get(lines[1][1])
+    if endian is None:
+        return None
+    elements: list[tuple[str, int, list[tuple[str, ...]]]] = []
+    for t in lines[2:]:
+        if t[0] in ("comment", "obj_info"):
+            continue
+        if t[0] == "element" and len(t) == 3 and t[2].isdigit():
+            elements.append((t[1], int(t[2]), []))
+        elif t[0] == "property" and elements and len(t) == 3 and t[1] in _READ_TYPES:
+            elements[-1][2].append((t[2], _READ_TYPES[t[1]]))
+        elif (
+            t[0] == "property"
+            and elements
+            and len(t) == 5
+            and t[1] == "list"
+            and t[2] in _READ_TYPES
+            and t[3] in _READ_TYPES
+        ):
+            elements[-1][2].append((t[4], _READ_TYPES[t[2]], _READ_TYPES[t[3]]))
+        else:
+            return None
+    for _, _, props in elements:
+        names = [p[0] for p in props]
+        if not props or len(set(names)) != len(names):
+            return None
+    return endian, nl + 1, elements
 
 
 def extra_vertex_properties(raw: Any) -> dict[str, np.ndarray]:
@@ -227,30 +408,46 @@ def _element_columns(raw: Any, element: str) -> dict[str, np.ndarray]:
 
 
 def _gather(cols: dict[str, np.ndarray], skip: set[str]) -> dict[str, np.ndarray]:
+    kinds: dict[str, str] = {n: (c.dtype.kind if c.ndim == 1 else "") for n, c in cols.items()}
     out: dict[str, np.ndarray] = {}
-    names = list(cols)
+    for attr, props, as_float32 in _plan(list(cols), kinds, skip):
+        if len(props) == 1:
+            out[attr] = np.ascontiguousarray(cols[props[0]])
+        else:
+            out[attr] = np.stack([cols[c] for c in props], 1)
+        if as_float32:
+            out[attr] = out[attr].astype(np.float32)
+    return out
+
+
+def _plan(
+    names: list[str], kinds: dict[str, str], skip: set[str]
+) -> list[tuple[str, list[str], bool]]:
+    """Which attribute the properties ``names`` become, the inverse of :func:`_blocks`:
+    ``(attribute, properties, as float32)`` in order, one property for a scalar attribute,
+    several (stacked in that order) for a vector. ``kinds`` is each property's dtype kind, empty
+    for a list property (those are left out, as are properties in ``skip``)."""
+    plan: list[tuple[str, list[str], bool]] = []
     if {"nx", "ny", "nz"} <= set(names):
-        out["vertex_normals"] = np.stack([cols[c] for c in ("nx", "ny", "nz")], 1).astype(
-            np.float32
-        )
+        plan.append(("vertex_normals", ["nx", "ny", "nz"], True))
         skip = skip | {"nx", "ny", "nz"}
-    rgb = [c for c in ("red", "green", "blue", "alpha") if c in names]
+    rgb: list[str] = [c for c in ("red", "green", "blue", "alpha") if c in names]
     if len(rgb) >= 3:
-        out["vertex_colors"] = np.stack([cols[c] for c in rgb], 1)
+        plan.append(("vertex_colors", rgb, False))
         skip = skip | set(rgb)
     vectors: dict[str, list[str]] = {}
     for n in names:
-        if n in skip or cols[n].ndim != 1 or cols[n].dtype.kind not in "iuf":
+        if n in skip or kinds[n] not in ("i", "u", "f"):
             continue
         base, _, k = n.rpartition("_")
         if base and k.isdigit():
             vectors.setdefault(base, []).append(n)
         else:
-            out[n] = np.ascontiguousarray(cols[n])
+            plan.append((n, [n], False))
     for base, group in vectors.items():
         group.sort(key=lambda c: int(c.rpartition("_")[2]))
         if [int(c.rpartition("_")[2]) for c in group] == list(range(len(group))) and len(group) > 1:
-            out[base] = np.stack([cols[c] for c in group], 1)
+            plan.append((base, group, False))
         else:
-            out.update({c: np.ascontiguousarray(cols[c]) for c in group})
-    return out
+            plan.extend((c, [c], False) for c in group)
+    return plan

@@ -1,0 +1,271 @@
+"""The OBJ reader's fast path: the whole buffer scanned with NumPy, no Python per line.
+
+The file is cut into blocks of whole lines (about 16 MB, so temporaries stay small). In each
+block the line starts come from one search for newlines, leading and trailing whitespace is
+stepped over for all lines at once, and the first bytes of each line say what it is (``v``,
+``vn``, ``f``, or something we skip). The tags are blanked out, and every run of consecutive
+lines of one kind is converted by NumPy's C number parser in one call. For ``f`` lines each
+corner token (``a``, ``a/b``, ``a//c``, ``a/b/c``...) is classified from its counts of numbers,
+slashes and double slashes, which locate its vertex and normal references among the numbers.
+
+:func:`scan_arrays` returns None, and the caller reads the file line by line, whenever it cannot
+vouch for giving the same result: a lone carriage return, a ``v`` or ``vn`` line without exactly
+three numbers, a token that is not a number, an unusual corner form. It never raises.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._text import parse_floats, parse_ints, spaces
+
+_BLOCK = 1 << 24
+_V, _VN, _F = 1, 2, 3
+_SLASH = ord("/")
+#: corner forms by (slashes, numbers, double slashes): where the normal reference is among the
+#: corner's numbers (-1: none)
+_FORMS = {
+    (0, 1, 0): -1,  # a
+    (1, 1, 0): -1,  # a/
+    (1, 2, 0): -1,  # a/b
+    (2, 1, 1): -1,  # a//
+    (2, 2, 0): -1,  # a/b/
+    (2, 2, 1): 1,  # a//c
+    (2, 3, 0): 2,  # a/b/c
+}
+
+
+class Scan(NamedTuple):
+    """An OBJ file's numbers before the checks: what both scanners (vectorized, per line) give.
+
+    ``V (n, 3) float64`` positions; ``k (m,)`` corner count of each ``f`` line and ``refs`` the
+    first field of every corner (as written: 1-based, or negative); ``nv_at (m,)`` how many ``v``
+    lines precede each ``f`` line. ``normals (p, 3) float64`` the ``vn`` lines (None when a ``vn``
+    line is malformed), ``normal_refs`` the third field of every corner (None unless every corner
+    has an integer one) and ``nn_at (m,)`` the ``vn`` lines preceding each ``f`` line."""
+
+    V: np.ndarray
+    k: np.ndarray
+    refs: np.ndarray
+    nv_at: np.ndarray
+    normals: np.ndarray | None
+    normal_refs: np.ndarray | None
+    nn_at: np.ndarray
+
+
+class _Faces:
+    """What the ``f`` lines gave so far."""
+
+    def __init__(self) -> None:
+        self.k: list[np.ndarray] = []
+        self.refs: list[np.ndarray] = []
+        self.normal_refs: list[np.ndarray] | None = []
+        self.nv_at: list[np.ndarray] = []
+        self.nn_at: list[np.ndarray] = []
+
+
+def scan_arrays(data: bytes) -> Scan | None:
+    """:class:`Scan` of the OBJ bytes, or None (see the module docstring)."""
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # bytes.splitlines() also ends a line at a lone "\r"
+    vertices: list[np.ndarray] = []
+    normals: list[np.ndarray] = []
+    faces = _Faces()
+    counts = [0, 0]  # v and vn lines so far
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start + _BLOCK)
+        end = len(data) if end < 0 else end + 1
+        block = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start).copy()
+        if not _scan_block(block, vertices, normals, faces, counts):
+            return None
+        start = end
+    nrefs = faces.normal_refs
+    return Scan(
+        np.concatenate(vertices) if vertices else np.zeros((0, 3)),
+        _joined(faces.k),
+        _joined(faces.refs),
+        _joined(faces.nv_at),
+        np.concatenate(normals) if normals else None,  # as the line scan: None without vn lines
+        _joined(nrefs) if normals and nrefs is not None else None,
+        _joined(faces.nn_at),
+    )
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _scan_block(
+    b: np.ndarray,
+    vertices: list[np.ndarray],
+    normals: list[np.ndarray],
+    faces: _Faces,
+    counts: list[int],
+) -> bool:
+    """Scan the lines of one block (a writable copy); False when the fast path must give up."""
+    ends = np.flatnonzero(b == 10)
+    if b[-1] != 10:
+        ends = np.append(ends, b.shape[0])  # the last line has no newline
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    first, last = _strip(b, starts, ends)
+    kind = _kinds(b, first, last)
+    # blank the tags: each run of lines of one kind is then plain numbers
+    for k, width in ((_V, 1), (_VN, 2), (_F, 1)):
+        at = first[kind == k]
+        for j in range(width):
+            b[at + j] = ord(" ")
+    runs = np.flatnonzero(np.diff(kind)) + 1
+    run_starts = np.concatenate([[0], runs])
+    run_ends = np.concatenate([runs, [kind.shape[0]]])
+    seen_v = np.cumsum(kind == _V) + counts[0]  # v lines up to and including each line
+    seen_vn = np.cumsum(kind == _VN) + counts[1]
+    for r0, r1 in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        k = int(kind[r0])
+        if k == 0:
+            continue
+        lo, hi = int(starts[r0]), int(ends[r1 - 1])
+        if k in (_V, _VN):
+            values = _floats(b[lo:hi], 3 * (r1 - r0))
+            if values is None:
+                return False
+            (vertices if k == _V else normals).append(values.reshape(-1, 3))
+        elif not _faces(b[lo:hi], starts[r0:r1] - lo, ends[r0:r1] - lo, faces):
+            return False
+        else:
+            faces.nv_at.append(seen_v[r0:r1])
+            faces.nn_at.append(seen_vn[r0:r1])
+    counts[0], counts[1] = int(seen_v[-1]), int(seen_vn[-1])
+    return True
+
+
+def _strip(b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First and one-past-last byte of each line without its surrounding whitespace."""
+    first, last = starts.copy(), ends.copy()
+    todo = np.flatnonzero(first < last)
+    while todo.shape[0]:
+        todo = todo[spaces(b[first[todo]])]
+        first[todo] += 1
+        todo = todo[first[todo] < last[todo]]
+    todo = np.flatnonzero(first < last)
+    while todo.shape[0]:
+        todo = todo[spaces(b[last[todo] - 1])]
+        last[todo] -= 1
+        todo = todo[first[todo] < last[todo]]
+    return first, last
+
+
+def _kinds(b: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Each line's kind as the line-by-line reader sees it: ``v`` and ``f`` lines start with
+    their tag and a space or tab, ``vn`` lines likewise; anything else is 0."""
+    size = last - first
+    top = b.shape[0] - 1
+    c0, c1, c2 = (b[np.minimum(first + j, top)] for j in range(3))
+    blank1 = (c1 == ord(" ")) | (c1 == ord("\t"))
+    blank2 = (c2 == ord(" ")) | (c2 == ord("\t"))
+    kind = np.zeros(first.shape[0], dtype=np.int8)
+    kind[(size >= 3) & (c0 == ord("v")) & blank1] = _V
+    kind[(size >= 4) & (c0 == ord("v")) & (c1 == ord("n")) & blank2] = _VN
+    kind[(size >= 3) & (c0 == ord("f")) & blank1] = _F
+    return kind
+
+
+def _floats(text: np.ndarray, expected: int) -> np.ndarray | None:
+    try:
+        values = parse_floats(text.tobytes())
+    except ValueError:
+        return None
+    return values if values.shape[0] == expected else None
+
+
+def _faces(text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray, faces: _Faces) -> bool:
+    """Read a run of ``f`` lines (tags blanked) into ``faces``; False when a corner has a form
+    the line-by-line reader would read differently, or a field is not an integer."""
+    space = spaces(text)
+    corner_at = np.flatnonzero(~space & np.concatenate([[True], space[:-1]]))
+    slash_at = np.flatnonzero(text == _SLASH)
+    layout = _uniform_corners(text, space, corner_at, slash_at)
+    if layout is None:
+        layout = _corner_forms(text, space, corner_at, slash_at)
+        if layout is None:
+            return False
+    text[slash_at] = ord(" ")
+    try:
+        values = parse_ints(text.tobytes())
+    except ValueError:
+        return False
+    first, normal, total = layout
+    if values.shape[0] != total:
+        return False
+    faces.k.append(np.searchsorted(corner_at, line_ends) - np.searchsorted(corner_at, line_starts))
+    faces.refs.append(values[first])
+    if faces.normal_refs is not None:
+        if normal is None:
+            faces.normal_refs = None  # some corner has no normal: none are used
+        else:
+            faces.normal_refs.append(values[normal])
+    return True
+
+
+_Layout = tuple[np.ndarray, np.ndarray | None, int]
+
+
+def _uniform_corners(
+    text: np.ndarray, space: np.ndarray, corner_at: np.ndarray, slash_at: np.ndarray
+) -> _Layout | None:
+    """Where each corner's vertex and normal references are among the run's numbers when every
+    corner has one form, ``a``, ``a/b``, ``a//c`` or ``a/b/c`` (checked on the positions of the
+    slashes alone); None otherwise. Returns (vertex positions, normal positions or None, count
+    of numbers)."""
+    c = corner_at.shape[0]
+    if slash_at.shape[0] == 0:
+        return np.arange(c), None, c
+    if text[corner_at[0]] == _SLASH:
+        return None
+    per = slash_at.shape[0] // c  # slashes per corner
+    if slash_at.shape[0] != per * c or per not in (1, 2):
+        return None
+    nxt = np.append(corner_at[1:], text.shape[0])
+    first, last = slash_at[::per], slash_at[per - 1 :: per]
+    # each corner's slashes lie inside it, after its first character...
+    if not bool(((corner_at < first) & (last < nxt)).all()):
+        return None
+    # ...and a field follows the last one
+    tail = last + 1
+    if int(tail[-1]) >= text.shape[0] or bool((space[tail] | (text[tail] == _SLASH)).any()):
+        return None
+    if per == 1:  # a/b
+        return np.arange(0, 2 * c, 2), None, 2 * c
+    if bool((last == first + 1).all()):  # a//c
+        return np.arange(0, 2 * c, 2), np.arange(1, 2 * c, 2), 2 * c
+    if bool((last > first + 1).all()):  # a/b/c
+        return np.arange(0, 3 * c, 3), np.arange(2, 3 * c, 3), 3 * c
+    return None
+
+
+def _corner_forms(
+    text: np.ndarray, space: np.ndarray, corner_at: np.ndarray, slash_at: np.ndarray
+) -> _Layout | None:
+    """:func:`_uniform_corners` for corners of mixed forms: each corner's counts of numbers,
+    slashes and double slashes say which form it has."""
+    if bool((text[corner_at] == _SLASH).any()):
+        return None  # a corner without its vertex field
+    slash = np.zeros(text.shape[0], dtype=bool)
+    slash[slash_at] = True
+    before_sep = np.concatenate([[True], space[:-1] | slash[:-1]])
+    number = (~space & ~slash & before_sep).view(np.uint8)
+    double = (slash & np.concatenate([slash[1:], [False]])).view(np.uint8)
+    n_numbers = np.add.reduceat(number, corner_at, dtype=np.int64)
+    n_slashes = np.add.reduceat(slash.view(np.uint8), corner_at, dtype=np.int64)
+    n_doubles = np.add.reduceat(double, corner_at, dtype=np.int64)
+    form = n_slashes * 100 + n_numbers * 10 + n_doubles
+    where_normal = np.full(form.shape[0], -2, dtype=np.int64)
+    for (s, n, d), at in _FORMS.items():
+        where_normal[form == s * 100 + n * 10 + d] = at
+    if bool((where_normal == -2).any()):
+        return None
+    first = np.cumsum(n_numbers) - n_numbers  # each corner's first number
+    normal = None if bool((where_normal < 0).any()) else first + where_normal
+    return first, normal, int(n_numbers.sum())
