@@ -77,11 +77,19 @@ def device_name() -> str:
 
 
 def run_case(
-    case: Case, mesh_cpu: TriMesh, mesh_gpu: TriMesh, bw: float, repeat: int, with_cpu: bool
-) -> dict[str, Any]:
+    case: Case,
+    mesh_cpu: TriMesh,
+    mesh_gpu: TriMesh,
+    bw: float,
+    repeat: int,
+    with_cpu: bool,
+    cpu_max_faces: int,
+) -> dict[str, Any] | None:
     op = OPS.get(case.op)
     params = op.parse_params(case.params)
     assert op.cupy is not None
+    if mesh_cpu.n_faces > case.gpu_max_faces:
+        return None
     t_gpu = gpu_time(lambda: op.cupy(mesh_gpu, params), repeat)
     n, m = mesh_cpu.n_vertices, mesh_cpu.n_faces
     row: dict[str, Any] = {
@@ -92,7 +100,7 @@ def run_case(
         "gpu_s": t_gpu,
         "floor_s": case.floor_bytes(n, m) / bw,
     }
-    if with_cpu and m <= case.cpu_max_faces:
+    if with_cpu and m <= min(case.cpu_max_faces, cpu_max_faces):
         row["numpy_s"] = cpu_time(lambda: op.numpy(mesh_cpu, params), 1)
         V = mesh_cpu.V.astype(np.float64)
         F = mesh_cpu.F.astype(np.int64)
@@ -212,6 +220,11 @@ def main() -> None:
     ap.add_argument("--sizes", default="1e6,4e6,16e6", help="minimum face counts")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--no-cpu", action="store_true", help="skip NumPy and library timings")
+    ap.add_argument(
+        "--cpu-max-faces",
+        default="2e7",
+        help="largest mesh the NumPy twins and CPU libraries are timed on",
+    )
     ap.add_argument("--wald", default="4096,8192", help="quad-soup sizes for the weld benchmark")
     ap.add_argument("--shuffle", action="store_true", help="shuffle vertex and face order")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
@@ -252,7 +265,17 @@ def main() -> None:
         mesh_gpu.topology.boundary_edges  # noqa: B018  (built once, as inside a job)
         mesh_cpu.topology.boundary_edges  # noqa: B018
         for case in cases():
-            row = run_case(case, mesh_cpu, mesh_gpu, bw, args.repeat, not args.no_cpu)
+            row = run_case(
+                case,
+                mesh_cpu,
+                mesh_gpu,
+                bw,
+                args.repeat,
+                not args.no_cpu,
+                int(float(args.cpu_max_faces)),
+            )
+            if row is None:
+                continue
             report["ops"].append(row)
             print(json.dumps(row), flush=True)
         for device in ("gpu", "cpu"):

@@ -20,6 +20,8 @@ class Case:
     libs: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = field(default_factory=dict)
     #: largest face count the NumPy twin and the libraries are timed at (they are slow)
     cpu_max_faces: int = 20_000_000
+    #: largest face count the GPU implementation suits (a case above it is to be skipped)
+    gpu_max_faces: int = 1_000_000_000
 
 
 def _igl() -> Any:
@@ -94,6 +96,81 @@ def libs_stats() -> dict[str, Callable[..., Any]]:
     return {"trimesh": tm}
 
 
+def libs_face_areas() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {}
+    igl = _igl()
+    if igl is not None:
+        out["libigl"] = lambda V, F: igl.doublearea(V, F) / 2.0
+    out["trimesh"] = lambda V, F: _trimesh(V, F).area_faces
+    return out
+
+
+def libs_edge_lengths() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {}
+    igl = _igl()
+    if igl is not None:
+        out["libigl"] = lambda V, F: igl.edge_lengths(V, F)
+    out["trimesh"] = lambda V, F: _trimesh(V, F).edges_unique_length
+    return out
+
+
+def libs_mean_curvature() -> dict[str, Callable[..., Any]]:
+    """libigl's cotangent matrix and Voronoi mass give the same operator (Meyer et al.)."""
+    igl = _igl()
+    if igl is None:
+        return {}
+
+    def cot(V: np.ndarray, F: np.ndarray) -> Any:
+        K = igl.cotmatrix(V, F) @ V
+        M = igl.massmatrix(V, F, igl.MASSMATRIX_TYPE_VORONOI).diagonal()
+        return 0.5 * np.linalg.norm(K / M[:, None], axis=1)
+
+    return {"libigl": cot}
+
+
+def libs_laplacian_smooth() -> dict[str, Callable[..., Any]]:
+    import trimesh.smoothing
+
+    return {
+        "trimesh": lambda V, F: trimesh.smoothing.filter_laplacian(
+            _trimesh(V, F), lamb=0.5, iterations=10, volume_constraint=False
+        )
+    }
+
+
+def libs_taubin_smooth() -> dict[str, Callable[..., Any]]:
+    import trimesh.smoothing
+
+    mu = 1.0 / (0.1 - 1.0 / 0.5)  # the op's default pass band 0.1 with lambda 0.5
+    return {
+        "trimesh": lambda V, F: trimesh.smoothing.filter_taubin(
+            _trimesh(V, F), lamb=0.5, nu=-mu, iterations=10
+        )
+    }
+
+
+def libs_geodesic_distance() -> dict[str, Callable[..., Any]]:
+    """Heat-method solvers with their factorization included (one source, as the case)."""
+    out: dict[str, Callable[..., Any]] = {}
+    igl = _igl()
+    if igl is not None:
+
+        def heat(V: np.ndarray, F: np.ndarray) -> Any:
+            data = igl.HeatGeodesicsData()
+            igl.heat_geodesics_precompute(V, F, data)
+            return igl.heat_geodesics_solve(data, np.array([0], dtype=np.int64))
+
+        out["libigl"] = heat
+    try:
+        import potpourri3d
+    except ImportError:
+        return out
+    out["potpourri3d"] = lambda V, F: potpourri3d.MeshHeatMethodDistanceSolver(
+        V, F, t_coef=1.0, use_robust=False
+    ).compute_distance(0)
+    return out
+
+
 V12, F12, N12 = 12, 12, 12
 
 
@@ -124,4 +201,62 @@ def cases() -> list[Case]:
         ),
         Case("remove_degenerate_faces", {}, lambda n, m: V12 * n + 2 * F12 * m, {}),
         Case("stats", {}, lambda n, m: V12 * n + F12 * m, libs_stats(), cpu_max_faces=5_000_000),
+        Case("face_areas", {}, lambda n, m: V12 * n + F12 * m + 4 * m, libs_face_areas()),
+        # sides (12 m) and, for the report, the unique edges' EV and float64 lengths (3m/2 each)
+        Case(
+            "edge_lengths",
+            {},
+            lambda n, m: V12 * n + F12 * m + 12 * m + (8 + 8) * (3 * m // 2),
+            libs_edge_lengths(),
+        ),
+        Case("face_quality", {}, lambda n, m: V12 * n + F12 * m + 8 * m + 4 * m, {}),
+        Case("mean_curvature", {}, lambda n, m: V12 * n + F12 * m + 4 * n, libs_mean_curvature()),
+        # ten steps, each reading and writing every position at least once (in float64: 24 n)
+        Case(
+            "laplacian_smooth",
+            {"iterations": 10},
+            lambda n, m: V12 * n + 2 * 24 * n * 10 + (8 * 3 * m // 2) * 10 + V12 * n,
+            libs_laplacian_smooth(),
+            cpu_max_faces=5_000_000,
+        ),
+        Case(
+            "laplacian_smooth",
+            {"weights": "cotangent", "iterations": 10},
+            lambda n, m: V12 * n + (2 * 24 * n + F12 * m + 12 * m) * 10 + V12 * n,
+            {},
+            cpu_max_faces=5_000_000,
+        ),
+        Case(
+            "taubin_smooth",
+            {"iterations": 10},
+            lambda n, m: V12 * n + 2 * 24 * n * 20 + (8 * 3 * m // 2) * 20 + V12 * n,
+            libs_taubin_smooth(),
+            cpu_max_faces=5_000_000,
+        ),
+        # one step: positions and normals in, positions out; the neighbourhoods are not counted
+        Case(
+            "bilateral_denoise",
+            {},
+            lambda n, m: V12 * n + F12 * m + 24 * n + V12 * n,
+            {},
+            cpu_max_faces=5_000_000,
+        ),
+    ]
+
+
+def size_limited_cases() -> list[Case]:
+    """Cases that must not run at the default benchmark sizes: ``python -m bench`` times every
+    case at every size on the GPU, so these join :func:`cases` once it skips a case above its
+    ``gpu_max_faces``. ``average_attribute`` has no case: the benchmark meshes carry no
+    attribute to average, and a case runs one op on a bare mesh."""
+    return [
+        # the heat system is solved by SuperLU (see the op's docstring): a million faces at most
+        Case(
+            "geodesic_distance",
+            {"sources": [0]},
+            lambda n, m: V12 * n + F12 * m + 4 * n,
+            libs_geodesic_distance(),
+            cpu_max_faces=1_200_000,
+            gpu_max_faces=1_200_000,
+        ),
     ]

@@ -228,6 +228,19 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def save_artifacts(artifacts: dict[str, Any], output: str) -> list[str]:
+    """Artifacts beside the output file: ``<stem>.<name>.npz`` (SciPy sparse)."""
+    from workers.engine.artifacts import serialize_matrix
+
+    stem = str(Path(output).with_suffix(""))
+    written = []
+    for name, value in artifacts.items():
+        path = f"{stem}.{name}.npz"
+        Path(path).write_bytes(serialize_matrix(value, "npz"))
+        written.append(path)
+    return written
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from workers.engine import EngineError, TriMesh
 
@@ -239,6 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = mesh.run(steps, device=args.device)
         t2 = time.perf_counter()
         result.mesh.save(args.output, attributes=args.attribute or None)
+        written = save_artifacts(result.artifacts, args.output)
         t3 = time.perf_counter()
     except EngineError as exc:
         print(
@@ -260,6 +274,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{args.output}: {result.mesh.n_vertices} vertices, {result.mesh.n_faces} faces "
             f"(write {t3 - t2:.3f}s, {result.backend})"
         )
+        for path in written:
+            print(f"{path}: artifact")
     return 0
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workers.engine.artifacts import MATRIX_FORMATS
 from workers.engine.io import OUTPUT_FORMATS
 from workers.engine.ops import OPS
 
@@ -15,6 +16,7 @@ _STEP_MODELS = tuple(OPS.step_models())
 Step = Annotated[Union[_STEP_MODELS], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
 
 OutputFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
+MatrixFormat = Literal[MATRIX_FORMATS]  # type: ignore[valid-type]
 
 
 class OutputSpec(BaseModel):
@@ -26,6 +28,11 @@ class OutputSpec(BaseModel):
         max_length=64,
         description="Attributes to write into the result; all of them when omitted. Each must be "
         "produced by the pipeline (or present in the input) and fit the format.",
+    )
+    matrix_format: MatrixFormat = Field(
+        "npz",
+        description="File format of matrix artifacts (e.g. from laplacian_matrix): SciPy "
+        "sparse NPZ or Matrix Market.",
     )
 
 
@@ -56,6 +63,14 @@ class ResultPublic(BaseModel):
     media_type: str
 
 
+class ArtifactPublic(BaseModel):
+    url: str
+    format: str
+    bytes: int
+    filename: str
+    media_type: str
+
+
 class ErrorPublic(BaseModel):
     code: str
     message: str
@@ -67,6 +82,7 @@ class InputPublic(BaseModel):
     bytes: int
     vertices: int
     faces: int
+    parts: list[str] = Field(default_factory=list, description="File names, in upload order.")
 
 
 class JobPublic(BaseModel):
@@ -94,6 +110,9 @@ class JobPublic(BaseModel):
     error: ErrorPublic | None = None
     input: InputPublic | None = None
     result: ResultPublic | None = None
+    artifacts: dict[str, ArtifactPublic] = Field(
+        default_factory=dict, description="Files beside the mesh (sparse matrices), by name."
+    )
     spec: dict[str, Any]
 
 
@@ -120,6 +139,16 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
             filename=r["filename"],
             media_type=r["media_type"],
         )
+    artifacts = {}
+    if state == "succeeded":
+        for name, a in (rec.get("artifacts") or {}).items():
+            artifacts[name] = ArtifactPublic(
+                url=f"{url}/artifacts/{name}",
+                format=a["format"],
+                bytes=a["bytes"],
+                filename=a["filename"],
+                media_type=a["media_type"],
+            )
     return JobPublic(
         id=rec["id"],
         url=url,
@@ -141,6 +170,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
         error=ErrorPublic(**rec["error"]) if rec.get("error") else None,
         input=InputPublic(**rec["input"]) if rec.get("input") else None,
         result=result,
+        artifacts=artifacts,
         spec=rec.get("spec") or {},
     )
 

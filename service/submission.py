@@ -68,11 +68,30 @@ def check_output(spec: JobCreate, mesh: TriMesh) -> None:
             )
 
 
-def body_hash(spec_text: str, data: bytes) -> str:
+MAX_FILES = 64
+
+
+def body_hash(spec_text: str, files: list[tuple[str, bytes]]) -> str:
     h = hashlib.sha256()
     h.update(hashlib.sha256(spec_text.encode()).digest())
-    h.update(data)
+    for name, data in files:
+        h.update(hashlib.sha256(name.encode()).digest())
+        h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
+
+
+def load_files(files: list[tuple[str, bytes]], max_expanded: int) -> TriMesh:
+    """One mesh from the uploaded files: the file itself, or all of them side by side."""
+    if len(files) > MAX_FILES:
+        raise ProblemError(
+            422,
+            "upload.too_many_files",
+            "too many mesh files in one job",
+            files=len(files),
+            limit=MAX_FILES,
+        )
+    meshes = [load_bytes(data, name, max_expanded=max_expanded) for name, data in files]
+    return meshes[0] if len(meshes) == 1 else TriMesh.concatenate(meshes)
 
 
 @dataclass
@@ -104,14 +123,13 @@ def accept(
     queue: JobQueue,
     store: BlobStore,
     spec_text: str,
-    data: bytes,
-    filename: str,
+    files: list[tuple[str, bytes]],
     idempotency_key: str | None,
     upload_seconds: float,
     max_expanded: int,
     deadline_limit: int,
 ) -> Accepted:
-    digest = body_hash(spec_text, data) if idempotency_key else ""
+    digest = body_hash(spec_text, files) if idempotency_key else ""
     earlier = check_idempotency(queue, idempotency_key, digest)
     if earlier:
         return Accepted(earlier, True)
@@ -124,7 +142,7 @@ def accept(
             limit_seconds=deadline_limit,
         )
     t = time.perf_counter()
-    mesh = load_bytes(data, filename, max_expanded=max_expanded)
+    mesh = load_files(files, max_expanded)
     parse_s = time.perf_counter() - t
     check_output(spec, mesh)
 
@@ -135,10 +153,11 @@ def accept(
         spec_dict["deadline_seconds"] = deadline_limit
     store.put_bytes(input_key(job_id), encode_input(mesh))
     inp = {
-        "name": filename[-200:],
-        "bytes": len(data),
+        "name": files[0][0][-200:],
+        "bytes": sum(len(d) for _, d in files),
         "vertices": mesh.n_vertices,
         "faces": mesh.n_faces,
+        "parts": [name[-200:] for name, _ in files],
     }
     manifest = {
         "id": job_id,

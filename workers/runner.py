@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
+from .engine.artifacts import serialize_matrix
 from .engine.io import serialize
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import run_pipeline
-from .queue.blobs import BlobStore, input_key, result_key
+from .queue.blobs import BlobStore, artifact_key, input_key, result_key
 
 Progress = Callable[[float, str], None]
 
@@ -101,9 +103,22 @@ def execute(
     t = time.perf_counter()
     key = result_key(job_id, attempt, fmt)
     store.put_bytes(key, data)
+    stem = (input_name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "result")[:100]
+    artifacts = {}
+    mfmt = output.get("matrix_format", "npz")
+    for name, value in result.artifacts.items():
+        blob = serialize_matrix(value, mfmt)
+        akey = artifact_key(job_id, attempt, name, mfmt)
+        store.put_bytes(akey, blob)
+        artifacts[name] = {
+            "key": akey,
+            "format": mfmt,
+            "bytes": len(blob),
+            "filename": f"{stem}.{name}.{mfmt}",
+            "media_type": MATRIX_MEDIA_TYPES[mfmt],
+        }
     timings["store"] = time.perf_counter() - t
 
-    stem = (input_name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "result")[:100]
     return {
         "result": {
             "key": key,
@@ -126,4 +141,5 @@ def execute(
             for s in result.steps
         ],
         "backend": result.backend,
+        "artifacts": artifacts,
     }

@@ -47,24 +47,24 @@ async def create_job(
     settings: SettingsDep,
     base: BaseUrlDep,
     mesh: Annotated[
-        UploadFile,
+        list[UploadFile],
         File(
-            description="The mesh file (OBJ, PLY, STL, OFF, GLB, glTF "
-            "in a zip, NPZ; or one of them in .zip/.gz)."
+            description="The mesh file (OBJ, PLY, STL, OFF, GLB, glTF in a zip, NPZ; or one of "
+            "them in .zip/.gz). Several `mesh` parts are joined side by side, each face keeping "
+            "its file's index in the `part` attribute: start the pipeline with `merge`."
         ),
     ],
     spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> JSONResponse:
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
-    data = await mesh.read()
+    files = [(m.filename or "", await m.read()) for m in mesh]
     accepted = await run_in_threadpool(
         accept,
         queue=queue,
         store=store,
         spec_text=spec,
-        data=data,
-        filename=mesh.filename or "",
+        files=files,
         idempotency_key=idempotency_key,
         upload_seconds=upload_s,
         max_expanded=settings.max_expanded_bytes,
@@ -99,6 +99,38 @@ def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
     summary="Download the processed mesh",
 )
 def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
+    rec = _finished(queue, job_id)
+    return _file(store, rec["result"], job_id)
+
+
+@router.get(
+    "/{job_id}/artifacts/{name}",
+    responses={
+        200: {
+            "content": {"application/octet-stream": {}},
+            "description": "A file the pipeline produced beside the mesh (a sparse matrix).",
+        },
+        **_ERRORS,
+    },
+    response_class=FileResponse,
+    summary="Download an artifact (e.g. the Laplacian matrix)",
+)
+def get_artifact(job_id: str, name: str, queue: QueueDep, store: StoreDep) -> FileResponse:
+    rec = _finished(queue, job_id)
+    art = (rec.get("artifacts") or {}).get(name)
+    if art is None:
+        raise ProblemError(
+            404,
+            "artifact.not_found",
+            "the job has no such artifact",
+            id=job_id,
+            name=name[:64],
+            available=sorted(rec.get("artifacts") or {}),
+        )
+    return _file(store, art, job_id)
+
+
+def _finished(queue: Any, job_id: str) -> dict[str, Any]:
     rec = _record(queue, job_id)
     if rec.get("expires_at") and time.time() > rec["expires_at"]:
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
@@ -106,11 +138,14 @@ def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
         raise ProblemError(
             409, "job.not_ready", "the job has no result", id=job_id, state=rec.get("state")
         )
-    r = rec["result"]
-    path = store.local_path(r["key"])
+    return rec
+
+
+def _file(store: Any, blob: dict[str, Any], job_id: str) -> FileResponse:
+    path = store.local_path(blob["key"])
     if path is None or not path.is_file():
         raise ProblemError(410, "job.result_missing", "the result is no longer stored", id=job_id)
-    return FileResponse(path, media_type=r["media_type"], filename=r["filename"])
+    return FileResponse(path, media_type=blob["media_type"], filename=blob["filename"])
 
 
 @router.delete(

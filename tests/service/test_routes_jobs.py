@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from tests.conftest import mesh_path
 from tests.service.helpers import assert_problem, spec, submit, wait
 from workers.engine.io import load_bytes
 from workers.queue import keys
@@ -23,11 +24,13 @@ def test_submit_answers_202_with_location_and_queued_record(client, redis_client
     assert r.headers["location"] == job["url"]
     assert job["url"].endswith(f"/v1/jobs/{job['id']}")
     assert job["state"] == "queued" and job["attempts"] == 0
+    cube_bytes = len(mesh_path("rx-cube.obj").read_bytes())
     assert job["input"] == {
         "name": "rx-cube.obj",
-        "bytes": len(r.request.content) and job["input"]["bytes"],
+        "bytes": cube_bytes,
         "vertices": 8,
         "faces": 12,
+        "parts": ["rx-cube.obj"],
     }
     assert set(job["timings"]) >= {"upload", "parse", "store_input"}
     assert redis_client.exists(keys.job(job["id"]))
@@ -225,3 +228,45 @@ def test_gpu_job_end_to_end(client, workers):
     np.testing.assert_array_equal(a.F, b.F)
     for k, tol in (("vertex_normals", 2e-4), ("gaussian_curvature", 2e-4)):
         np.testing.assert_allclose(a.vertex_attrs[k], b.vertex_attrs[k], atol=tol)
+
+
+def test_several_files_merge_into_one_mesh(client, workers):
+    workers.start("w1")
+    cube = mesh_path("rx-cube.obj").read_bytes()
+    files = [("mesh", ("a.obj", cube)), ("mesh", ("b.obj", cube))]
+    body = spec({"op": "merge", "keep_parts": True}, "stats", fmt="npz")
+    r = client.post("/v1/jobs", files=files, data={"spec": body})
+    assert r.status_code == 202, r.text
+    assert r.json()["input"]["parts"] == ["a.obj", "b.obj"]
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    merged = job["reports"][0]["report"]
+    assert merged["parts"] == 2 and merged["vertices_after"] == 8  # the same cube twice
+    mesh = load_bytes(client.get(job["result"]["url"]).content, "r.npz")
+    assert sorted(set(mesh.face_attrs["part"].tolist())) == [0, 1]
+
+
+def test_laplacian_matrix_artifacts(client, workers):
+    import scipy.io
+    import scipy.sparse as sp
+
+    workers.start("w1")
+    body = json.dumps(
+        {
+            "pipeline": [{"op": "laplacian_matrix"}],
+            "output": {"format": "ply", "matrix_format": "mtx"},
+        }
+    )
+    job = wait(client, submit(client, "rx-sphere3.obj", body).json()["url"])
+    assert job["state"] == "succeeded", job
+    assert set(job["artifacts"]) == {"laplacian", "mass"}
+    art = job["artifacts"]["laplacian"]
+    assert art["filename"] == "rx-sphere3.laplacian.mtx"
+    L = sp.csr_matrix(scipy.io.mmread(io.BytesIO(client.get(art["url"]).content)))
+    assert L.shape == (386, 386)
+    assert abs(L @ np.ones(386)).max() < 1e-9  # constants are in the null space
+    assert abs(L - L.T).max() < 1e-12
+    M = scipy.io.mmread(io.BytesIO(client.get(job["artifacts"]["mass"]["url"]).content))
+    assert M.diagonal().sum() == pytest.approx(job["stats_after"]["area"], rel=1e-9)
+    missing = client.get(job["url"] + "/artifacts/nope")
+    assert_problem(missing, 404, "artifact.not_found")

@@ -249,13 +249,17 @@ class TriMesh:
 
         def common(attrs: list[dict[str, Any]]) -> dict[str, Any]:
             names = set.intersection(*(set(a) for a in attrs))
-            return {k: xp.concatenate([a[k] for a in attrs]) for k in sorted(names)
-                    if len({a[k].shape[1:] for a in attrs}) == 1}
+            return {
+                k: xp.concatenate([a[k] for a in attrs])
+                for k in sorted(names)
+                if len({a[k].shape[1:] for a in attrs}) == 1
+            }
 
         va = common([m.vertex_attrs for m in meshes])
         fa = common([m.face_attrs for m in meshes])
-        fa["part"] = xp.concatenate([xp.full(m.n_faces, i, dtype=xp.int32)
-                                     for i, m in enumerate(meshes)])
+        fa["part"] = xp.concatenate(
+            [xp.full(m.n_faces, i, dtype=xp.int32) for i, m in enumerate(meshes)]
+        )
         return cls(V, F.astype(xp.int32), va, fa, source=meshes[0].source)
 
     # -------------------------------------------------------------- library

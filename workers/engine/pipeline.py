@@ -73,6 +73,8 @@ class PipelineResult:
     steps: list[StepReport] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     backend: str = "numpy"
+    #: artifacts of all steps by name (a later step's artifact replaces an earlier one's)
+    artifacts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reports(self) -> dict[str, dict[str, Any]]:
@@ -123,6 +125,7 @@ def run_pipeline(
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())
         mesh = out.mesh
+        result.artifacts.update(out.artifacts)
         result.timings[f"{i}:{step.op.name}"] = dt
         result.steps.append(
             StepReport(step.op.name, step.params.model_dump(), dt, impl_backend, out.report)

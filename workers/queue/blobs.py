@@ -132,5 +132,9 @@ def result_key(job_id: str, attempt: int, fmt: str) -> str:
     return f"jobs/{job_id}/result-a{attempt}.{fmt}"
 
 
+def artifact_key(job_id: str, attempt: int, name: str, fmt: str) -> str:
+    return f"jobs/{job_id}/artifact-{name}-a{attempt}.{fmt}"
+
+
 def job_prefix(job_id: str) -> str:
     return f"jobs/{job_id}"

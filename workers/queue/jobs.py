@@ -44,6 +44,7 @@ JSON_FIELDS = (
     "input",
     "result",
     "patches",
+    "artifacts",
 )
 FLOAT_FIELDS = (
     "created_at",

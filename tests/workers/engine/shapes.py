@@ -187,3 +187,107 @@ NON_MANIFOLD_VERTICES = {"cow.obj": 1, "suzanne.obj": 2, "teapot.obj": 1}
 MANIFOLD = [
     n for n in SHARED if README_COUNTS[n].non_manifold_edges == 0 and n not in NON_MANIFOLD_VERTICES
 ]
+
+
+# ------------------------------------------------------------------------------ geometry helpers
+@functools.cache
+def unit_sphere(name: str) -> TriMesh:
+    """One of the SPHERES, centred at its vertex mean and scaled so that the mean distance of
+    its vertices from the centre is 1 (float64). rx-sphere3's vertices then lie on the unit
+    sphere to 3e-8; el_topo's to 0.15 % (standard deviation of the radius)."""
+    m = load(name)
+    V = np.asarray(m.V, dtype=np.float64)
+    V = V - V.mean(axis=0)
+    V /= np.linalg.norm(V, axis=1).mean()
+    return mesh(V, m.F)
+
+
+def boundary_mask(m: TriMesh) -> np.ndarray:
+    """(n_vertices,) bool: vertices on an edge with exactly one face."""
+    topo = m.topology
+    out = np.zeros(m.n_vertices, dtype=bool)
+    out[np.asarray(topo.EV)[np.asarray(topo.boundary_edges)].ravel()] = True
+    return out
+
+
+def grid(n: int, *, jitter: float = 0.0, seed: int = 0) -> TriMesh:
+    """An (n+1) x (n+1) vertex grid on [0, 1]^2 in z = 0, each square cut along its diagonal
+    into two counter-clockwise triangles; interior vertices moved in the plane by up to
+    ``jitter`` cell widths (seeded), which keeps every triangle positively oriented for
+    ``jitter < 0.25``."""
+    rng = np.random.default_rng(seed)
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    V = np.stack([i.ravel() / n, j.ravel() / n, np.zeros(i.size)], axis=1)
+    inner = (i.ravel() > 0) & (i.ravel() < n) & (j.ravel() > 0) & (j.ravel() < n)
+    V[inner, :2] += rng.uniform(-jitter, jitter, size=(int(inner.sum()), 2)) / n
+    idx = (i * (n + 1) + j)[:-1, :-1].ravel()
+    a, b, c, d = idx, idx + (n + 1), idx + (n + 2), idx + 1
+    F = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    return mesh(V, F)
+
+
+def vertex_normals64(m: TriMesh) -> np.ndarray:
+    """(n_vertices, 3) unit area-weighted vertex normals, computed here in float64 (independent
+    of the engine's operation)."""
+    V, F = np.asarray(m.V, dtype=np.float64), np.asarray(m.F)
+    cross = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
+    N = np.zeros_like(V)
+    for k in range(3):
+        np.add.at(N, F[:, k], cross)
+    length = np.linalg.norm(N, axis=1, keepdims=True)
+    return N / np.where(length > 0, length, 1.0)
+
+
+def with_normal_noise(m: TriMesh, scale: float, *, seed: int = 0) -> TriMesh:
+    """The mesh with every vertex moved along its normal by a uniform random offset in
+    ``[-scale, scale]`` times the mean edge length (seeded)."""
+    rng = np.random.default_rng(seed)
+    V = np.asarray(m.V, dtype=np.float64)
+    offset = rng.uniform(-scale, scale, m.n_vertices) * mean_edge_length(m)
+    return mesh(V + offset[:, None] * vertex_normals64(m), m.F)
+
+
+def mean_edge_length(m: TriMesh) -> float:
+    V, F = np.asarray(m.V, dtype=np.float64), np.asarray(m.F)
+    e = np.unique(np.sort(np.stack([F.ravel(), F[:, [1, 2, 0]].ravel()], 1), axis=1), axis=0)
+    return float(np.linalg.norm(V[e[:, 0]] - V[e[:, 1]], axis=1).mean())
+
+
+def roughness(m: TriMesh) -> float:
+    """Mean distance of a vertex from the mean of its edge neighbours (the umbrella vector), in
+    units of the mean edge length: 0 only where every vertex is the centroid of its one-ring."""
+    V, F = np.asarray(m.V, dtype=np.float64), np.asarray(m.F)
+    e = np.unique(np.sort(np.stack([F.ravel(), F[:, [1, 2, 0]].ravel()], 1), axis=1), axis=0)
+    e = e[e[:, 0] != e[:, 1]]
+    acc = np.zeros_like(V)
+    np.add.at(acc, e[:, 0], V[e[:, 1]])
+    np.add.at(acc, e[:, 1], V[e[:, 0]])
+    deg = np.bincount(e.ravel(), minlength=m.n_vertices)
+    has = deg > 0
+    umbrella = acc[has] / deg[has, None] - V[has]
+    return float(np.linalg.norm(umbrella, axis=1).mean()) / mean_edge_length(m)
+
+
+def mean_radius(m: TriMesh) -> float:
+    """Mean distance of the vertices from their mean (the radius of a centred sphere)."""
+    V = np.asarray(m.V, dtype=np.float64)
+    return float(np.linalg.norm(V - V.mean(axis=0), axis=1).mean())
+
+
+def radial_deviation(m: TriMesh) -> float:
+    """Standard deviation over mean of the vertices' distances from their mean: the distance
+    from a sphere, relative to its size (0 for points on a centred sphere)."""
+    V = np.asarray(m.V, dtype=np.float64)
+    r = np.linalg.norm(V - V.mean(axis=0), axis=1)
+    return float(r.std() / r.mean())
+
+
+def strip(n: int) -> TriMesh:
+    """A 1 x n strip of unit squares along x, each cut into two triangles: 2 (n + 1) vertices,
+    vertex ``2 i`` at ``(i, 0, 0)`` and ``2 i + 1`` at ``(i, 1, 0)``."""
+    V = [(i, j, 0) for i in range(n + 1) for j in (0, 1)]
+    F = []
+    for i in range(n):
+        a, b, c, d = 2 * i, 2 * i + 2, 2 * i + 3, 2 * i + 1
+        F += [(a, b, c), (a, c, d)]
+    return mesh(V, F)

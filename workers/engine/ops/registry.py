@@ -48,10 +48,12 @@ class Output:
 
 @dataclass
 class OpResult:
-    """What an implementation returns: the mesh after the op and a JSON-able report."""
+    """What an implementation returns: the mesh after the op, a JSON-able report, and artifacts
+    that are not per-element attributes (sparse matrices), written beside the mesh."""
 
     mesh: TriMesh
     report: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, Any] = field(default_factory=dict)
 
 
 Impl = Callable[[TriMesh, Any], OpResult]
@@ -67,6 +69,7 @@ class Operation:
     cupy: Impl | None = None
     outputs: dict[str, Output] = field(default_factory=dict)
     reports: str = ""  # what the report holds, in words
+    artifacts: dict[str, str] = field(default_factory=dict)  # name -> description
 
     @property
     def description(self) -> str:
@@ -106,6 +109,7 @@ class Operation:
                 for k, o in self.outputs.items()
             },
             "report": self.reports,
+            "artifacts": self.artifacts,
         }
 
 
