@@ -42,3 +42,18 @@ def serialize_matrix(a: Any, fmt: str) -> bytes:
     text = io.BytesIO()
     scipy.io.mmwrite(text, sp.coo_matrix(m) if sp.issparse(m) else np.asarray(m))
     return text.getvalue()
+
+
+def load_matrix(data: bytes, fmt: str) -> Any:
+    """The inverse of :func:`serialize_matrix`: a SciPy CSR matrix (or array)."""
+    import inspect
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    if fmt == "npz":
+        return sp.load_npz(io.BytesIO(data)).tocsr()
+    # newer SciPy warns unless told which sparse type to return
+    kw = {"spmatrix": True} if "spmatrix" in inspect.signature(scipy.io.mmread).parameters else {}
+    m = scipy.io.mmread(io.BytesIO(data), **kw)
+    return sp.csr_matrix(m) if sp.issparse(m) else m
