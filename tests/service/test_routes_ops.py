@@ -15,7 +15,7 @@ def test_catalogue_lists_every_operation_with_its_schema(client):
     tol = weld["params"]["properties"]["tolerance"]
     assert tol["minimum"] == 0 and tol["default"] == 0 and tol["description"]
     vn = body["data"][names.index("vertex_normals")]
-    assert vn["params"]["properties"]["weighting"]["enum"] == ["area", "angle", "uniform"]
+    assert vn["params"]["properties"]["weighting"]["enum"] == ["area", "angle", "uniform", "max"]
     assert vn["outputs"]["vertex_normals"]["element"] == "vertex"
     assert "cpu" in vn["backends"]
 

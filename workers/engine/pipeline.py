@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import backend as _backend
-from .errors import SpecError
+from .errors import MeshError, SpecError
 from .mesh import TriMesh
 from .ops import OPS, Operation, OpParams
 
@@ -113,6 +113,8 @@ def run_pipeline(
         _sync(mesh)
         result.timings["transfer"] = time.perf_counter() - t0
     n = max(len(steps), 1)
+    if steps and mesh.n_faces == 0:
+        raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=mesh.n_vertices)
     for i, step in enumerate(steps):
         if progress:
             progress(i / n, step.op.name)
@@ -125,6 +127,13 @@ def run_pipeline(
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())
         mesh = out.mesh
+        if mesh.n_faces == 0:  # nothing later could use it, and an empty file helps nobody
+            raise MeshError(
+                "the pipeline left the mesh with no faces",
+                code="mesh.no_faces_left",
+                op=step.op.name,
+                step=i,
+            )
         result.artifacts.update(out.artifacts)
         result.timings[f"{i}:{step.op.name}"] = dt
         result.steps.append(

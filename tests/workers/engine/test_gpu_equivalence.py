@@ -31,7 +31,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "remove_degenerate_faces": [{}, {"geometric": False}],
     "stats": [{}],
     "face_normals": [{}],
-    "vertex_normals": [{"weighting": w} for w in ("area", "angle", "uniform")],
+    "vertex_normals": [{"weighting": w} for w in ("area", "angle", "uniform", "max")],
     "gaussian_curvature": [{}, {"per_area": True}],
     "face_areas": [{}],
     "edge_lengths": [{}],
@@ -123,6 +123,10 @@ def well_conditioned(mesh: TriMesh, weighting: str) -> np.ndarray:
     cross = face_cross64(np, V, F)
     if weighting == "area":
         w = np.repeat(cross, 3, axis=0)
+    elif weighting == "max":
+        from workers.engine.ops.vertex_normals import _max_corners
+
+        w = _max_corners(np, mesh.to("numpy"))
     elif weighting == "uniform":
         w = np.repeat(unitize(np, cross), 3, axis=0)
     else:

@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.workers.engine.shapes import CPU, load, soup, tetrahedron
-from workers.engine import OpParamsError, SpecError, parse_pipeline, run_pipeline
+from tests.workers.engine.shapes import CPU, cube, load, soup, tetrahedron
+from workers.engine import (
+    MeshError,
+    OpParamsError,
+    SpecError,
+    TriMesh,
+    parse_pipeline,
+    run_pipeline,
+)
 from workers.engine.ops import OPS
 
 
@@ -122,36 +129,17 @@ def test_errors_are_raised_before_any_step_runs() -> None:
     assert seen == []
 
 
-EMPTYING = [("remove_degenerate_faces", {"area_threshold": 100.0})]  # drops every face
+def test_a_step_that_removes_every_face_is_a_clear_error():
+    with pytest.raises(MeshError) as exc:
+        cube().run(
+            [("remove_degenerate_faces", {"area_threshold": 10.0}), "edge_lengths"], device="cpu"
+        )
+    assert exc.value.code == "mesh.no_faces_left"
+    assert exc.value.detail == {"op": "remove_degenerate_faces", "step": 0}
 
 
-@pytest.mark.parametrize(
-    "then",
-    [
-        "stats",
-        "weld",
-        ("weld", {"tolerance": 0.1}),
-        ("weld", {"tolerance": 0.1, "relative": True}),
-        "remove_unused_vertices",
-        "remove_degenerate_faces",
-        "face_normals",
-        ("vertex_normals", {"weighting": "angle"}),
-        "gaussian_curvature",
-        ("gaussian_curvature", {"per_area": True}),
-    ],
-)
-@pytest.mark.parametrize("prefix", [[], ["weld"]], ids=["no_faces", "no_vertices"])
-def test_every_op_accepts_an_emptied_mesh(prefix: list, then: object) -> None:
-    # an op may legitimately remove every face (and weld then every vertex); what follows,
-    # including the stats the worker takes of every result, must not crash
-    r = run_pipeline(tetrahedron(), [*EMPTYING, *prefix, then, "stats"], device=CPU)
-    s = r.reports["stats#2" if then == "stats" else "stats"]
-    assert (s["faces"], s["edges"], s["components"], s["area"]) == (0, 0, 0, 0.0)
-    assert s["vertices"] == (
-        0
-        if prefix
-        or then in ("weld", "remove_unused_vertices")
-        or isinstance(then, tuple)
-        and then[0] == "weld"
-        else 4
-    )
+def test_a_mesh_without_faces_is_refused_before_any_step():
+    empty = TriMesh(np.zeros((4, 3), np.float32), np.zeros((0, 3), np.int32))
+    with pytest.raises(MeshError) as exc:
+        empty.run(["face_quality"], device="cpu")
+    assert exc.value.code == "mesh.no_faces"

@@ -3,7 +3,8 @@
 // Twin: workers/engine/ops/vertex_normals.py::_numpy
 #include "common.cuh"
 
-// weighting: 0 area (raw cross product), 1 angle (unit normal x corner angle), 2 uniform
+// weighting: 0 area (raw cross product), 1 angle (unit normal x corner angle), 2 uniform,
+// 3 Max (corner cross product over the squared lengths of its sides, in double)
 extern "C" __global__ void vertex_normals_accumulate(const float* __restrict__ V,
                                                      const int* __restrict__ F, long long n_faces,
                                                      int weighting, float* __restrict__ acc) {
@@ -14,6 +15,19 @@ extern "C" __global__ void vertex_normals_accumulate(const float* __restrict__ V
     const double3 ad = load3d(V, i0), bd = load3d(V, i1), cd = load3d(V, i2);
     const double3 nd = cross3(sub3(bd, ad), sub3(cd, ad));
     const float3 n = make_float3((float)nd.x, (float)nd.y, (float)nd.z);
+    if (weighting == 3) {
+      const double3 P[3] = {ad, bd, cd};
+      const int I[3] = {i0, i1, i2};
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        const double3 u = sub3(P[(k + 1) % 3], P[k]), w = sub3(P[(k + 2) % 3], P[k]);
+        const double d = dot3(u, u) * dot3(w, w);
+        const double3 x = cross3(u, w);
+        const double s = d > 0.0 ? 1.0 / d : 0.0;
+        atomic_add3(acc, I[k], make_float3((float)(x.x * s), (float)(x.y * s), (float)(x.z * s)));
+      }
+      continue;
+    }
     if (weighting == 0) {
       atomic_add3(acc, i0, n);
       atomic_add3(acc, i1, n);

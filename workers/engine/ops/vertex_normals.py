@@ -14,10 +14,11 @@ from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 
 
 class Params(OpParams):
-    weighting: Literal["area", "angle", "uniform"] = Field(
+    weighting: Literal["area", "angle", "uniform", "max"] = Field(
         "area",
         description="How incident face normals are weighted: by face area, by the corner angle "
-        "at the vertex (Thürmer-Wüthrich), or equally.",
+        "at the vertex (Thürmer-Wüthrich), equally, or by Max's weights (the corner's cross "
+        "product over the squared lengths of its two sides; exact for a sphere).",
     )
 
 
@@ -25,11 +26,15 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     """Scatter-add each face's weighted normal to its three corners, then unitize.
 
     ``area``: the raw cross product (twice the area times the unit normal); ``angle``: the unit
-    normal times the corner angle; ``uniform``: the unit normal. Vertices with no face, or whose
-    weighted normals cancel, get the zero vector."""
+    normal times the corner angle; ``uniform``: the unit normal; ``max``: at a corner with sides
+    ``u``, ``w``, the vector ``u x w / (|u|^2 |w|^2)`` (N. Max, "Weights for computing vertex
+    normals from facet normals", 1999). Vertices with no face, or whose weighted normals cancel,
+    get the zero vector."""
     xp = mesh.xp
     cross = face_cross64(xp, mesh.V, mesh.F)
-    if p.weighting == "area":
+    if p.weighting == "max":
+        w = _max_corners(xp, mesh)
+    elif p.weighting == "area":
         w = xp.repeat(cross, 3, axis=0)
     else:
         unit = unitize(xp, cross)
@@ -43,7 +48,20 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     return OpResult(mesh.with_attrs(vertex={"vertex_normals": n}))
 
 
-_WEIGHTING = {"area": 0, "angle": 1, "uniform": 2}
+def _max_corners(xp: object, mesh: TriMesh) -> object:
+    """(3 * n_faces, 3) Max's corner vectors, corner-major like ``F.ravel()``."""
+    from ..geometry import face_corners64
+
+    a, b, c = face_corners64(xp, mesh.V, mesh.F)
+    out = []
+    for p, q, r in ((a, b, c), (b, c, a), (c, a, b)):
+        u, w = q - p, r - p
+        d = (u * u).sum(axis=1) * (w * w).sum(axis=1)
+        out.append(xp.cross(u, w) / xp.where(d > 0, d, 1.0)[:, None])  # type: ignore[attr-defined]
+    return xp.stack(out, axis=1).reshape(-1, 3)  # type: ignore[attr-defined]
+
+
+_WEIGHTING = {"area": 0, "angle": 1, "uniform": 2, "max": 3}
 
 
 def _cupy(mesh: TriMesh, p: Params) -> OpResult:

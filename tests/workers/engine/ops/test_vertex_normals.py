@@ -20,7 +20,7 @@ from tests.workers.engine.shapes import (
 )
 from workers.engine import OpParamsError, TriMesh
 
-WEIGHTINGS = ["area", "angle", "uniform"]
+WEIGHTINGS = ["area", "angle", "uniform", "max"]
 
 
 def _normals(m: TriMesh, weighting: str | None = None) -> np.ndarray:
@@ -140,3 +140,21 @@ def test_bad_weighting() -> None:
     with pytest.raises(OpParamsError) as ei:
         run(cube(), ("vertex_normals", {"weighting": "mean"}))
     assert ei.value.code == "op.params_invalid"
+
+
+def test_max_weights_are_exact_on_a_sphere() -> None:
+    """Max (1999): for vertices on a sphere the weights give the exact normal whatever the
+    triangulation; an irregular random triangulation of sphere points shows it."""
+    rng = np.random.default_rng(5)
+    from scipy.spatial import ConvexHull
+
+    P = rng.normal(size=(300, 3))
+    P /= np.linalg.norm(P, axis=1, keepdims=True)
+    hull = ConvexHull(P)
+    F = hull.simplices.copy()
+    flip = (np.cross(P[F[:, 1]] - P[F[:, 0]], P[F[:, 2]] - P[F[:, 0]]) * P[F[:, 0]]).sum(1) < 0
+    F[flip] = F[flip][:, ::-1]
+    m = mesh(P, F)
+    err_max = np.abs(_normals(m, "max") - P).max()
+    err_area = np.abs(_normals(m, "area") - P).max()
+    assert err_max < 1e-5 < err_area
