@@ -107,7 +107,12 @@ def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | No
     prev = queue.r.get(keys.idempotency(key))
     if prev is None:
         return None
-    job_id, _, prev_hash = (prev.decode() if isinstance(prev, bytes) else prev).partition("|")
+    return _earlier_job(prev.decode() if isinstance(prev, bytes) else prev, digest)
+
+
+def _earlier_job(stored: str, digest: str) -> str:
+    """The job id in an idempotency record ``"id|body hash"``; 409 when the body differs."""
+    job_id, _, prev_hash = stored.partition("|")
     if prev_hash != digest:
         raise ProblemError(
             409,
@@ -184,13 +189,5 @@ def accept(
     if status == "duplicate" and dup:
         # another request with the same key won the race: drop ours, answer with theirs
         store.delete_prefix(job_prefix(job_id))
-        prev_id, _, prev_hash = dup.partition("|")
-        if prev_hash != digest:
-            raise ProblemError(
-                409,
-                "idempotency.conflict",
-                "this Idempotency-Key was used with a different request body",
-                job_id=prev_id,
-            )
-        return Accepted(prev_id, True)
+        return Accepted(_earlier_job(dup, digest), True)
     return Accepted(job_id, False)

@@ -17,6 +17,11 @@ def face_cross64(xp: ModuleType, V: Any, F: Any) -> Any:
     return xp.cross(b - a, c - a)
 
 
+def face_areas64(xp: ModuleType, V: Any, F: Any) -> Any:
+    """(n_faces,) float64 triangle areas."""
+    return 0.5 * xp.linalg.norm(face_cross64(xp, V, F), axis=1)
+
+
 def unitize(xp: ModuleType, v: Any) -> Any:
     """Rows scaled to unit length; zero rows stay zero."""
     n = xp.linalg.norm(v, axis=1)

@@ -36,9 +36,7 @@ def vertex_normals(mesh: TriMesh, patches: Patches) -> Any:
 def gaussian_curvature(mesh: TriMesh, patches: Patches) -> Any:
     """Angle defect from each vertex's VF answer, in double, stored as float32."""
     cp = mesh.xp
-    topo = mesh.topology
-    boundary = cp.zeros(mesh.n_vertices, dtype=cp.bool_)
-    boundary[topo.EV[topo.boundary_edges].ravel()] = True
+    boundary = cp.ascontiguousarray(mesh.topology.boundary_vertices)
     K = cp.zeros(mesh.n_vertices, dtype=cp.float32)
     launch_patched(
         load_kernel("queries", "gaussian_curvature_patched"),
@@ -47,14 +45,6 @@ def gaussian_curvature(mesh: TriMesh, patches: Patches) -> Any:
         op="gaussian_curvature",
     )
     return K
-
-
-def boundary_vertices(mesh: TriMesh) -> Any:
-    cp = mesh.xp
-    topo = mesh.topology
-    b = cp.zeros(mesh.n_vertices, dtype=cp.bool_)
-    b[topo.EV[topo.boundary_edges].ravel()] = True
-    return b
 
 
 def smooth_step(mesh: TriMesh, patches: Patches, lam: float, fixed: Any | None = None) -> Any:

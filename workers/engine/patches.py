@@ -85,6 +85,8 @@ class Patches:
     seconds: float = 0.0
     fallback_splits: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
+    #: device copies of the arrays the kernels read (queries.device_arrays fills it once)
+    device: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def xp(self) -> ModuleType:
@@ -374,8 +376,7 @@ def build_patches(
     edge_owner = label[first_face_e]
 
     # boundary vertices of each patch: vertices whose faces lie in more than one patch
-    vp = xp.unique(F.ravel() * k + xp.repeat(label, 3))
-    vp_v, vp_p = vp // k, vp % k
+    vp_v, vp_p = _pairs_unique(xp, F.ravel(), xp.repeat(label, 3), k)
     n_patches_of_v = xp.bincount(vp_v, minlength=n)
     bnd = n_patches_of_v[vp_v] > 1
     bv, bp = vp_v[bnd], vp_p[bnd]

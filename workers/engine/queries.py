@@ -82,9 +82,8 @@ def rows_equal(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
 # ----------------------------------------------------------------------------- GPU side
 def device_arrays(patches: Patches) -> dict[str, Any]:
     """int32/uint16 device copies of the patch arrays the kernels read (cached)."""
-    cached = patches.stats.get("_device")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+    if patches.device:
+        return patches.device
     from .backend import cupy_module
 
     cp = cupy_module()
@@ -106,9 +105,9 @@ def device_arrays(patches: Patches) -> dict[str, Any]:
         k: cp.ascontiguousarray(cp.asarray(getattr(patches, k)), dtype=cp.uint16)
         for k in ("local_ev", "local_fe")
     }
-    out = {**i32, **u16}
-    patches.stats["_device"] = out
-    return out
+    u8 = {"all_active": cp.ones(patches.n_patches, dtype=cp.uint8)}
+    patches.device.update({**i32, **u16, **u8})
+    return patches.device
 
 
 def smem_bytes(patches: Patches, threads: int = THREADS) -> int:
@@ -129,11 +128,7 @@ def patch_args(patches: Patches, active: Any = None) -> tuple[Any, ...]:
     every patch."""
     d = device_arrays(patches)
     if active is None:
-        if "_all_active" not in d:
-            from .backend import cupy_module
-
-            d["_all_active"] = cupy_module().ones(patches.n_patches, dtype=cupy_module().uint8)
-        active = d["_all_active"]
+        active = d["all_active"]
     return (
         d["face_offsets"],
         d["edge_offsets"],

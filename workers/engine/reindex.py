@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from .errors import OpParamsError
+from .geometry import face_areas64
 from .graph import compact_groups, connected_components, expand_counts, group_rows
 from .mesh import TriMesh
 
@@ -142,13 +143,6 @@ def remove_unused(mesh: TriMesh) -> tuple[TriMesh, dict]:
 
 def _degenerate_mask(xp: ModuleType, F: Any) -> Any:
     return (F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])
-
-
-def face_areas64(xp: ModuleType, V: Any, F: Any) -> Any:
-    """(n_faces,) float64 triangle areas."""
-    V = V.astype(xp.float64)
-    a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
-    return 0.5 * xp.linalg.norm(xp.cross(b - a, c - a), axis=1)
 
 
 def remove_degenerate(

@@ -71,6 +71,17 @@ class Topology:
         return self._memo("bnd", lambda: self.xp.nonzero(self.edge_face_count == 1)[0])
 
     @property
+    def boundary_vertices(self) -> Any:
+        """Boolean mask of vertices on a boundary edge."""
+
+        def make() -> Any:
+            mask = self.xp.zeros(self.n_vertices, dtype=bool)
+            mask[self.EV[self.boundary_edges].ravel()] = True
+            return mask
+
+        return self._memo("bndv", make)
+
+    @property
     def non_manifold_edges(self) -> Any:
         """Ids of edges with three or more incident faces."""
         return self._memo("nme", lambda: self.xp.nonzero(self.edge_face_count >= 3)[0])

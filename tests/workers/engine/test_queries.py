@@ -86,7 +86,7 @@ def test_patched_static_ops_match_twins(mesh_name, size):
     np.testing.assert_allclose(n[used], ref.vertex_attrs["vertex_normals"][used], atol=2e-4)
     k = to_numpy(patched_ops.gaussian_curvature(mesh, patches))
     np.testing.assert_allclose(k, ref.vertex_attrs["gaussian_curvature"], atol=2e-5)
-    fixed = patched_ops.boundary_vertices(mesh)
+    fixed = mesh.topology.boundary_vertices
     a = to_numpy(patched_ops.smooth_step(mesh, patches, 0.5, fixed))
     b = to_numpy(patched_ops.smooth_step_global(mesh, 0.5, fixed))
     c = patched_ops.smooth_step_global(cpu, 0.5, np.asarray(to_numpy(fixed)))

@@ -37,11 +37,9 @@ Weights = Literal["uniform", "cotangent"]
 def fixed_vertices(mesh: TriMesh, fix_boundary: bool) -> Any:
     """(n_vertices,) bool: the vertices that must not move."""
     xp = mesh.xp
-    fixed = xp.zeros(mesh.n_vertices, dtype=bool)
     if fix_boundary:
-        topo = mesh.topology
-        fixed[topo.EV[topo.boundary_edges].ravel()] = True
-    return fixed
+        return mesh.topology.boundary_vertices.copy()
+    return xp.zeros(mesh.n_vertices, dtype=bool)
 
 
 def smooth_numpy(

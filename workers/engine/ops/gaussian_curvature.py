@@ -32,9 +32,7 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     topo = mesh.topology
     n = mesh.n_vertices
     ang = scatter_rows(xp, mesh.F.ravel(), corner_angles64(xp, mesh.V, mesh.F).ravel(), n)
-    on_boundary = xp.zeros(n, dtype=bool)
-    on_boundary[topo.EV[topo.boundary_edges].ravel()] = True
-    full = xp.where(on_boundary, math.pi, 2 * math.pi)
+    full = xp.where(topo.boundary_vertices, math.pi, 2 * math.pi)
     k = xp.where(topo.used_vertices, full - ang, 0.0)
     if p.per_area:
         area = xp.linalg.norm(face_cross64(xp, mesh.V, mesh.F), axis=1) / 6.0
@@ -57,8 +55,7 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     angle_sum = cp.zeros(n, dtype=cp.float64)
     area_sum = cp.zeros(n if p.per_area else 1, dtype=cp.float64)
     with_area = np.int32(p.per_area)
-    boundary = cp.zeros(n, dtype=cp.bool_)
-    boundary[topo.EV[topo.boundary_edges].ravel()] = True
+    boundary = cp.ascontiguousarray(topo.boundary_vertices)
     used = cp.ascontiguousarray(topo.used_vertices)
     K = cp.zeros(n, dtype=cp.float32)
     launch(

@@ -45,8 +45,7 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     LX = scatter_rows(xp, i, d, n) - scatter_rows(xp, j, d, n)
     A = mixed_areas64(xp, X, F, n, cot)
     N = scatter_rows(xp, i, xp.repeat(face_cross64(xp, X, F), 3, axis=0), n)
-    boundary = xp.zeros(n, dtype=bool)
-    boundary[topo.EV[topo.boundary_edges].ravel()] = True
+    boundary = topo.boundary_vertices
     ok = topo.used_vertices & ~boundary & (A > 0)
     K = LX / xp.where(ok, A, 1.0)[:, None]
     H = 0.5 * xp.linalg.norm(K, axis=1) * xp.sign((K * N).sum(axis=1))
@@ -71,8 +70,7 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
         (_device.positions64(mesh), _device.faces(mesh), np.int64(m), LX, A, N),
         op="mean_curvature",
     )
-    boundary = cp.zeros(n, dtype=cp.bool_)
-    boundary[topo.EV[topo.boundary_edges].ravel()] = True
+    boundary = cp.ascontiguousarray(topo.boundary_vertices)
     H = cp.zeros(n, dtype=cp.float32)
     launch(
         load_kernel("mean_curvature", "mean_curvature_finish"),
