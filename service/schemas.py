@@ -107,6 +107,12 @@ class JobPublic(BaseModel):
     stats_after: dict[str, Any] | None = None
     reports: list[dict[str, Any]] | None = None
     backend: str | None = None
+    patching: list[dict[str, Any]] | None = Field(
+        None,
+        description="Each patching the GPU steps built (RXMesh patches, cached for the later "
+        "steps): the step, patch count, faces per patch (min, mean, max), ribbon overhead, "
+        "Lloyd iterations, seconds.",
+    )
     error: ErrorPublic | None = None
     input: InputPublic | None = None
     result: ResultPublic | None = None
@@ -167,6 +173,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
         stats_after=rec.get("stats_after"),
         reports=rec.get("reports"),
         backend=rec.get("backend") or None,
+        patching=rec.get("patching") or None,
         error=ErrorPublic(**rec["error"]) if rec.get("error") else None,
         input=InputPublic(**rec["input"]) if rec.get("input") else None,
         result=result,

@@ -86,6 +86,8 @@ def execute(
         progress=pipeline_progress,
     )
     timings.update(result.timings)
+    if result.patching:  # inside the step that built them
+        timings["patching"] = sum(p["seconds"] for p in result.patching)
     out = result.mesh
 
     t = time.perf_counter()
@@ -142,4 +144,5 @@ def execute(
         ],
         "backend": result.backend,
         "artifacts": artifacts,
+        "patching": result.patching,
     }

@@ -79,3 +79,51 @@ def smooth_step_global(mesh: TriMesh, lam: float, fixed: Any | None = None) -> A
     if fixed is not None:
         keep = keep | fixed
     return xp.where(keep[:, None], V, new).astype(xp.float32)
+
+
+def bilateral_step(
+    mesh: TriMesh,
+    X: Any,
+    N: Any,
+    fixed: Any,
+    sigma_c: float | None,
+    sigma_s: float | None,
+    patches: Patches | None,
+) -> tuple[Any, Any]:
+    """``(new positions, neighbourhood sizes)`` after one one-ring bilateral denoising step
+    (``bilateral_denoise`` with ``max_rings=1``) from float64 positions ``X`` and unit normals
+    ``N``: on the patched path when ``patches`` is given, else one thread per vertex over the
+    global VV CSR. Both run ``BilateralBody`` (``kernels/queries.cu``)."""
+    cp = mesh.xp
+    X = cp.ascontiguousarray(X, dtype=cp.float64)
+    out = X.copy()  # unused vertices keep their position
+    sizes = cp.ones(mesh.n_vertices, dtype=cp.int32)
+    args = (
+        X,
+        cp.ascontiguousarray(N, dtype=cp.float64),
+        np.float64(sigma_c or 0.0),
+        np.float64(sigma_s or 0.0),
+        cp.ascontiguousarray(fixed, dtype=cp.bool_),
+        out,
+        sizes,
+    )
+    if patches is not None:
+        launch_patched(
+            load_kernel("queries", "bilateral_ring_patched"), patches, args, op="bilateral"
+        )
+        return out, sizes
+    from .kernels.loader import launch
+
+    off, nbr = mesh.topology.vv()
+    launch(
+        load_kernel("queries", "bilateral_ring_global"),
+        mesh.n_vertices,
+        (
+            cp.ascontiguousarray(off, dtype=cp.int64),
+            cp.ascontiguousarray(nbr, dtype=cp.int64),
+            *args,
+            np.int64(mesh.n_vertices),
+        ),
+        op="bilateral_denoise",
+    )
+    return out, sizes

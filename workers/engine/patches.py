@@ -593,3 +593,22 @@ def validate(patches: Patches, mesh: TriMesh, shared_bytes: int = DEFAULT_SHARED
         fail("a patch exceeds the shared-memory budget")
     if ne and P["edge_local"].min() < 0:
         fail("an edge has no owner")
+
+
+def cached_patches(mesh: TriMesh, patch_size: int | None = None) -> Patches | None:
+    """:func:`patch_mesh` once per mesh connectivity and patch size (cached on the topology, so
+    every later step of a job that keeps the faces reuses it); None when the mesh cannot be
+    patched."""
+    size = patch_size or 512
+    return mesh.topology._memo(f"patches:{size}", lambda: patch_mesh(mesh, size))  # type: ignore[no-any-return]
+
+
+def patches_built(mesh: TriMesh) -> Patches | None:
+    """The patches some step built for this connectivity, if any (without building them)."""
+    topo = mesh._topology
+    if topo is None:
+        return None
+    for key, value in topo._cache.items():
+        if key.startswith("patches:") and value is not None:
+            return value  # type: ignore[no-any-return]
+    return None

@@ -14,6 +14,7 @@ from . import backend as _backend
 from .errors import MeshError, SpecError
 from .mesh import TriMesh
 from .ops import OPS, Operation, OpParams
+from .patches import patches_built
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,8 @@ class PipelineResult:
     backend: str = "numpy"
     #: artifacts of all steps by name (a later step's artifact replaces an earlier one's)
     artifacts: dict[str, Any] = field(default_factory=dict)
+    #: statistics of each patching the steps built (patches.Patches.summary, with the step)
+    patching: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def reports(self) -> dict[str, dict[str, Any]]:
@@ -136,10 +139,15 @@ def run_pipeline(
             )
         result.artifacts.update(out.artifacts)
         result.timings[f"{i}:{step.op.name}"] = dt
+        built = patches_built(mesh)
+        if built is not None and all(p["_id"] != id(built) for p in result.patching):
+            result.patching.append({"_id": id(built), "step": i, **built.summary()})
         result.steps.append(
             StepReport(step.op.name, step.params.model_dump(), dt, impl_backend, out.report)
         )
     if progress:
         progress(1.0, "done")
     result.mesh = mesh
+    for p in result.patching:
+        del p["_id"]
     return result

@@ -35,6 +35,7 @@ class JobState(str, Enum):
 
 JSON_FIELDS = (
     "spec",
+    "patching",
     "timings",
     "stats_before",
     "stats_after",

@@ -92,3 +92,62 @@ def test_patched_static_ops_match_twins(mesh_name, size):
     c = patched_ops.smooth_step_global(cpu, 0.5, np.asarray(to_numpy(fixed)))
     np.testing.assert_allclose(a, c, atol=1e-6)
     np.testing.assert_allclose(b, c, atol=1e-6)
+    # one-ring bilateral step, patched and global, against the op's twin (max_rings=1)
+    from workers.engine.ops.bilateral_denoise import vertex_normals64
+
+    step = {"op": "bilateral_denoise", "max_rings": 1, "fix_boundary": True}
+    twin = cpu.run([step], device="cpu")
+    X = mesh.V.astype(mesh.xp.float64)
+    N = vertex_normals64(mesh.xp, X, mesh.F, mesh.n_vertices)
+    for p in (patches, None):
+        out, sizes = patched_ops.bilateral_step(mesh, X, N, fixed, None, None, p)
+        np.testing.assert_allclose(to_numpy(out), np.asarray(twin.mesh.V, np.float64), atol=1e-9)
+        rep = twin.reports["bilateral_denoise"]
+        assert int(sizes.max()) == rep["max_neighbourhood"]
+
+
+@pytest.mark.gpu
+def test_a_gpu_pipeline_records_its_patching_and_reuses_it(monkeypatch):
+    monkeypatch.setenv("TESSERA_GPU_PATH", "auto")
+    m = shapes.load("spot.obj")
+    steps = [
+        {"op": "geodesic_distance", "sources": [0], "method": "propagation"},
+        "vertex_normals",
+        {"op": "geodesic_distance", "sources": [5], "method": "propagation"},
+    ]
+    res = m.run(steps, device="gpu")
+    assert len(res.patching) == 1, res.patching  # built by step 0, reused by step 2
+    rec = res.patching[0]
+    assert rec["step"] == 0 and rec["faces_max"] <= 512 and rec["seconds"] > 0
+    assert rec["patches"] * 512 >= m.n_faces and rec["ribbon_overhead"] > 0
+    assert res.steps[0].report["execution"]["path"] == "patched"
+    cpu = m.run(steps, device="cpu")
+    assert cpu.patching == []
+    np.testing.assert_array_equal(
+        to_numpy(res.mesh.vertex_attrs["geodesic_distance"]),
+        cpu.mesh.vertex_attrs["geodesic_distance"],
+    )
+    monkeypatch.setenv("TESSERA_GPU_PATH", "global")
+    res = m.run(steps[:1], device="gpu")
+    assert res.patching == [] and res.steps[0].report["execution"]["path"] == "global"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mesh_name", all_meshes())
+def test_geodesic_propagation_paths_equal_the_numpy_twin(mesh_name):
+    """The global-memory and the patched propagation (with its active set) reach the twin's
+    fixed point bit for bit: same arithmetic, and skipping a patch that saw no change is exact."""
+    from workers.engine.patches import build_patches
+    from workers.engine.propagation import propagate_global, propagate_numpy, propagate_patched
+
+    cpu = shapes.load(mesh_name)
+    src = np.unique([0, cpu.n_vertices // 3, cpu.n_vertices - 1])
+    ref, _ = propagate_numpy(cpu, src)
+    mesh = cpu.to("cupy")
+    d, _ = propagate_global(mesh, src)
+    np.testing.assert_array_equal(to_numpy(d), ref)
+    for size in (16, 512):
+        patches = build_patches(mesh, size)
+        d, iterations, ran = propagate_patched(mesh, patches, src)
+        np.testing.assert_array_equal(to_numpy(d), ref)
+        assert patches.n_patches <= ran <= iterations * patches.n_patches

@@ -36,6 +36,19 @@ struct PatchArgs {
   const unsigned char* active;     // per patch: 0 skips the patch (the active-set filter)
 };
 
+// The kernel parameters behind PatchArgs (queries.py::patch_args passes them in this order).
+#define PATCH_PARAMS                                                                        \
+  const int *face_offsets, const int *edge_offsets, const int *vertex_offsets,              \
+      const int *owned_faces, const int *owned_edges, const int *owned_vertices,            \
+      const int *faces, const int *edges, const int *vertices,                              \
+      const unsigned short *local_ev, const unsigned short *local_fe,                       \
+      const unsigned char *active
+#define PATCH_ARGS                                                                          \
+  PatchArgs {                                                                               \
+    face_offsets, edge_offsets, vertex_offsets, owned_faces, owned_edges, owned_vertices,   \
+        faces, edges, vertices, local_ev, local_fe, active                                  \
+  }
+
 enum class Query { VV, VE, VF, EV, EF, FV, FE, FF };
 
 // One element's answer: local ids in shared memory, mapped to global ids on access.

@@ -4,18 +4,6 @@
 // Launch: one block per patch, dynamic shared memory from queries.py::smem_bytes.
 #include "patched.cuh"
 
-#define PATCH_PARAMS                                                                        \
-  const int *face_offsets, const int *edge_offsets, const int *vertex_offsets,              \
-      const int *owned_faces, const int *owned_edges, const int *owned_vertices,            \
-      const int *faces, const int *edges, const int *vertices,                              \
-      const unsigned short *local_ev, const unsigned short *local_fe,                       \
-      const unsigned char *active
-#define PATCH_ARGS                                                                          \
-  PatchArgs {                                                                               \
-    face_offsets, edge_offsets, vertex_offsets, owned_faces, owned_edges, owned_vertices,   \
-        faces, edges, vertices, local_ev, local_fe, active                                  \
-  }
-
 // ---------------------------------------------------------------- queries into a global CSR
 struct WriteRow {
   const long long* out_offsets;
@@ -139,4 +127,100 @@ extern "C" __global__ void laplacian_smooth_patched(PATCH_PARAMS, const float* V
                                                     float lambda, float* out) {
   extern __shared__ __align__(16) unsigned char smem[];
   for_each<Query::VV>(PATCH_ARGS, smem, SmoothBody{V, use_fixed ? fixed : nullptr, lambda, out});
+}
+
+// One bilateral denoising step with the one-ring neighbourhood (bilateral_denoise with
+// max_rings = 1; twin: ops/bilateral_denoise.py::_step): the neighbours within 2 sigma_c of the
+// vertex, plus the vertex itself, are found on the fly from the VV answer. sigma_c <= 0 means
+// RXMesh's adaptive width, the vertex's shortest edge; sigma_s <= 0 the spread of the heights.
+// The same body runs on the patched path (VV in shared memory) and over the global VV CSR.
+struct BilateralBody {
+  const double* X;
+  const double* N;
+  double sigma_c_given, sigma_s_given;
+  const bool* fixed;
+  double* out;
+  int* sizes;  // neighbourhood size per vertex (itself included), for the op's report
+  template <class Nb>
+  __device__ void operator()(int g, const Nb& nb, const PatchView*) const {
+    const double3 x = load3dd(X, g);
+    const int k = nb.size();
+    double sc = sigma_c_given;
+    if (!(sc > 0.0)) {
+      sc = 0.0;
+      for (int j = 0; j < k; ++j) {
+        const double3 d = sub3(load3dd(X, nb[j]), x);
+        const double len = sqrt(dot3(d, d));
+        sc = j == 0 ? len : fmin(sc, len);
+      }
+    }
+    const double r = 2.0 * sc, r2 = r * r;
+    int count = 1;  // the vertex itself
+    for (int j = 0; j < k; ++j) {
+      const double3 d = sub3(load3dd(X, nb[j]), x);
+      count += dot3(d, d) <= r2;
+    }
+    sizes[g] = count;
+    if (fixed[g] || !(sc > 0.0) || count <= 1) {
+      store3d(out, g, x);
+      return;
+    }
+    const double3 n = load3dd(N, g);
+    double ss = sigma_s_given;
+    if (!(ss > 0.0)) {
+      double sum_abs = 0.0, sum_sq = 0.0;
+      for (int j = 0; j < k; ++j) {
+        const double3 d = sub3(load3dd(X, nb[j]), x);
+        if (!(dot3(d, d) <= r2)) continue;
+        const double h = dot3(d, n);
+        sum_abs += fabs(h);
+        sum_sq += h * h;
+      }
+      const double c = (double)count;
+      const double mean_abs = sum_abs / c;
+      ss = sqrt(fmax(sum_sq / c - mean_abs * mean_abs, 0.0));
+      if (ss < 1e-12) ss += 1e-12;
+    }
+    double acc = 0.0, norm = 1.0;  // the vertex itself: h = 0, w = 1
+    for (int j = 0; j < k; ++j) {
+      const double3 d = sub3(load3dd(X, nb[j]), x);
+      const double t2 = dot3(d, d);
+      if (!(t2 <= r2)) continue;
+      const double h = dot3(d, n);
+      const double w = exp(-0.5 * t2 / (sc * sc)) * exp(-0.5 * h * h / (ss * ss));
+      acc += w * h;
+      norm += w;
+    }
+    store3d(out, g, add3(x, scale3(n, acc / norm)));
+  }
+  __device__ void operator()(int g, const Neighbours& nb, const PatchView& v) const {
+    (*this)(g, nb, &v);
+  }
+};
+
+extern "C" __global__ void bilateral_ring_patched(PATCH_PARAMS, const double* X, const double* N,
+                                                  double sigma_c, double sigma_s,
+                                                  const bool* fixed, double* out, int* sizes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  for_each<Query::VV>(PATCH_ARGS, smem,
+                      BilateralBody{X, N, sigma_c, sigma_s, fixed, out, sizes});
+}
+
+// A row of a global CSR, read like a query answer.
+struct CsrRow {
+  const long long* values;
+  long long begin, end;
+  __device__ int size() const { return (int)(end - begin); }
+  __device__ int operator[](int j) const { return (int)values[begin + j]; }
+};
+
+extern "C" __global__ void bilateral_ring_global(const long long* vv_offsets,
+                                                 const long long* vv_values, const double* X,
+                                                 const double* N, double sigma_c, double sigma_s,
+                                                 const bool* fixed, double* out, int* sizes,
+                                                 long long n) {
+  const BilateralBody body{X, N, sigma_c, sigma_s, fixed, out, sizes};
+  for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < n;
+       g += (long long)gridDim.x * blockDim.x)
+    body((int)g, CsrRow{vv_values, vv_offsets[g], vv_offsets[g + 1]}, (const PatchView*)nullptr);
 }

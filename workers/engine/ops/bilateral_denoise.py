@@ -256,8 +256,38 @@ def _cupy_step(X: Any, N: Any, off: Any, members: Any, sc: Any, p: Params, fixed
 def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     """Normals, widths and neighbourhoods with the same array code on the GPU (CuPy); the
     weighted step in ``kernels/bilateral_denoise.cu``, one thread per vertex gathering over its
-    neighbourhood CSR (no atomics)."""
+    neighbourhood CSR (no atomics). With ``max_rings=1`` the neighbourhood is the one-ring within
+    the ball, found on the fly by one kernel per step (``patched_ops.bilateral_step``): on the
+    patched path when the engine picks it for this op, else over the global VV CSR."""
+    if p.max_rings == 1:
+        return _ring_cupy(mesh, p)
     return _run(mesh, p, _cupy_step)
+
+
+def _ring_cupy(mesh: TriMesh, p: Params) -> OpResult:
+    from ..patched_ops import bilateral_step
+    from ..paths import patches_for
+
+    xp = mesh.xp
+    n = mesh.n_vertices
+    X0 = mesh.V.astype(xp.float64)
+    X = X0
+    fixed = fixed_vertices(mesh, p.fix_boundary)
+    patches = patches_for(mesh, "bilateral_denoise")
+    sizes = xp.ones(n, dtype=xp.int32)
+    for _ in range(p.iterations):
+        N = vertex_normals64(xp, X, mesh.F, n)
+        X, sizes = bilateral_step(mesh, X, N, fixed, p.sigma_c, p.sigma_s, patches)
+    used = mesh.topology.used_vertices
+    report = {
+        "iterations": p.iterations,
+        "mean_neighbourhood": float(sizes[used].mean()) if bool(used.any()) else 0.0,
+        "max_neighbourhood": int(sizes.max()),
+        "max_displacement": float(xp.linalg.norm(X - X0, axis=1).max()),
+        "execution": {"path": "patched" if patches is not None else "global"},
+    }
+    out = mesh.with_geometry(xp.ascontiguousarray(X.astype(mesh.V.dtype)))
+    return OpResult(out, report)
 
 
 OP = Operation(

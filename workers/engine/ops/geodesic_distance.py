@@ -1,4 +1,11 @@
-"""``geodesic_distance``: distance along the surface from source vertices, by the heat method.
+"""``geodesic_distance``: distance along the surface from source vertices, by the heat method or
+by parallel front propagation (``method``).
+
+Propagation (``workers/engine/propagation.py``) iterates the fast-marching triangle update on all
+vertices at once until nothing changes: GPU-native (no linear solve; on the GPU it runs on the
+patched path with RXMesh's active-set filter when the mesh can be patched, else one thread per
+vertex over the global VF CSR), identical on both backends, first-order accurate. The heat method
+below is smoother and solves two sparse systems (one of them on the host's SuperLU).
 
 Design (Crane, Weischedel and Wardetzky, "Geodesics in heat", ACM TOG 2013)
 --------------------------------------------------------------------------
@@ -62,7 +69,7 @@ halves them on these coarse meshes.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -72,6 +79,8 @@ from ..graph import connected_components
 from ..kernels.loader import launch, load_kernel
 from ..laplacian import face_terms, side_weights, sparse_module
 from ..mesh import TriMesh
+from ..paths import patches_for
+from ..propagation import propagate_global, propagate_numpy, propagate_patched
 from . import _device
 from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 
@@ -92,6 +101,12 @@ class Params(OpParams):
         description="Vertex ids the distance is measured from (0 there); at least one, at most "
         "1024.",
     )
+    method: Literal["heat", "propagation"] = Field(
+        "heat",
+        description="heat: Crane et al.'s heat method (smooth; one linear solve on the host). "
+        "propagation: parallel fast-marching updates iterated to a fixed point (GPU-native, "
+        "first-order accurate, exact 0 at the sources, same numbers on CPU and GPU).",
+    )
     time_factor: float = Field(
         1.0,
         gt=0.0,
@@ -111,14 +126,7 @@ class Problem:
         xp = mesh.xp
         n = mesh.n_vertices
         self.xp, self.n = xp, n
-        src = np.unique(np.asarray(p.sources, dtype=np.int64))
-        if int(src[-1]) >= n:
-            raise OpParamsError(
-                "source vertex out of range",
-                code="op.source_out_of_range",
-                sources=[int(s) for s in src[src >= n][:10]],
-                n_vertices=n,
-            )
+        src = _sources(mesh, p)
         terms = face_terms(mesh, with_mass=True)
         self.cot, mass = terms.cot, terms.mass
         good = terms.area > 0
@@ -236,7 +244,53 @@ def divergence_numpy(mesh: TriMesh, prob: Problem, u: Any) -> Any:
     return out
 
 
+def _propagation_result(mesh: TriMesh, d: Any, iterations: int, **extra: Any) -> OpResult:
+    xp = mesh.xp
+    finite = xp.isfinite(d)
+    report = {
+        "sources": int((d == 0).sum()),
+        "max_distance": float(d[finite].max()),
+        "unreachable_vertices": int(mesh.n_vertices - int(finite.sum())),
+        "execution": {"iterations": iterations, **extra},
+    }
+    out = mesh.with_attrs(vertex={"geodesic_distance": d.astype(xp.float32)})
+    return OpResult(out, report)
+
+
+def _sources(mesh: TriMesh, p: Params) -> np.ndarray:
+    src = np.unique(np.asarray(p.sources, dtype=np.int64))
+    if int(src[-1]) >= mesh.n_vertices:
+        raise OpParamsError(
+            "source vertex out of range",
+            code="op.source_out_of_range",
+            sources=[int(s) for s in src[src >= mesh.n_vertices][:10]],
+            n_vertices=mesh.n_vertices,
+        )
+    return src
+
+
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
+    if p.method == "propagation":
+        d, it = propagate_numpy(mesh, _sources(mesh, p))
+        return _propagation_result(mesh, d, it, path="numpy")
+    return _heat_numpy(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    if p.method == "propagation":
+        src = _sources(mesh, p)
+        patches = patches_for(mesh, "geodesic_distance")
+        if patches is None:
+            d, it = propagate_global(mesh, src)
+            return _propagation_result(mesh, d, it, path="global")
+        d, it, ran = propagate_patched(mesh, patches, src)
+        return _propagation_result(
+            mesh, d, it, path="patched", patches=patches.n_patches, patch_runs=ran
+        )
+    return _heat_cupy(mesh, p)
+
+
+def _heat_numpy(mesh: TriMesh, p: Params) -> OpResult:
     """Geodesic distance from ``sources`` by the heat method (Crane, Weischedel and Wardetzky,
     2013): heat flow for a short time ``t = time_factor * h^2`` (``h`` the mean edge length),
     the normalized heat gradient, and a Poisson problem whose solution has that gradient, with
@@ -298,7 +352,7 @@ def _cg(A: Any, b: Any) -> Any:
     return _host_spsolve(A, b)
 
 
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+def _heat_cupy(mesh: TriMesh, p: Params) -> OpResult:
     """The same three steps with the data on the GPU: per-face cotangents, areas and lumped
     masses in ``kernels/laplacian.cu``; the matrices assembled by cupyx from those triplets (the
     mesh-matrix paper's assembly, no incidence matrix); the heat system by SciPy's sparse LU on
@@ -339,7 +393,7 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 
 OP = Operation(
     name="geodesic_distance",
-    summary="Distance along the surface from source vertices (heat method).",
+    summary="Distance along the surface from source vertices (heat method or front propagation).",
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -354,5 +408,7 @@ OP = Operation(
         )
     },
     reports="sources: distinct sources; max_distance: the largest finite distance; "
-    "unreachable_vertices; mean_edge_length: h; time: t",
+    "unreachable_vertices; heat: mean_edge_length h and time t; propagation: execution "
+    "(iterations run, path: numpy, global or patched, and on the patched path patches and "
+    "patch_runs, the patch launches that ran)",
 )

@@ -1,0 +1,35 @@
+"""Which GPU path an operation takes: the patched path (RXMesh: one block per patch, queries in
+shared memory) or the global-memory kernels.
+
+Patching is built once per connectivity and cached on the topology (``patches.cached_patches``),
+so it pays off for operations that iterate over the mesh many times. ``PATCHED`` names the
+operations that take the patched path by default, chosen from the measurements in
+``bench/RESULTS.md`` (section "Patched vs global"); every other operation runs its global kernel.
+``TESSERA_GPU_PATH=patched|global`` forces one path for every operation that has both (the
+benchmarks and tests use it); ``auto`` (the default) follows ``PATCHED``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .mesh import TriMesh
+from .patches import Patches, cached_patches
+
+#: operations whose GPU implementation runs on the patches unless told otherwise
+PATCHED = frozenset({"geodesic_distance"})
+MODES = ("auto", "patched", "global")
+
+
+def mode() -> str:
+    value = os.environ.get("TESSERA_GPU_PATH", "auto")
+    return value if value in MODES else "auto"
+
+
+def patches_for(mesh: TriMesh, op: str) -> Patches | None:
+    """The (cached) patches when ``op`` should run patched on ``mesh``, else None (also when the
+    mesh cannot be patched: the global kernels handle every mesh)."""
+    m = mode()
+    if m == "global" or (m == "auto" and op not in PATCHED):
+        return None
+    return cached_patches(mesh)
