@@ -22,15 +22,17 @@ def midpoint_subdivide(mesh: TriMesh) -> TriMesh:
     V = xp.concatenate([mesh.V, mid_pos.astype(mesh.V.dtype)])
     m = n + (topo.FE // 2)  # midpoint of side k (corner k to corner k+1)
     F = mesh.F
-    faces = xp.concatenate(
+    # the four children of a face next to each other: the input's face order (and locality) kept
+    faces = xp.stack(
         [
             xp.stack([F[:, 0], m[:, 0], m[:, 2]], 1),
             xp.stack([F[:, 1], m[:, 1], m[:, 0]], 1),
             xp.stack([F[:, 2], m[:, 2], m[:, 1]], 1),
             xp.stack([m[:, 0], m[:, 1], m[:, 2]], 1),
-        ]
-    ).astype(xp.int32)
-    return TriMesh(V, faces)
+        ],
+        1,
+    ).reshape(-1, 3)
+    return TriMesh(V, faces.astype(xp.int32))
 
 
 def shuffled(mesh: TriMesh, seed: int = 0) -> TriMesh:

@@ -1,7 +1,11 @@
 """``python -m bench.suite`` (``./dev.sh gpu``): on a GPU host, the whole test suite with the GPU
-required (a skipped GPU test is a failure there), then the benchmarks; a short table last.
+required (a skipped GPU test is a failure there), then the benchmarks (``python -m bench``: every
+operation against its baselines; ``python -m bench.patched``: patched vs global kernels); the
+tables last.
 
-Arguments after ``--`` go to ``python -m bench``. Exits non-zero when a test failed.
+Arguments after ``--`` go to ``python -m bench`` (``--sizes`` also to ``bench.patched``).
+``TESSERA_SUITE=tests|bench`` runs only that half. Exits non-zero when a test or a benchmark
+failed.
 """
 
 from __future__ import annotations
@@ -51,17 +55,26 @@ def main() -> None:
     bench_args = args[args.index("--") + 1 :] if "--" in args else []
     out = Path(os.environ.get("OUT", ROOT / "bench" / "results"))
     out.mkdir(parents=True, exist_ok=True)
-    counts = run_tests(out / "junit.xml")
-    brc = subprocess.call([sys.executable, "-m", "bench", *bench_args], cwd=ROOT)
-    results = ROOT / "bench" / "results" / "RESULTS.md"
+    only = os.environ.get("TESSERA_SUITE", "")
+    counts = {"returncode": 0, "tests": 0, "failures": 0, "errors": 0, "skipped": 0, "gpu": 0}
+    if only != "bench":
+        counts = run_tests(out / "junit.xml")
+    brc = 0
+    if only != "tests":
+        brc = subprocess.call([sys.executable, "-m", "bench", *bench_args], cwd=ROOT)
+        i = bench_args.index("--sizes") if "--sizes" in bench_args else len(bench_args)
+        sizes = bench_args[i : i + 2]
+        brc |= subprocess.call([sys.executable, "-m", "bench.patched", *sizes], cwd=ROOT)
     print("\n" + "=" * 78)
     print(
         f"tests: {counts['tests']} run, {counts['failures']} failed, {counts['errors']} errors, "
         f"{counts['skipped']} skipped (GPU tests run: {counts['gpu']}); "
         f"benchmarks exit {brc}"
     )
-    if results.is_file():
-        print(results.read_text())
+    for name in ("RESULTS.md", "PATCHED.md"):
+        results = ROOT / "bench" / "results" / name
+        if only != "tests" and results.is_file():
+            print(results.read_text())
     sys.exit(1 if counts["returncode"] != 0 or brc != 0 else 0)
 
 
