@@ -165,15 +165,19 @@ def _first_per_group(xp: ModuleType, group: Any, score: Any, n_groups: int) -> A
     """Per group the element with the largest score, smallest index on ties (-1 for empty)."""
     m = group.shape[0]
     idx = xp.arange(m, dtype=xp.int64)
-    order = (
-        xp.lexsort(xp.stack([idx, -score, group]))
-        if xp.__name__ != "numpy"
-        else np.lexsort((idx, -score, group))
-    )
+    out = xp.full(n_groups, -1, dtype=xp.int64)
+    if m == 0:
+        return out
+    lo, hi = int(score.min()), int(score.max())
+    span = hi - lo + 1
+    if n_groups * span * m < 2**62:  # one int64 key: a single (radix) sort on the device
+        key = (group.astype(xp.int64) * span + (hi - score.astype(xp.int64))) * m + idx
+        order = xp.argsort(key)
+    else:
+        order = xp.asarray(np.lexsort((to_numpy(idx), -to_numpy(score), to_numpy(group))))
     g = group[order]
     head = xp.ones(m, dtype=bool)
     head[1:] = g[1:] != g[:-1]
-    out = xp.full(n_groups, -1, dtype=xp.int64)
     out[g[head]] = order[head]
     return out
 
@@ -311,8 +315,11 @@ def _csr_owned_first(
     """Rows per patch of global ids, owned ones first (then by id). Returns offsets, ids,
     owned counts and the patch of each entry."""
     not_owned = (owner[g] != p).astype(xp.int64)
-    o = np.lexsort((to_numpy(g), to_numpy(not_owned), to_numpy(p)))
-    o = xp.asarray(o)
+    n_g = int(g.max()) + 1 if g.shape[0] else 1
+    if (2 * n_patches + 2) * n_g < 2**62:  # one int64 key: a single sort on the device
+        o = xp.argsort((p.astype(xp.int64) * 2 + not_owned) * n_g + g.astype(xp.int64))
+    else:
+        o = xp.asarray(np.lexsort((to_numpy(g), to_numpy(not_owned), to_numpy(p))))
     p, g, not_owned = p[o], g[o], not_owned[o]
     counts = xp.bincount(p, minlength=n_patches)
     offsets = xp.zeros(n_patches + 1, dtype=xp.int64)

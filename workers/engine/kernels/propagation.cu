@@ -11,11 +11,15 @@ __device__ __forceinline__ double side_length(const double* V, int i, int j) {
   return sqrt(dx * dx + dy * dy + dz * dz);
 }
 
+// NVRTC has no <cmath>: infinity and finiteness by hand (IEEE, no fast math).
+__device__ __forceinline__ double infinity() { return __longlong_as_double(0x7ff0000000000000LL); }
+__device__ __forceinline__ bool is_finite(double x) { return fabs(x) <= 1.7976931348623157e308; }
+
 // Distance at C from triangle A B C given dA, dB and a = |BC|, b = |AC|, c = |AB|.
 __device__ __forceinline__ double tri_candidate(double dA, double dB, double a, double b,
                                                 double c) {
   const double edge = fmin(dA + b, dB + a);
-  if (!isfinite(dA) || !isfinite(dB) || !(c > 0.0)) return edge;
+  if (!is_finite(dA) || !is_finite(dB) || !(c > 0.0)) return edge;
   const double two_c = 2.0 * c;
   const double Sx = ((dA - dB) * (dA + dB) + c * c) / two_c;
   const double Sy2 = (dA - Sx) * (dA + Sx);
@@ -34,7 +38,7 @@ __device__ __forceinline__ double tri_candidate(double dA, double dB, double a, 
 __device__ __forceinline__ double face_candidate(const double* V, const double* d, int g, int v0,
                                                  int v1, int v2) {
   const int f[3] = {v0, v1, v2};
-  double best = INFINITY;
+  double best = infinity();
   for (int k = 0; k < 3; ++k) {
     if (f[k] != g) continue;
     const int A = f[(k + 1) % 3], B = f[(k + 2) % 3];
