@@ -182,9 +182,9 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
     nxt = cur.copy()
     active = cp.ones(patches.n_patches, dtype=cp.uint8)
     next_active = cp.zeros_like(active)
-    ran, n_active = 0, patches.n_patches
+    ran = cp.zeros((), dtype=cp.int64)  # patch runs, counted on the device (no sync)
     for it in range(1, _cap(n) + 1):
-        ran += n_active
+        ran += cp.count_nonzero(active)
         launch_patched(
             kernel,
             patches,
@@ -193,9 +193,8 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
             active=active,
         )
         cur, nxt = nxt, cur
-        n_active = int(cp.count_nonzero(next_active))
-        if n_active == 0:
-            return cur, it, ran
         active, next_active = next_active, active
         next_active.fill(0)
+        if (it % CHECK_EVERY == 0 or it == 1) and not bool(active.any()):
+            return cur, it, int(ran)
     raise _not_converged(_cap(n))
