@@ -82,7 +82,7 @@ def rows_equal(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
 # ----------------------------------------------------------------------------- GPU side
 def device_arrays(patches: Patches) -> dict[str, Any]:
     """int32/uint16 device copies of the patch arrays the kernels read (cached)."""
-    if patches.device:
+    if "face_offsets" in patches.device:
         return patches.device
     from .backend import cupy_module
 

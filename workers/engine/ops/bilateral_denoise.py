@@ -258,7 +258,10 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     weighted step in ``kernels/bilateral_denoise.cu``, one thread per vertex gathering over its
     neighbourhood CSR (no atomics). With ``max_rings=1`` the neighbourhood is the one-ring within
     the ball, found on the fly by one kernel per step (``patched_ops.bilateral_step``): on the
-    patched path when the engine picks it for this op, else over the global VV CSR."""
+    patched path when the engine picks it for this op, else over the global VV CSR. That kernel
+    adds in another order than the twin: positions agree to about 1e-12, and from the second
+    step on a neighbour lying exactly on the ball's rim (regular meshes) may be counted by one
+    and not the other."""
     if p.max_rings == 1:
         return _ring_cupy(mesh, p)
     return _run(mesh, p, _cupy_step)
