@@ -147,16 +147,19 @@ struct BilateralBody {
     const int k = nb.size();
     double sc = sigma_c_given;
     if (!(sc > 0.0)) {
-      sc = 0.0;
+      sc = -1.0;
       for (int j = 0; j < k; ++j) {
+        if (nb[j] == g) continue;  // a face repeating a vertex makes a self-loop edge: skipped
         const double3 d = sub3(load3dd(X, nb[j]), x);
         const double len = sqrt(dot3(d, d));
-        sc = j == 0 ? len : fmin(sc, len);
+        sc = sc < 0.0 ? len : fmin(sc, len);
       }
+      sc = fmax(sc, 0.0);
     }
     const double r = 2.0 * sc, r2 = r * r;
     int count = 1;  // the vertex itself
     for (int j = 0; j < k; ++j) {
+      if (nb[j] == g) continue;
       const double3 d = sub3(load3dd(X, nb[j]), x);
       count += dot3(d, d) <= r2;
     }
@@ -170,6 +173,7 @@ struct BilateralBody {
     if (!(ss > 0.0)) {
       double sum_abs = 0.0, sum_sq = 0.0;
       for (int j = 0; j < k; ++j) {
+        if (nb[j] == g) continue;
         const double3 d = sub3(load3dd(X, nb[j]), x);
         if (!(dot3(d, d) <= r2)) continue;
         const double h = dot3(d, n);
@@ -183,6 +187,7 @@ struct BilateralBody {
     }
     double acc = 0.0, norm = 1.0;  // the vertex itself: h = 0, w = 1
     for (int j = 0; j < k; ++j) {
+      if (nb[j] == g) continue;
       const double3 d = sub3(load3dd(X, nb[j]), x);
       const double t2 = dot3(d, d);
       if (!(t2 <= r2)) continue;
