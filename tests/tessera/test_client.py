@@ -42,7 +42,8 @@ def test_submit_wait_download_with_progress(tc, tmp_path):
         ["weld", ("vertex_normals", {"weighting": "angle"}), {"op": "gaussian_curvature"}],
         output={"format": "ply", "attributes": ["vertex_normals", "gaussian_curvature"]},
     )
-    assert job["state"] == "queued" and job["spec"]["pipeline"][1]["weighting"] == "angle"
+    assert job["state"] in ("queued", "running")  # an idle worker may claim it at once
+    assert job["spec"]["pipeline"][1]["weighting"] == "angle"
     done = tc.wait(job, progress=seen.append, timeout=60)
     assert done["state"] == "succeeded" and done["progress"] == 1.0
     assert seen[-1]["state"] == "succeeded" and len(seen) >= 2
