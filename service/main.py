@@ -15,6 +15,7 @@ import redis
 from fastapi import FastAPI
 from pydantic.json_schema import models_json_schema
 
+from workers.apikeys import keyring_from
 from workers.queue.blobs import LocalBlobStore
 from workers.queue.jobs import JobQueue
 
@@ -60,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Tessera", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
+    app.state.keyring = keyring_from(settings)
     app.state.metrics = Metrics()
     errors.install(app)
     app.include_router(jobs.router)

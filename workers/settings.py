@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +35,22 @@ class Settings(BaseSettings):
         4 << 30, ge=1024, description="Largest size a compressed upload may expand to."
     )
     worker_name: str | None = Field(None, description="Consumer name; host:pid when unset.")
+    api_keys: dict[str, Any] = Field(
+        default_factory=dict,
+        description="API keys (JSON): key id -> secret, or -> {secret, revoked, webhook_secret}. "
+        "Without keys (here or in api_keys_file) the API is open.",
+    )
+    api_keys_file: Path | None = Field(
+        None, description="A JSON file of API keys as in api_keys, read again when it changes."
+    )
+    webhook_secret: str | None = Field(
+        None, min_length=16, description="Signs the webhooks of jobs submitted without a key."
+    )
+    webhook_max_attempts: int = Field(8, ge=1, le=30, description="Deliveries tried per webhook.")
+    webhook_backoff_seconds: float = Field(
+        2.0, gt=0, description="Wait before the second delivery try; doubles after each."
+    )
+    webhook_timeout_seconds: float = Field(10.0, gt=0, description="Time allowed per delivery.")
 
     @property
     def blob_root(self) -> Path:

@@ -5,26 +5,27 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Header, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
 
+from ..auth import CallerDep, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import JobPublic, job_public
 from ..submission import accept
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
 
 _PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "Problem details"}
-_ERRORS = {s: _PROBLEM_RESPONSE for s in (404, 409, 410, 413, 422, 503)}
+_ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 503)}
 
 
-def _record(queue: Any, job_id: str) -> dict[str, Any]:
+def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     if not job_id.isalnum() or len(job_id) > 64:
         raise ProblemError(404, "job.not_found", "no such job", id=job_id[:64])
     rec = queue.get(job_id)
-    if rec is None:
+    if rec is None or (who is not None and rec.get("key_id") != who):
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     return rec  # type: ignore[no-any-return]
 
@@ -46,6 +47,7 @@ async def create_job(
     store: StoreDep,
     settings: SettingsDep,
     base: BaseUrlDep,
+    who: CallerDep,
     mesh: Annotated[
         list[UploadFile],
         File(
@@ -57,6 +59,8 @@ async def create_job(
     spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> JSONResponse:
+    if idempotency_key and who is not None:  # one key's Idempotency-Keys never meet another's
+        idempotency_key = f"{who}:{idempotency_key}"
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
     files = [(m.filename or "", await m.read()) for m in mesh]
     accepted = await run_in_threadpool(
@@ -66,6 +70,7 @@ async def create_job(
         spec_text=spec,
         files=files,
         idempotency_key=idempotency_key,
+        owner=who,
         upload_seconds=upload_s,
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
@@ -82,8 +87,8 @@ async def create_job(
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=_ERRORS, summary="A job's state")
-def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
-    return job_public(_record(queue, job_id), base, time.time())
+def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> JobPublic:
+    return job_public(_record(queue, job_id, who), base, time.time())
 
 
 @router.get(
@@ -98,8 +103,8 @@ def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
     response_class=FileResponse,
     summary="Download the processed mesh",
 )
-def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
-    rec = _finished(queue, job_id)
+def get_result(job_id: str, queue: QueueDep, store: StoreDep, who: CallerDep) -> FileResponse:
+    rec = _finished(queue, job_id, who)
     return _file(store, rec["result"], job_id)
 
 
@@ -115,8 +120,10 @@ def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
     response_class=FileResponse,
     summary="Download an artifact (e.g. the Laplacian matrix)",
 )
-def get_artifact(job_id: str, name: str, queue: QueueDep, store: StoreDep) -> FileResponse:
-    rec = _finished(queue, job_id)
+def get_artifact(
+    job_id: str, name: str, queue: QueueDep, store: StoreDep, who: CallerDep
+) -> FileResponse:
+    rec = _finished(queue, job_id, who)
     art = (rec.get("artifacts") or {}).get(name)
     if art is None:
         raise ProblemError(
@@ -130,8 +137,8 @@ def get_artifact(job_id: str, name: str, queue: QueueDep, store: StoreDep) -> Fi
     return _file(store, art, job_id)
 
 
-def _finished(queue: Any, job_id: str) -> dict[str, Any]:
-    rec = _record(queue, job_id)
+def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
+    rec = _record(queue, job_id, who)
     if rec.get("expires_at") and time.time() > rec["expires_at"]:
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
     if rec.get("state") != "succeeded" or not rec.get("result"):
@@ -154,8 +161,8 @@ def _file(store: Any, blob: dict[str, Any], job_id: str) -> FileResponse:
     responses=_ERRORS,
     summary="Cancel a queued or running job",
 )
-def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
-    _record(queue, job_id)
+def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> JobPublic:
+    _record(queue, job_id, who)
     outcome, previous = queue.cancel(job_id)
     if outcome == "gone":
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
@@ -163,4 +170,4 @@ def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
         raise ProblemError(
             409, "job.already_finished", "the job has already finished", id=job_id, state=previous
         )
-    return job_public(_record(queue, job_id), base, time.time())
+    return job_public(_record(queue, job_id, who), base, time.time())
