@@ -21,6 +21,7 @@ import redis
 from .queue.blobs import LocalBlobStore, job_prefix, result_key
 from .queue.jobs import Claim, JobQueue
 from .settings import Settings
+from .webhooks import WebhookThread
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,8 @@ class Supervisor:
             self.settings.lease_seconds,
         )
         self.ensure_child()
+        hooks = WebhookThread(self.settings, self.name)  # delivers webhooks of ended jobs
+        hooks.start()
         try:
             while not self.stopping and (max_jobs is None or self.jobs_done < max_jobs):
                 try:
@@ -137,6 +140,7 @@ class Supervisor:
                     log.warning("%s: redis unavailable (%s); retrying", self.name, exc)
                     time.sleep(1.0)
         finally:
+            hooks.stop()
             if self.conn is not None and self.child is not None and self.child.is_alive():
                 try:
                     self.conn.send(("stop",))

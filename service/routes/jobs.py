@@ -13,7 +13,7 @@ from ..auth import CallerDep, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import JobPublic, job_public
-from ..submission import accept
+from ..submission import accept, parse_spec
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
 
@@ -61,6 +61,12 @@ async def create_job(
 ) -> JSONResponse:
     if idempotency_key and who is not None:  # one key's Idempotency-Keys never meet another's
         idempotency_key = f"{who}:{idempotency_key}"
+    if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
+        raise ProblemError(
+            422,
+            "spec.webhook_unsigned",
+            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
+        )
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
     files = [(m.filename or "", await m.read()) for m in mesh]
     accepted = await run_in_threadpool(
@@ -70,7 +76,7 @@ async def create_job(
         spec_text=spec,
         files=files,
         idempotency_key=idempotency_key,
-        owner=who,
+        extra={"base_url": base, **({"key_id": who} if who is not None else {})},
         upload_seconds=upload_s,
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
