@@ -74,7 +74,8 @@ class Client:
         self.retry = retry or RetryPolicy()
         key = api_key if api_key is not None else os.environ.get("TESSERA_API_KEY")
         self._own = http is None
-        self.http = http or httpx.Client(timeout=timeout)
+        # results may answer 307 to a presigned URL of the blob store
+        self.http = http or httpx.Client(timeout=timeout, follow_redirects=True)
         self.http.headers.update(_headers(key))
 
     # ------------------------------------------------------------------ plumbing
@@ -248,7 +249,7 @@ class AsyncClient:
         self.retry = retry or RetryPolicy()
         key = api_key if api_key is not None else os.environ.get("TESSERA_API_KEY")
         self._own = http is None
-        self.http = http or httpx.AsyncClient(timeout=timeout)
+        self.http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=True)
         self.http.headers.update(_headers(key))
 
     async def aclose(self) -> None:

@@ -18,6 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MESHES = Path(os.environ.get("TESSERA_MESHES", ROOT.parent / "shared" / "meshes"))
 
+pytest_plugins = ["tests.s3"]  # the s3_server fixture (a real SeaweedFS)
+
 # the testing operation (sleep/fail) is registered in this process and in every child it starts
 os.environ["TESSERA_TEST_OPS"] = "1"
 

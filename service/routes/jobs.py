@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import time
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import (
+    FileResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.background import BackgroundTask
+
+from workers.queue.blobs import BlobNotFound
 
 from ..auth import CallerDep, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
@@ -109,9 +119,11 @@ def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> J
     response_class=FileResponse,
     summary="Download the processed mesh",
 )
-def get_result(job_id: str, queue: QueueDep, store: StoreDep, who: CallerDep) -> FileResponse:
+def get_result(
+    job_id: str, queue: QueueDep, store: StoreDep, settings: SettingsDep, who: CallerDep
+) -> Response:
     rec = _finished(queue, job_id, who)
-    return _file(store, rec["result"], job_id)
+    return _file(store, rec["result"], job_id, settings.s3_presign_seconds)
 
 
 @router.get(
@@ -127,8 +139,8 @@ def get_result(job_id: str, queue: QueueDep, store: StoreDep, who: CallerDep) ->
     summary="Download an artifact (e.g. the Laplacian matrix)",
 )
 def get_artifact(
-    job_id: str, name: str, queue: QueueDep, store: StoreDep, who: CallerDep
-) -> FileResponse:
+    job_id: str, name: str, queue: QueueDep, store: StoreDep, settings: SettingsDep, who: CallerDep
+) -> Response:
     rec = _finished(queue, job_id, who)
     art = (rec.get("artifacts") or {}).get(name)
     if art is None:
@@ -140,7 +152,7 @@ def get_artifact(
             name=name[:64],
             available=sorted(rec.get("artifacts") or {}),
         )
-    return _file(store, art, job_id)
+    return _file(store, art, job_id, settings.s3_presign_seconds)
 
 
 def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
@@ -154,11 +166,47 @@ def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     return rec
 
 
-def _file(store: Any, blob: dict[str, Any], job_id: str) -> FileResponse:
+def content_disposition(filename: str) -> str:
+    """As Starlette's FileResponse writes it: plain when ASCII-safe, RFC 5987 otherwise."""
+    quoted = quote(filename)
+    if quoted == filename:
+        return f'attachment; filename="{filename}"'
+    return f"attachment; filename*=utf-8''{quoted}"
+
+
+def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 0) -> Response:
+    """The blob as a file (local store), a redirect to a presigned URL, or a stream (S3)."""
     path = store.local_path(blob["key"])
-    if path is None or not path.is_file():
-        raise ProblemError(410, "job.result_missing", "the result is no longer stored", id=job_id)
-    return FileResponse(path, media_type=blob["media_type"], filename=blob["filename"])
+    if path is not None:
+        if not path.is_file():
+            raise ProblemError(
+                410, "job.result_missing", "the result is no longer stored", id=job_id
+            )
+        return FileResponse(path, media_type=blob["media_type"], filename=blob["filename"])
+    try:
+        size = store.size(blob["key"])
+    except BlobNotFound:
+        raise ProblemError(
+            410, "job.result_missing", "the result is no longer stored", id=job_id
+        ) from None
+    if presign_seconds > 0:
+        url = store.presigned_url(
+            blob["key"],
+            expires=presign_seconds,
+            filename=blob["filename"],
+            media_type=blob["media_type"],
+        )
+        return RedirectResponse(url, status_code=307)
+    body = store.open(blob["key"])
+    return StreamingResponse(
+        iter(lambda: body.read(1 << 20), b""),
+        media_type=blob["media_type"],
+        headers={
+            "Content-Length": str(size),
+            "Content-Disposition": content_disposition(blob["filename"]),
+        },
+        background=BackgroundTask(body.close),
+    )
 
 
 @router.delete(
