@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -121,7 +121,8 @@ class Upload:
 def uploads(
     mesh: MeshInput | Sequence[MeshInput], filename: str | Sequence[str] | None
 ) -> list[Upload]:
-    items = list(mesh) if isinstance(mesh, (list, tuple)) else [mesh]
+    multi = isinstance(mesh, (list, tuple))
+    items: list[MeshInput] = list(mesh) if multi else [cast(MeshInput, mesh)]  # type: ignore[arg-type]
     names: list[str | None]
     if filename is None:
         names = [None] * len(items)

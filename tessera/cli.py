@@ -37,7 +37,9 @@ OUTPUT_FORMATS = ("ply", "obj", "stl", "glb", "npz")
 # ----------------------------------------------------------------------------- parsing
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside brackets, braces and quotes: ``a=[1,2],b=x`` → two pairs."""
-    out, depth, quote, cur = [], 0, "", []
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote

@@ -109,7 +109,7 @@ class Dispatcher:
         if not raw:
             self.r.zrem(keys.WEBHOOKS_DUE, job_id)
             return
-        rec = decode_record(raw)
+        rec = decode_record(raw)  # type: ignore[arg-type]  # bytes from this client
         hook = rec.get("webhook") or {"attempts": [], "delivered": False}
         url = (rec.get("spec") or {}).get("callback_url")
         if hook.get("delivered") or hook.get("gave_up") or not url:

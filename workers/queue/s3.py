@@ -136,7 +136,7 @@ class S3BlobStore:
 
     def _list(self, prefix: str) -> list[str]:
         base = self._key(prefix.rstrip("/"))
-        out = []
+        out: list[str] = []
         pages = self.client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=base + "/"
         )
