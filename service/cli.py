@@ -5,6 +5,8 @@ tessera api     [--host H] [--port P]                                 the HTTP A
 tessera worker  [--name N]                                            one worker (supervisor)
 tessera ops     [NAME]                                                the operation catalogue
 tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
+tessera submit FILE... --op weld -o OUT [--url URL]                    through a running service
+tessera batch DIR --pipeline p.yaml --out DIR [--concurrency N]        a whole folder, resumable
 """
 
 from __future__ import annotations
@@ -22,27 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tessera.cli import add_commands, parse_op
+
+__all__ = ["build_parser", "main", "parse_op"]
+
 log = logging.getLogger("tessera")
 
 
 # ----------------------------------------------------------------------------- helpers
-def parse_op(text: str) -> dict[str, Any]:
-    """``name`` or ``name:k=v,k=v`` → ``{"op": name, k: v...}``; values are read as JSON when they
-    parse as JSON (numbers, true/false, null), else kept as strings."""
-    name, _, rest = text.partition(":")
-    step: dict[str, Any] = {"op": name.strip()}
-    if rest.strip():
-        for pair in rest.split(","):
-            k, eq, v = pair.partition("=")
-            if not eq or not k.strip():
-                raise SystemExit(f"tessera: bad parameter {pair!r} in --op {text!r} (use k=v)")
-            try:
-                step[k.strip()] = json.loads(v)
-            except json.JSONDecodeError:
-                step[k.strip()] = v
-    return step
-
-
 def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -219,13 +208,34 @@ def cmd_ops(args: argparse.Namespace) -> int:
         print(json.dumps(OPS.catalogue(), indent=2))
         return 0
     for op in OPS:
+        entry = op.catalogue_entry()
         print(f"{op.name:<26} {op.summary}")
-        for field, info in op.params.model_fields.items():
-            default = info.default
-            ann = getattr(info.annotation, "__name__", str(info.annotation))
-            arg = f"{field}={default!r}"
-            print(f"    {arg:<26} {ann:<8} {info.description or ''}")
+        for name, prop in entry["params"].get("properties", {}).items():
+            arg = f"{name}={json.dumps(prop.get('default'))}"
+            print(f"    {arg:<26} {param_type(prop):<22} {prop.get('description', '')}")
     return 0
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e7 else f"{x:g}"
+
+
+def param_type(prop: dict[str, Any]) -> str:
+    """A parameter's JSON Schema in a few characters: ``number 0..1e6``, ``area|angle``."""
+    if "enum" in prop:
+        return "|".join(str(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " or ".join(param_type(p) for p in prop["anyOf"])
+    kind = str(prop.get("type", "any"))
+    if kind == "array":
+        kind = f"[{param_type(prop.get('items', {}))}]"
+    lo = prop.get("minimum", prop.get("exclusiveMinimum"))
+    hi = prop.get("maximum", prop.get("exclusiveMaximum"))
+    if lo is not None or hi is not None:
+        left = "" if lo is None else ("(" if "exclusiveMinimum" in prop else "[") + _num(lo)
+        right = "" if hi is None else _num(hi) + (")" if "exclusiveMaximum" in prop else "]")
+        kind += f" {left}..{right}"
+    return kind
 
 
 def save_artifacts(artifacts: dict[str, Any], output: str) -> list[str]:
@@ -315,11 +325,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(fn=cmd_run)
+
+    add_commands(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns progress
     args = build_parser().parse_args(argv)
     sys.exit(args.fn(args))
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from workers.queue.blobs import LocalBlobStore
+from workers.queue.blobs import BlobStore
 from workers.queue.jobs import JobQueue
 
 from .config import Settings
@@ -16,7 +16,7 @@ def get_queue(request: Request) -> JobQueue:
     return request.app.state.queue  # type: ignore[no-any-return]
 
 
-def get_store(request: Request) -> LocalBlobStore:
+def get_store(request: Request) -> BlobStore:
     return request.app.state.store  # type: ignore[no-any-return]
 
 
@@ -29,6 +29,6 @@ def base_url(request: Request) -> str:
 
 
 QueueDep = Annotated[JobQueue, Depends(get_queue)]
-StoreDep = Annotated[LocalBlobStore, Depends(get_store)]
+StoreDep = Annotated[BlobStore, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 BaseUrlDep = Annotated[str, Depends(base_url)]

@@ -51,6 +51,7 @@ class ProblemError(Exception):
         self.code = code
         self.detail = detail
         self.context = context
+        self.headers: dict[str, str] | None = None
 
 
 def problem(
@@ -78,7 +79,7 @@ def problem(
 def install(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(_: Request, exc: ProblemError) -> JSONResponse:
-        return problem(exc.status, exc.code, exc.detail, exc.context or None)
+        return problem(exc.status, exc.code, exc.detail, exc.context or None, headers=exc.headers)
 
     @app.exception_handler(EngineError)
     async def _engine(_: Request, exc: EngineError) -> JSONResponse:

@@ -15,7 +15,8 @@ import redis
 from fastapi import FastAPI
 from pydantic.json_schema import models_json_schema
 
-from workers.queue.blobs import LocalBlobStore
+from workers.apikeys import keyring_from
+from workers.queue.blobs import open_store, store_config
 from workers.queue.jobs import JobQueue
 
 from . import errors
@@ -52,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
-        app.state.store = LocalBlobStore(settings.blob_root)
+        app.state.store = open_store(store_config(settings))
         try:
             yield
         finally:
@@ -60,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Tessera", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
+    app.state.keyring = keyring_from(settings)
     app.state.metrics = Metrics()
     errors.install(app)
     app.include_router(jobs.router)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workers.engine.artifacts import MATRIX_FORMATS
 from workers.engine.io import OUTPUT_FORMATS
@@ -53,6 +54,28 @@ class JobCreate(BaseModel):
     deadline_seconds: int | None = Field(
         None, ge=1, le=24 * 3600, description="Run time allowed before the job fails as timed out."
     )
+    callback_url: str | None = Field(
+        None,
+        max_length=2000,
+        description="An http(s) URL that gets a signed POST (the webhook) when the job ends: "
+        "body {type, id, state, error, finished_at, links}, header Tessera-Signature "
+        "t=<unix seconds>,v1=<HMAC-SHA256 hex of '<t>.<body>'>. Retried with backoff until a "
+        "2xx answer; every attempt is listed in the job's `webhook`.",
+    )
+
+    @field_validator("callback_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            parts = urlsplit(v)
+            parts.port  # noqa: B018  (raises on a malformed port)
+        except ValueError:
+            raise ValueError("callback_url is not a valid URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("callback_url must be an http or https URL with a host")
+        return v
 
 
 class ResultPublic(BaseModel):
@@ -69,6 +92,20 @@ class ArtifactPublic(BaseModel):
     bytes: int
     filename: str
     media_type: str
+
+
+class WebhookAttempt(BaseModel):
+    at: float = Field(description="When the attempt started (unix seconds).")
+    status: int | None = Field(None, description="The HTTP status answered, if any.")
+    error: str | None = Field(None, description="Why no answer came (connection, timeout).")
+    seconds: float | None = None
+
+
+class WebhookPublic(BaseModel):
+    delivered: bool = Field(description="A 2xx answer was received.")
+    gave_up: bool = Field(False, description="Every allowed attempt failed.")
+    next_attempt_at: float | None = Field(None, description="When the next attempt is due.")
+    attempts: list[WebhookAttempt] = Field(default_factory=list)
 
 
 class ErrorPublic(BaseModel):
@@ -120,6 +157,9 @@ class JobPublic(BaseModel):
         default_factory=dict, description="Files beside the mesh (sparse matrices), by name."
     )
     spec: dict[str, Any]
+    webhook: WebhookPublic | None = Field(
+        None, description="Deliveries of the webhook (with a callback_url, once the job ended)."
+    )
 
 
 def _dt(x: float | None) -> datetime | None:
@@ -179,6 +219,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
         result=result,
         artifacts=artifacts,
         spec=rec.get("spec") or {},
+        webhook=WebhookPublic(**rec["webhook"]) if rec.get("webhook") else None,
     )
 
 

@@ -131,6 +131,7 @@ def accept(
     files: list[tuple[str, bytes]],
     idempotency_key: str | None,
     upload_seconds: float,
+    extra: dict[str, Any] | None = None,
     max_expanded: int,
     deadline_limit: int,
 ) -> Accepted:
@@ -170,6 +171,7 @@ def accept(
         "input": inp,
         "created_at": time.time(),
         "idempotency_key": idempotency_key,
+        **(extra or {}),
     }
     store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
     store_s = time.perf_counter() - t
@@ -179,6 +181,7 @@ def accept(
         "input": inp,
         "timings": {"upload": upload_seconds, "parse": parse_s, "store_input": store_s},
     }
+    fields.update(extra or {})  # the route's: the submitting API key, the base URL for links
     try:
         status, dup = queue.submit(
             job_id, fields, idempotency_key=idempotency_key, body_hash=digest

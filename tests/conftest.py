@@ -3,6 +3,7 @@ temporary data directory, the API client, worker processes, and the real meshes.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -16,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MESHES = Path(os.environ.get("TESSERA_MESHES", ROOT.parent / "shared" / "meshes"))
+
+pytest_plugins = ["tests.s3"]  # the s3_server fixture (a real SeaweedFS)
 
 # the testing operation (sleep/fail) is registered in this process and in every child it starts
 os.environ["TESSERA_TEST_OPS"] = "1"
@@ -149,7 +152,7 @@ def settings_env(s: object) -> dict[str, str]:
     env = dict(os.environ)
     for k, v in s.model_dump().items():  # type: ignore[attr-defined]
         if v is not None:
-            env[f"TESSERA_{k.upper()}"] = str(v)
+            env[f"TESSERA_{k.upper()}"] = json.dumps(v) if isinstance(v, dict) else str(v)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

@@ -19,8 +19,10 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def child_main(conn: Connection, blob_root: str, log_level: int = logging.INFO) -> None:
-    """Entry point of the child process."""
+def child_main(
+    conn: Connection, blob_root: str | dict[str, Any], log_level: int = logging.INFO
+) -> None:
+    """Entry point of the child process; ``blob_root`` is what ``open_store`` takes."""
     logging.basicConfig(level=log_level, format=f"%(asctime)s child[{os.getpid()}] %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when we stop
     from .engine.errors import EngineError, InputError

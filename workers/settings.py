@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +35,42 @@ class Settings(BaseSettings):
         4 << 30, ge=1024, description="Largest size a compressed upload may expand to."
     )
     worker_name: str | None = Field(None, description="Consumer name; host:pid when unset.")
+    blob_url: str | None = Field(
+        None, description="s3://bucket/prefix for an S3-compatible blob store; local when unset."
+    )
+    s3_endpoint_url: str | None = Field(
+        None, description="The S3 endpoint (SeaweedFS, MinIO...); AWS when unset."
+    )
+    s3_region: str | None = Field(None, description="The S3 region (us-east-1 when unset).")
+    s3_access_key_id: str | None = Field(None, description="S3 credentials (else AWS_* / roles).")
+    s3_secret_access_key: str | None = Field(None, description="S3 credentials.")
+    s3_multipart_threshold_bytes: int = Field(
+        64 << 20, ge=5 << 20, description="Blobs above this go up as multipart, in parts this size."
+    )
+    s3_create_bucket: bool = Field(False, description="Create the bucket at start if missing.")
+    s3_presign_seconds: int = Field(
+        0,
+        ge=0,
+        le=7 * 24 * 3600,
+        description="With S3: results answer 307 to a presigned URL valid this long (0: the API "
+        "streams them).",
+    )
+    api_keys: dict[str, Any] = Field(
+        default_factory=dict,
+        description="API keys (JSON): key id -> secret, or -> {secret, revoked, webhook_secret}. "
+        "Without keys (here or in api_keys_file) the API is open.",
+    )
+    api_keys_file: Path | None = Field(
+        None, description="A JSON file of API keys as in api_keys, read again when it changes."
+    )
+    webhook_secret: str | None = Field(
+        None, min_length=16, description="Signs the webhooks of jobs submitted without a key."
+    )
+    webhook_max_attempts: int = Field(8, ge=1, le=30, description="Deliveries tried per webhook.")
+    webhook_backoff_seconds: float = Field(
+        2.0, gt=0, description="Wait before the second delivery try; doubles after each."
+    )
+    webhook_timeout_seconds: float = Field(10.0, gt=0, description="Time allowed per delivery.")
 
     @property
     def blob_root(self) -> Path:

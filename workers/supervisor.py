@@ -18,9 +18,10 @@ from typing import Any
 
 import redis
 
-from .queue.blobs import LocalBlobStore, job_prefix, result_key
+from .queue.blobs import BlobStore, job_prefix, open_store, result_key, store_config
 from .queue.jobs import Claim, JobQueue
 from .settings import Settings
+from .webhooks import WebhookThread
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ HEARTBEAT_SECONDS = 2.0
 SWEEP_SECONDS = 60.0
 
 
-def sweep_expired(q: JobQueue, store: LocalBlobStore, now: float | None = None) -> list[str]:
+def sweep_expired(q: JobQueue, store: BlobStore, now: float | None = None) -> list[str]:
     """Delete the blobs of jobs past their TTL (cancelling any that never ended). Any number of
     supervisors may sweep at once: every step is idempotent."""
     now = time.time() if now is None else now
@@ -58,7 +59,7 @@ class Supervisor:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
-        self.store = LocalBlobStore(settings.blob_root)
+        self.store = open_store(store_config(settings))
         self.renew_every = settings.lease_seconds / 4
         self.reap_every = max(settings.lease_seconds / 4, 0.5)
         self.stopping = False
@@ -82,7 +83,7 @@ class Supervisor:
         os.environ.setdefault("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
         self.child = ctx.Process(
             target=child_main,
-            args=(child, str(self.settings.blob_root), logging.getLogger().level),
+            args=(child, store_config(self.settings), logging.getLogger().level),
             name="tessera-child",
             daemon=True,
         )
@@ -125,6 +126,8 @@ class Supervisor:
             self.settings.lease_seconds,
         )
         self.ensure_child()
+        hooks = WebhookThread(self.settings, self.name)  # delivers webhooks of ended jobs
+        hooks.start()
         try:
             while not self.stopping and (max_jobs is None or self.jobs_done < max_jobs):
                 try:
@@ -137,6 +140,7 @@ class Supervisor:
                     log.warning("%s: redis unavailable (%s); retrying", self.name, exc)
                     time.sleep(1.0)
         finally:
+            hooks.stop()
             if self.conn is not None and self.child is not None and self.child.is_alive():
                 try:
                     self.conn.send(("stop",))

@@ -4,27 +4,38 @@ from __future__ import annotations
 
 import time
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, File, Form, Header, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import (
+    FileResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.background import BackgroundTask
 
+from workers.queue.blobs import BlobNotFound
+
+from ..auth import CallerDep, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import JobPublic, job_public
-from ..submission import accept
+from ..submission import accept, parse_spec
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
 
 _PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "Problem details"}
-_ERRORS = {s: _PROBLEM_RESPONSE for s in (404, 409, 410, 413, 422, 503)}
+_ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 503)}
 
 
-def _record(queue: Any, job_id: str) -> dict[str, Any]:
+def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     if not job_id.isalnum() or len(job_id) > 64:
         raise ProblemError(404, "job.not_found", "no such job", id=job_id[:64])
     rec = queue.get(job_id)
-    if rec is None:
+    if rec is None or (who is not None and rec.get("key_id") != who):
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     return rec  # type: ignore[no-any-return]
 
@@ -46,6 +57,7 @@ async def create_job(
     store: StoreDep,
     settings: SettingsDep,
     base: BaseUrlDep,
+    who: CallerDep,
     mesh: Annotated[
         list[UploadFile],
         File(
@@ -57,6 +69,14 @@ async def create_job(
     spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> JSONResponse:
+    if idempotency_key and who is not None:  # one key's Idempotency-Keys never meet another's
+        idempotency_key = f"{who}:{idempotency_key}"
+    if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
+        raise ProblemError(
+            422,
+            "spec.webhook_unsigned",
+            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
+        )
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
     files = [(m.filename or "", await m.read()) for m in mesh]
     accepted = await run_in_threadpool(
@@ -66,6 +86,7 @@ async def create_job(
         spec_text=spec,
         files=files,
         idempotency_key=idempotency_key,
+        extra={"base_url": base, **({"key_id": who} if who is not None else {})},
         upload_seconds=upload_s,
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
@@ -82,8 +103,8 @@ async def create_job(
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=_ERRORS, summary="A job's state")
-def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
-    return job_public(_record(queue, job_id), base, time.time())
+def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> JobPublic:
+    return job_public(_record(queue, job_id, who), base, time.time())
 
 
 @router.get(
@@ -98,9 +119,11 @@ def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
     response_class=FileResponse,
     summary="Download the processed mesh",
 )
-def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
-    rec = _finished(queue, job_id)
-    return _file(store, rec["result"], job_id)
+def get_result(
+    job_id: str, queue: QueueDep, store: StoreDep, settings: SettingsDep, who: CallerDep
+) -> Response:
+    rec = _finished(queue, job_id, who)
+    return _file(store, rec["result"], job_id, settings.s3_presign_seconds)
 
 
 @router.get(
@@ -115,8 +138,10 @@ def get_result(job_id: str, queue: QueueDep, store: StoreDep) -> FileResponse:
     response_class=FileResponse,
     summary="Download an artifact (e.g. the Laplacian matrix)",
 )
-def get_artifact(job_id: str, name: str, queue: QueueDep, store: StoreDep) -> FileResponse:
-    rec = _finished(queue, job_id)
+def get_artifact(
+    job_id: str, name: str, queue: QueueDep, store: StoreDep, settings: SettingsDep, who: CallerDep
+) -> Response:
+    rec = _finished(queue, job_id, who)
     art = (rec.get("artifacts") or {}).get(name)
     if art is None:
         raise ProblemError(
@@ -127,11 +152,11 @@ def get_artifact(job_id: str, name: str, queue: QueueDep, store: StoreDep) -> Fi
             name=name[:64],
             available=sorted(rec.get("artifacts") or {}),
         )
-    return _file(store, art, job_id)
+    return _file(store, art, job_id, settings.s3_presign_seconds)
 
 
-def _finished(queue: Any, job_id: str) -> dict[str, Any]:
-    rec = _record(queue, job_id)
+def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
+    rec = _record(queue, job_id, who)
     if rec.get("expires_at") and time.time() > rec["expires_at"]:
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
     if rec.get("state") != "succeeded" or not rec.get("result"):
@@ -141,11 +166,47 @@ def _finished(queue: Any, job_id: str) -> dict[str, Any]:
     return rec
 
 
-def _file(store: Any, blob: dict[str, Any], job_id: str) -> FileResponse:
+def content_disposition(filename: str) -> str:
+    """As Starlette's FileResponse writes it: plain when ASCII-safe, RFC 5987 otherwise."""
+    quoted = quote(filename)
+    if quoted == filename:
+        return f'attachment; filename="{filename}"'
+    return f"attachment; filename*=utf-8''{quoted}"
+
+
+def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 0) -> Response:
+    """The blob as a file (local store), a redirect to a presigned URL, or a stream (S3)."""
     path = store.local_path(blob["key"])
-    if path is None or not path.is_file():
-        raise ProblemError(410, "job.result_missing", "the result is no longer stored", id=job_id)
-    return FileResponse(path, media_type=blob["media_type"], filename=blob["filename"])
+    if path is not None:
+        if not path.is_file():
+            raise ProblemError(
+                410, "job.result_missing", "the result is no longer stored", id=job_id
+            )
+        return FileResponse(path, media_type=blob["media_type"], filename=blob["filename"])
+    try:
+        size = store.size(blob["key"])
+    except BlobNotFound:
+        raise ProblemError(
+            410, "job.result_missing", "the result is no longer stored", id=job_id
+        ) from None
+    if presign_seconds > 0:
+        url = store.presigned_url(
+            blob["key"],
+            expires=presign_seconds,
+            filename=blob["filename"],
+            media_type=blob["media_type"],
+        )
+        return RedirectResponse(url, status_code=307)
+    body = store.open(blob["key"])
+    return StreamingResponse(
+        iter(lambda: body.read(1 << 20), b""),
+        media_type=blob["media_type"],
+        headers={
+            "Content-Length": str(size),
+            "Content-Disposition": content_disposition(blob["filename"]),
+        },
+        background=BackgroundTask(body.close),
+    )
 
 
 @router.delete(
@@ -154,8 +215,8 @@ def _file(store: Any, blob: dict[str, Any], job_id: str) -> FileResponse:
     responses=_ERRORS,
     summary="Cancel a queued or running job",
 )
-def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
-    _record(queue, job_id)
+def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> JobPublic:
+    _record(queue, job_id, who)
     outcome, previous = queue.cancel(job_id)
     if outcome == "gone":
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
@@ -163,4 +224,4 @@ def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep) -> JobPublic:
         raise ProblemError(
             409, "job.already_finished", "the job has already finished", id=job_id, state=previous
         )
-    return job_public(_record(queue, job_id), base, time.time())
+    return job_public(_record(queue, job_id, who), base, time.time())

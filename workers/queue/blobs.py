@@ -1,7 +1,8 @@
 """Blob store: uploads, results and job manifests. Redis never holds mesh bytes.
 
 :class:`BlobStore` is the interface; :class:`LocalBlobStore` keeps blobs as files under a root
-directory (one machine, or a shared volume). An S3-compatible store implements the same methods.
+directory (one machine, or a shared volume); :class:`~.s3.S3BlobStore` implements the same
+methods on any S3-compatible store.
 Keys are relative paths of ``[A-Za-z0-9._-]`` segments: they never come from user input unchecked.
 """
 
@@ -12,7 +13,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 _KEY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$")
 
@@ -112,12 +113,36 @@ class LocalBlobStore:
         )
 
 
-def open_store(url_or_path: str | os.PathLike[str]) -> LocalBlobStore:
-    """The blob store for a setting: a local path (S3 URLs come with the S3 backend)."""
-    s = os.fspath(url_or_path)
+def open_store(config: str | os.PathLike[str] | dict[str, Any]) -> BlobStore:
+    """The blob store for a location: a local path or ``file://`` URL, an ``s3://bucket/prefix``
+    URL, or a dict from :func:`store_config` (location plus the S3 options)."""
+    options: dict[str, Any] = {}
+    if isinstance(config, dict):
+        options = {k: v for k, v in config.items() if k != "location"}
+        config = config["location"]
+    s = os.fspath(config)
+    if s.startswith("s3://"):
+        from .s3 import S3BlobStore
+
+        return S3BlobStore(s, **options)
     if "://" in s and not s.startswith("file://"):
-        raise ValueError(f"unsupported blob store URL {s!r}: only local paths so far")
+        raise ValueError(f"unsupported blob store URL {s!r}: a path, file:// or s3://")
     return LocalBlobStore(s[len("file://") :] if s.startswith("file://") else s)
+
+
+def store_config(settings: Any) -> dict[str, Any]:
+    """What :func:`open_store` needs, from the settings (picklable: the compute child gets it)."""
+    if not settings.blob_url:
+        return {"location": str(settings.blob_root)}
+    return {
+        "location": settings.blob_url,
+        "endpoint_url": settings.s3_endpoint_url,
+        "region": settings.s3_region,
+        "access_key_id": settings.s3_access_key_id,
+        "secret_access_key": settings.s3_secret_access_key,
+        "multipart_threshold": settings.s3_multipart_threshold_bytes,
+        "create_bucket": settings.s3_create_bucket,
+    }
 
 
 def input_key(job_id: str) -> str:

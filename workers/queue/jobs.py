@@ -46,6 +46,7 @@ JSON_FIELDS = (
     "result",
     "patches",
     "artifacts",
+    "webhook",
 )
 FLOAT_FIELDS = (
     "created_at",
@@ -174,7 +175,13 @@ class JobQueue:
     def cancel(self, job_id: str) -> tuple[str, str]:
         """Returns ``(outcome, previous_state)``; outcome is cancelled, final or gone."""
         res = self._s["cancel"](
-            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.COUNTERS],
+            keys=[
+                keys.job(job_id),
+                keys.STREAM,
+                keys.events(job_id),
+                keys.COUNTERS,
+                keys.WEBHOOKS_DUE,
+            ],
             args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone],
         )
         return _s(res[0]), _s(res[1])
@@ -257,7 +264,13 @@ class JobQueue:
 
     def finish(self, consumer: str, c: Claim, state: str, fields: dict[str, Any]) -> bool:
         res = self._s["finish"](
-            keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id), keys.COUNTERS],
+            keys=[
+                keys.job(c.job_id),
+                keys.STREAM,
+                keys.events(c.job_id),
+                keys.COUNTERS,
+                keys.WEBHOOKS_DUE,
+            ],
             args=[
                 keys.GROUP,
                 consumer,
@@ -282,7 +295,13 @@ class JobQueue:
     ) -> str:
         """Retry a job (or fail it after its last attempt). Returns queued, failed, stale, gone."""
         res = self._s["requeue"](
-            keys=[keys.job(job_id), keys.STREAM, keys.events(job_id), keys.COUNTERS],
+            keys=[
+                keys.job(job_id),
+                keys.STREAM,
+                keys.events(job_id),
+                keys.COUNTERS,
+                keys.WEBHOOKS_DUE,
+            ],
             args=[
                 keys.GROUP,
                 entry,

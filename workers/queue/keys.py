@@ -8,6 +8,7 @@ STREAM = f"{PREFIX}:q:default"  # one stream per priority; only the default one 
 WORKERS = f"{PREFIX}:workers"  # sorted set: worker name -> last heartbeat (unix seconds)
 JOBS = f"{PREFIX}:jobs"  # sorted set: job id -> created (unix seconds)
 COUNTERS = f"{PREFIX}:counters"  # hash: monotone counters for metrics
+WEBHOOKS_DUE = f"{PREFIX}:webhooks:due"  # sorted set: job id -> when to deliver its webhook
 
 
 def job(job_id: str) -> str:

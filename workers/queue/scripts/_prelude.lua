@@ -12,6 +12,17 @@ local function drop_entry(stream, group, entry)
   end
 end
 
+-- A job that ended and names a callback_url in its spec becomes due for its webhook now.
+local function notify_webhook(job_key, due_key, now)
+  if not due_key or due_key == '' then return end
+  local spec = redis.call('HGET', job_key, 'spec')
+  if not spec then return end
+  local ok, s = pcall(cjson.decode, spec)
+  if ok and type(s) == 'table' and type(s['callback_url']) == 'string' then
+    redis.call('ZADD', due_key, 'NX', now, redis.call('HGET', job_key, 'id'))
+  end
+end
+
 local function hset_json(key, json)
   local fields = cjson.decode(json)
   local flat = {}

@@ -1,6 +1,6 @@
 -- Cancel a queued or running job. A running job's worker finds out at its next renewal (its
 -- attempt can no longer commit). Terminal states never change.
--- KEYS: job, stream, events, counters
+-- KEYS: job, stream, events, counters, webhooks_due
 -- ARGV: group, now, ttl
 local st = redis.call('HMGET', KEYS[1], 'state', 'entry')
 if not st[1] then return {'gone', ''} end
@@ -9,5 +9,6 @@ redis.call('HSET', KEYS[1], 'state', 'cancelled', 'finished_at', ARGV[2], 'updat
 drop_entry(KEYS[2], ARGV[1], st[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HINCRBY', KEYS[4], 'cancelled', 1)
+notify_webhook(KEYS[1], KEYS[5], ARGV[2])
 emit(KEYS[3], 'state', 'cancelled')
 return {'cancelled', st[1]}

@@ -1,5 +1,5 @@
 -- Commit the end of a run (succeeded or failed) if this consumer still owns the current attempt.
--- KEYS: job, stream, events, counters
+-- KEYS: job, stream, events, counters, webhooks_due
 -- ARGV: group, consumer, entry, attempt, state, fields_json, now, ttl
 local st = redis.call('HMGET', KEYS[1], 'state', 'owner', 'attempt', 'entry')
 if st[1] ~= 'running' or st[2] ~= ARGV[2] or st[3] ~= ARGV[4] or st[4] ~= ARGV[3] then
@@ -11,5 +11,6 @@ if ARGV[5] == 'succeeded' then redis.call('HSET', KEYS[1], 'progress', 1, 'stage
 drop_entry(KEYS[2], ARGV[1], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[8])
 redis.call('HINCRBY', KEYS[4], ARGV[5], 1)
+notify_webhook(KEYS[1], KEYS[5], ARGV[7])
 emit(KEYS[3], 'state', ARGV[5], 'progress', ARGV[5] == 'succeeded' and '1' or '')
 return 1

@@ -1,7 +1,7 @@
 -- Put a running job back in the queue under a new entry, or fail it for good when it has used
 -- all its attempts. Called by the owner after a retryable failure (owner and attempt given), and
 -- by a reaper that took an expired lease with XAUTOCLAIM (owner and attempt '').
--- KEYS: job, stream, events, counters
+-- KEYS: job, stream, events, counters, webhooks_due
 -- ARGV: group, entry, now, max_attempts, error_json, owner, attempt, job_id, ttl
 local st = redis.call('HMGET', KEYS[1], 'state', 'owner', 'attempt', 'entry')
 if not st[1] then
@@ -19,6 +19,7 @@ if tonumber(st[3]) >= tonumber(ARGV[4]) then
   redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[5], 'finished_at', ARGV[3])
   redis.call('EXPIRE', KEYS[1], ARGV[9])
   redis.call('HINCRBY', KEYS[4], 'failed', 1)
+  notify_webhook(KEYS[1], KEYS[5], ARGV[3])
   emit(KEYS[3], 'state', 'failed')
   return {'failed', ''}
 end

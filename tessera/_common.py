@@ -1,0 +1,206 @@
+"""What the sync and the async client share: request building, retry policy, answers."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import httpx
+
+from . import errors
+
+MeshInput = str | os.PathLike[str] | bytes
+Step = str | tuple[str, dict[str, Any]] | dict[str, Any]
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+TERMINAL = frozenset({"succeeded", "failed", "cancelled", "expired"})
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter: attempt ``n`` (from 0) waits a random time in
+    ``[d/2, d]`` with ``d = min(max_delay, base * 2**n)``, or what ``Retry-After`` says (at most
+    ``max_retry_after``). ``retries`` is the number of tries after the first."""
+
+    retries: int = 5
+    base: float = 0.5
+    max_delay: float = 30.0
+    max_retry_after: float = 120.0
+
+    def backoff(self, attempt: int) -> float:
+        d = min(self.max_delay, self.base * (2**attempt))
+        return random.uniform(d / 2, d)
+
+    def delay(self, attempt: int, response: httpx.Response | None) -> float | None:
+        """Seconds to wait before trying again, or None to give up."""
+        if attempt >= self.retries:
+            return None
+        if response is not None:
+            if response.status_code not in RETRY_STATUSES:
+                return None
+            after = retry_after(response.headers.get("retry-after"))
+            if after is not None:
+                return min(after, self.max_retry_after)
+        return self.backoff(attempt)
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+def normalize_step(step: Step) -> dict[str, Any]:
+    """``"weld"``, ``("vertex_normals", {"weighting": "angle"})`` or ``{"op": ..., ...}``."""
+    if isinstance(step, str):
+        return {"op": step}
+    if isinstance(step, tuple):
+        name, params = step
+        return {"op": name, **params}
+    if isinstance(step, dict) and "op" in step:
+        return dict(step)
+    raise TypeError(f"a pipeline step is a name, (name, params) or a dict with 'op': {step!r}")
+
+
+def build_spec(
+    pipeline: Sequence[Step] | None,
+    *,
+    spec: dict[str, Any] | None = None,
+    output: str | dict[str, Any] | None = None,
+    device: str | None = None,
+    deadline_seconds: int | None = None,
+    callback_url: str | None = None,
+) -> dict[str, Any]:
+    """The job spec (the API's ``JobCreate`` as JSON); keyword arguments override ``spec``."""
+    out: dict[str, Any] = json.loads(json.dumps(spec)) if spec else {}
+    if pipeline is not None:
+        out["pipeline"] = [normalize_step(s) for s in pipeline]
+    if isinstance(output, str):
+        out["output"] = {**out.get("output", {}), "format": output}
+    elif output is not None:
+        out["output"] = dict(output)
+    if device is not None:
+        out["device"] = device
+    if deadline_seconds is not None:
+        out["deadline_seconds"] = deadline_seconds
+    if callback_url is not None:
+        out["callback_url"] = callback_url
+    return out
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One mesh part: read again for every try, so a retry sends the same bytes."""
+
+    filename: str
+    path: Path | None = None
+    data: bytes | None = None
+
+    def content(self) -> bytes:
+        return self.data if self.data is not None else Path(self.path or "").read_bytes()
+
+
+def uploads(
+    mesh: MeshInput | Sequence[MeshInput], filename: str | Sequence[str] | None
+) -> list[Upload]:
+    multi = isinstance(mesh, (list, tuple))
+    items: list[MeshInput] = list(mesh) if multi else [cast(MeshInput, mesh)]  # type: ignore[arg-type]
+    names: list[str | None]
+    if filename is None:
+        names = [None] * len(items)
+    elif isinstance(filename, str):
+        names = [filename] + [None] * (len(items) - 1)
+    else:
+        names = list(filename)
+    if len(names) != len(items):
+        raise ValueError("give one filename per mesh")
+    out = []
+    for item, name in zip(items, names, strict=True):
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            if not name:
+                raise ValueError("bytes need a filename (its extension names the format)")
+            out.append(Upload(name, data=bytes(item)))
+        else:
+            p = Path(item)
+            out.append(Upload(name or p.name, path=p))
+    if not out:
+        raise ValueError("no mesh to submit")
+    return out
+
+
+def multipart(parts: list[Upload], spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "files": [("mesh", (u.filename, u.content(), "application/octet-stream")) for u in parts],
+        "data": {"spec": json.dumps(spec)},
+    }
+
+
+def new_idempotency_key() -> str:
+    return f"tessera-py-{uuid.uuid4().hex}"
+
+
+def job_id_of(job: str | dict[str, Any]) -> str:
+    return job["id"] if isinstance(job, dict) else str(job)
+
+
+def raise_for_problem(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    raise errors.from_problem(response.status_code, body, response.text)
+
+
+def check_terminal(job: dict[str, Any]) -> dict[str, Any]:
+    """A finished job's record, or the error for how it ended."""
+    state = job.get("state")
+    if state == "succeeded":
+        return job
+    if state == "expired":
+        raise errors.Gone("job.expired", "the job has expired", status=410, body=job)
+    raise errors.from_job(job)
+
+
+class Progress:
+    """Calls back when the state, stage or progress of a job changes."""
+
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self.callback = callback
+        self.seen: tuple[Any, ...] | None = None
+
+    def update(self, job: dict[str, Any]) -> None:
+        key = (job.get("state"), job.get("stage"), job.get("progress"), job.get("attempts"))
+        if self.callback is not None and key != self.seen:
+            self.seen = key
+            self.callback(job)
+
+
+def poll_delays(first: float = 0.05, factor: float = 1.5, most: float = 1.0) -> Any:
+    d = first
+    while True:
+        yield d
+        d = min(d * factor, most)
+
+
+def tmp_path_for(path: Path) -> Path:
+    return path.with_name(f".{path.name}.part-{uuid.uuid4().hex[:8]}")

@@ -1,0 +1,412 @@
+"""``tessera submit`` and ``tessera batch``: files through a running service.
+
+tessera submit FILE... [--op NAME[:k=v,...]]... [-o OUT] [--format F] [--url URL]
+tessera batch DIR --pipeline pipeline.json|.yaml --out DIR [--concurrency N] [--url URL]
+
+Both run the files as jobs, a few at a time, with a progress line (plain lines when the output is
+not a terminal) and a summary table, and exit 1 when any file failed. A result is written to a
+temporary file and renamed into place, so an existing output means a finished file: ``batch``
+skips those, and a re-run resumes where an interrupted one stopped. Each file's submission carries
+an ``Idempotency-Key`` made from its bytes and the spec, so a retried or resumed run reattaches to
+the job it already started instead of starting another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import errors
+from ._common import RetryPolicy, build_spec
+from .client import AsyncClient
+
+# what the engine reads (MESH_FORMATS, plus archives) and writes (OUTPUT_FORMATS); a test keeps
+# these equal to the engine's lists without the client importing the engine
+INPUT_SUFFIXES = (".obj", ".ply", ".stl", ".off", ".glb", ".gltf", ".npz", ".zip", ".gz")
+OUTPUT_FORMATS = ("ply", "obj", "stl", "glb", "npz")
+
+
+# ----------------------------------------------------------------------------- parsing
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside brackets, braces and quotes: ``a=[1,2],b=x`` → two pairs."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+def parse_op(text: str) -> dict[str, Any]:
+    """``name`` or ``name:k=v,k=v`` → ``{"op": name, k: v...}``. Values are read as JSON when
+    they parse (numbers, true/false, null, lists such as ``sources=[0,12]``), else kept as
+    strings."""
+    name, _, rest = text.partition(":")
+    step: dict[str, Any] = {"op": name.strip()}
+    if rest.strip():
+        for pair in _split_top(rest):
+            k, eq, v = pair.partition("=")
+            if not eq or not k.strip():
+                raise SystemExit(f"tessera: bad parameter {pair!r} in --op {text!r} (use k=v)")
+            try:
+                step[k.strip()] = json.loads(v)
+            except json.JSONDecodeError:
+                step[k.strip()] = v
+    return step
+
+
+def load_pipeline(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A job spec from a JSON or YAML file: either the whole spec (``{"pipeline": [...],
+    "output": {...}}``) or just the list of steps (names or ``{"op": ...}`` objects)."""
+    p = Path(path)
+    text = p.read_text()
+    if p.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SystemExit(f"tessera: {p}: not valid YAML: {exc}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"tessera: {p}: not valid JSON: {exc}") from None
+    if isinstance(data, list):
+        data = {"pipeline": data}
+    if not isinstance(data, dict) or not isinstance(data.get("pipeline", []), list):
+        raise SystemExit(f"tessera: {p}: expected a list of steps or an object with 'pipeline'")
+    data["pipeline"] = [{"op": s} if isinstance(s, str) else s for s in data.get("pipeline", [])]
+    return data
+
+
+def stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".zip"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+# ----------------------------------------------------------------------------- running
+@dataclass
+class Item:
+    label: str
+    inputs: list[Path]
+    output: Path
+
+
+@dataclass
+class Outcome:
+    item: Item
+    status: str  # succeeded, failed, skipped
+    seconds: float = 0.0
+    code: str = ""
+    message: str = ""
+    job_id: str = ""
+    faces: int | None = None
+
+
+@dataclass
+class Board:
+    """The progress line: counts, and the jobs in flight with their progress."""
+
+    total: int
+    stream: TextIO
+    tty: bool
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    running: dict[str, float] = field(default_factory=dict)
+    _last: float = 0.0
+
+    def line(self) -> str:
+        finished = self.done + self.failed + self.skipped
+        head = (
+            f"[{finished}/{self.total}] ok {self.done}  failed {self.failed}  "
+            f"skipped {self.skipped}  running {len(self.running)}"
+        )
+        if self.running:
+            label, p = next(iter(self.running.items()))
+            head += f"  {label} {p * 100:3.0f}%"
+        return head
+
+    def show(self, force: bool = False) -> None:
+        if not self.tty:
+            return
+        now = time.monotonic()
+        if force or now - self._last > 0.1:
+            self._last = now
+            self.stream.write("\r\033[K" + self.line()[:200])
+            self.stream.flush()
+
+    def finish(self, o: Outcome) -> None:
+        self.running.pop(o.item.label, None)
+        if o.status == "succeeded":
+            self.done += 1
+        elif o.status == "skipped":
+            self.skipped += 1
+        else:
+            self.failed += 1
+        if self.tty:
+            self.show(force=True)
+        else:
+            finished = self.done + self.failed + self.skipped
+            what = o.code if o.status == "failed" else str(o.item.output)
+            self.stream.write(f"[{finished}/{self.total}] {o.status} {o.item.label}: {what}\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def idempotency_key(item: Item, spec: dict[str, Any]) -> str:
+    h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
+    for p in item.inputs:
+        h.update(p.name.encode() + b"\0")
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    return "tessera-cli-" + h.hexdigest()[:48]
+
+
+async def run_one(
+    ac: AsyncClient,
+    item: Item,
+    spec: dict[str, Any],
+    board: Board,
+    resume: bool,
+    timeout: float | None,
+) -> Outcome:
+    if resume and item.output.exists():
+        return Outcome(item, "skipped")
+    t0 = time.monotonic()
+    board.running[item.label] = 0.0
+    board.show()
+    job_id = ""
+    try:
+        key = await asyncio.to_thread(idempotency_key, item, spec)
+        job = await ac.submit(item.inputs, spec=spec, idempotency_key=key)
+        job_id = job["id"]
+
+        def on_progress(j: dict[str, Any]) -> None:
+            board.running[item.label] = float(j.get("progress") or 0.0)
+            board.show()
+
+        done = await ac.wait(job_id, progress=on_progress, timeout=timeout)
+        item.output.parent.mkdir(parents=True, exist_ok=True)
+        await ac.download(job_id, item.output)
+    except errors.TesseraError as exc:
+        return Outcome(item, "failed", time.monotonic() - t0, exc.code, exc.detail, job_id)
+    except OSError as exc:
+        return Outcome(item, "failed", time.monotonic() - t0, "client.os_error", str(exc), job_id)
+    faces = (done.get("stats_after") or {}).get("faces")
+    return Outcome(item, "succeeded", time.monotonic() - t0, job_id=job_id, faces=faces)
+
+
+async def run_items(
+    items: list[Item],
+    spec: dict[str, Any],
+    *,
+    url: str | None,
+    api_key: str | None,
+    concurrency: int,
+    resume: bool,
+    timeout: float | None,
+    stream: TextIO,
+    retry: RetryPolicy | None = None,
+) -> list[Outcome]:
+    board = Board(len(items), stream, stream.isatty())
+    sem = asyncio.Semaphore(max(concurrency, 1))
+
+    async with AsyncClient(url, api_key=api_key, retry=retry) as ac:
+
+        async def guarded(item: Item) -> Outcome:
+            async with sem:
+                o = await run_one(ac, item, spec, board, resume, timeout)
+            board.finish(o)
+            return o
+
+        outcomes = await asyncio.gather(*(guarded(i) for i in items))
+    board.close()
+    return list(outcomes)
+
+
+def summary(outcomes: list[Outcome], out: TextIO) -> None:
+    rows = [("file", "result", "seconds", "faces", "output / error")]
+    for o in outcomes:
+        detail = str(o.item.output) if o.status != "failed" else f"{o.code}: {o.message}"
+        secs = f"{o.seconds:.2f}" if o.status != "skipped" else "-"
+        faces = "-" if o.faces is None else str(o.faces)
+        rows.append((o.item.label, o.status, secs, faces, detail[:120]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
+        out.write("\n")
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("succeeded", "failed", "skipped")}
+    out.write(
+        f"tessera: {counts['succeeded']} succeeded, {counts['failed']} failed, "
+        f"{counts['skipped']} skipped\n"
+    )
+
+
+def _finish(outcomes: list[Outcome]) -> int:
+    summary(outcomes, sys.stdout)
+    return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _format(args: argparse.Namespace, spec: dict[str, Any], out: Path | None) -> str:
+    fmt = args.format or (spec.get("output") or {}).get("format")
+    if not fmt and out is not None and out.suffix.lstrip(".").lower() in OUTPUT_FORMATS:
+        fmt = out.suffix.lstrip(".").lower()
+    return fmt or "ply"
+
+
+def _spec(args: argparse.Namespace) -> dict[str, Any]:
+    spec = load_pipeline(args.pipeline) if getattr(args, "pipeline", None) else {}
+    steps = [parse_op(o) for o in getattr(args, "op", None) or []]
+    out = dict(spec.get("output") or {})
+    if getattr(args, "attribute", None):
+        out["attributes"] = args.attribute
+    return build_spec(
+        (spec.get("pipeline", []) + steps) if steps or "pipeline" in spec else None,
+        spec=spec,
+        output=out or None,
+        device=args.device,
+    )
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_submit(args: argparse.Namespace) -> int:
+    inputs = [Path(f) for f in args.files]
+    for p in inputs:
+        if not p.is_file():
+            raise SystemExit(f"tessera: {p}: no such file")
+    spec = _spec(args)
+    out = Path(args.output) if args.output else None
+    fmt = _format(args, spec, out if len(inputs) == 1 or args.together else None)
+    spec["output"] = {**(spec.get("output") or {}), "format": fmt}
+    if args.together:
+        target = out or inputs[0].with_name(f"{stem(inputs[0])}.result.{fmt}")
+        items = [Item(", ".join(p.name for p in inputs), inputs, target)]
+    elif out is not None and (len(inputs) > 1 or out.is_dir() or args.output.endswith("/")):
+        items = [Item(str(p), [p], out / f"{stem(p)}.{fmt}") for p in inputs]
+    elif out is not None:
+        items = [Item(str(inputs[0]), inputs, out)]
+    else:  # next to the inputs
+        items = [Item(str(p), [p], p.with_name(f"{stem(p)}.result.{fmt}")) for p in inputs]
+    outcomes = asyncio.run(
+        run_items(
+            items,
+            spec,
+            url=args.url,
+            api_key=args.api_key,
+            concurrency=args.concurrency,
+            resume=False,
+            timeout=args.timeout,
+            stream=sys.stderr,
+        )
+    )
+    return _finish(outcomes)
+
+
+def find_inputs(root: Path, skip: Path | None) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and (skip is None or (here / d).resolve() != skip)
+        )
+        for name in sorted(filenames):
+            if not name.startswith(".") and name.lower().endswith(INPUT_SUFFIXES):
+                found.append(here / name)
+    return found
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise SystemExit(f"tessera: {root}: not a directory")
+    spec = _spec(args)
+    fmt = _format(args, spec, None)
+    spec["output"] = {**(spec.get("output") or {}), "format": fmt}
+    out_root = Path(args.out)
+    items = []
+    for p in find_inputs(root, out_root.resolve()):
+        rel = p.relative_to(root)
+        items.append(Item(str(rel), [p], out_root / rel.parent / f"{stem(p)}.{fmt}"))
+    if not items:
+        raise SystemExit(f"tessera: no mesh files under {root}")
+    outcomes = asyncio.run(
+        run_items(
+            items,
+            spec,
+            url=args.url,
+            api_key=args.api_key,
+            concurrency=args.concurrency,
+            resume=not args.force,
+            timeout=args.timeout,
+            stream=sys.stderr,
+        )
+    )
+    return _finish(outcomes)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default=None, help="the service (default $TESSERA_URL or :8000)")
+    p.add_argument("--api-key", default=None, help="API key (default $TESSERA_API_KEY)")
+    p.add_argument("--format", choices=OUTPUT_FORMATS, help="result format (default ply)")
+    p.add_argument(
+        "--attribute", action="append", metavar="NAME", help="attribute to write (default: all)"
+    )
+    p.add_argument("--device", choices=["auto", "gpu", "cpu"], default=None)
+    p.add_argument("--timeout", type=float, default=None, help="seconds to wait for each job")
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``submit`` and ``batch`` to the ``tessera`` command's subparsers."""
+    s = sub.add_parser("submit", help="process files with a running service")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("--op", action="append", default=[], metavar="NAME[:k=v,...]")
+    s.add_argument("--pipeline", help="the job spec or its steps, JSON or YAML")
+    s.add_argument(
+        "-o",
+        "--output",
+        help="result file (one input), or a directory (several); default: next to each input",
+    )
+    s.add_argument("--together", action="store_true", help="all files as one job (see merge)")
+    s.add_argument("--concurrency", type=int, default=4)
+    _common(s)
+    s.set_defaults(fn=cmd_submit)
+
+    b = sub.add_parser("batch", help="process every mesh under a folder with a running service")
+    b.add_argument("dir", metavar="DIR")
+    b.add_argument("--pipeline", required=True, help="the job spec or its steps, JSON or YAML")
+    b.add_argument("--out", required=True, metavar="DIR", help="results, same layout as DIR")
+    b.add_argument("--concurrency", type=int, default=4)
+    b.add_argument("--force", action="store_true", help="redo files whose result exists")
+    _common(b)
+    b.set_defaults(fn=cmd_batch)

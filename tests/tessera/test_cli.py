@@ -1,0 +1,134 @@
+"""``tessera submit`` and ``tessera batch`` against a live service, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tessera.cli import INPUT_SUFFIXES, OUTPUT_FORMATS, load_pipeline, parse_op, stem
+from tests.conftest import ROOT, mesh_path
+from workers.engine.io import MESH_FORMATS, load_bytes
+from workers.engine.io import OUTPUT_FORMATS as ENGINE_OUTPUTS
+
+
+def tessera(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TESSERA_URL", "TESSERA_API_KEY")}
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_parse_op_reads_json_values_and_lists():
+    assert parse_op("geodesic_distance:sources=[0,12],method=heat") == {
+        "op": "geodesic_distance",
+        "sources": [0, 12],
+        "method": "heat",
+    }
+    assert parse_op("x:a=1e-3,b=null,c={\"k\": [1, 2]},d='q,r'") == {
+        "op": "x",
+        "a": 0.001,
+        "b": None,
+        "c": {"k": [1, 2]},
+        "d": "'q,r'",
+    }
+    with pytest.raises(SystemExit):
+        parse_op("weld:=1")
+
+
+def test_load_pipeline_json_yaml_and_plain_lists(tmp_path):
+    (tmp_path / "p.yaml").write_text(
+        "pipeline:\n  - weld\n  - op: vertex_normals\n    weighting: angle\n"
+        "output:\n  format: obj\n"
+    )
+    assert load_pipeline(tmp_path / "p.yaml") == {
+        "pipeline": [{"op": "weld"}, {"op": "vertex_normals", "weighting": "angle"}],
+        "output": {"format": "obj"},
+    }
+    (tmp_path / "p.json").write_text(json.dumps(["weld", {"op": "stats"}]))
+    assert load_pipeline(tmp_path / "p.json") == {"pipeline": [{"op": "weld"}, {"op": "stats"}]}
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(SystemExit, match="not valid JSON"):
+        load_pipeline(tmp_path / "bad.json")
+    (tmp_path / "bad.yml").write_text("pipeline: 3\n")
+    with pytest.raises(SystemExit, match="expected a list"):
+        load_pipeline(tmp_path / "bad.yml")
+
+
+def test_client_lists_match_the_engine():
+    assert {s.lstrip(".") for s in INPUT_SUFFIXES} == set(MESH_FORMATS) | {"zip", "gz"}
+    assert set(OUTPUT_FORMATS) == set(ENGINE_OUTPUTS)
+    assert stem(mesh_path("rx-cube.obj")) == "rx-cube"
+    assert stem(ROOT / "a.b.obj.gz") == "a.b"
+
+
+@pytest.mark.slow
+def test_submit_one_file(service, tmp_path):
+    out = tmp_path / "cube.obj"
+    r = tessera(
+        "submit",
+        str(mesh_path("rx-sphere3.obj")),
+        "--op",
+        "weld",
+        "--op",
+        "vertex_normals:weighting=angle",
+        "-o",
+        str(out),
+        "--url",
+        service.url,
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "1 succeeded, 0 failed, 0 skipped" in r.stdout
+    assert out.read_bytes().count(b"\nvn ") == 386  # the format came from the suffix
+    bad = tessera("submit", str(mesh_path("rx-cube.obj")), "--op", "weld:tolerance=-1", "-o",
+                  str(tmp_path / "x.ply"), "--url", service.url)  # fmt: skip
+    assert bad.returncode == 1 and "spec.invalid" in bad.stdout
+    assert not (tmp_path / "x.ply").exists()
+
+
+@pytest.mark.slow
+def test_batch_reports_failures_and_resumes(service, tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    shutil.copy(mesh_path("rx-cube.obj"), src / "cube.obj")
+    shutil.copy(mesh_path("rx-sphere3.obj"), src / "sub" / "sphere.obj")
+    shutil.copy(mesh_path("rx-torus.obj"), src / "torus.obj")
+    (src / "broken.obj").write_text("v 0 0 0\nf 1 2 3\n")
+    (src / "notes.txt").write_text("not a mesh")
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("- weld\n- op: vertex_normals\n  weighting: angle\n- stats\n")
+    out = src / "results"  # inside the input folder: never read as input
+    args = ("batch", str(src), "--pipeline", str(pipeline), "--out", str(out),
+            "--concurrency", "2", "--url", service.url)  # fmt: skip
+
+    r = tessera(*args)
+    assert r.returncode == 1, r.stderr
+    assert "3 succeeded, 1 failed, 0 skipped" in r.stdout
+    assert "mesh.index_out_of_range" in r.stdout
+    assert r.stderr.count("] succeeded ") == 3  # a plain progress line per file off a terminal
+    assert "HTTP Request" not in r.stderr
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    assert written == ["cube.ply", "sub", "sub/sphere.ply", "torus.ply"]
+    sphere = load_bytes((out / "sub" / "sphere.ply").read_bytes(), "s.ply")
+    assert sphere.n_vertices == 386 and "vertex_normals" in sphere.vertex_attrs
+
+    before = (out / "cube.ply").stat().st_mtime_ns
+    (out / "torus.ply").unlink()
+    r = tessera(*args)
+    assert r.returncode == 1
+    assert "1 succeeded, 1 failed, 2 skipped" in r.stdout
+    assert (out / "cube.ply").stat().st_mtime_ns == before
+    assert (out / "torus.ply").is_file()
+
+    (src / "broken.obj").unlink()
+    r = tessera(*args)
+    assert r.returncode == 0 and "0 succeeded, 0 failed, 3 skipped" in r.stdout
