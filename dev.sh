@@ -1,11 +1,12 @@
 #!/bin/sh
 # Set-up and entry points. On a fresh Debian machine (as root) it installs what is missing:
-# Python's venv module and redis-server from Debian's packages; elsewhere it says what to install.
+# Python's venv module and redis-server from Debian's packages, npm (for three.js, which the page
+# loads from node_modules) and, for the page's tests, chromium; elsewhere it says what to install.
 #
 #   ./dev.sh run  [tessera up options]    environment, private Redis, API and one worker; prints the URL
 #   ./dev.sh test [pytest options]        environment, then the whole CPU test suite
 #   ./dev.sh gpu                          on a GPU host: GPU tests and benchmarks, short table last
-#   ./dev.sh setup                        only the environment (.venv)
+#   ./dev.sh setup                        only the environment (.venv, node_modules)
 set -eu
 cd "$(dirname "$0")"
 VENV=${TESSERA_VENV:-.venv}
@@ -48,12 +49,29 @@ ensure_env() {
   fi
 }
 
+ensure_node_deps() {
+  # three.js for the browser page, pinned by package-lock.json; `npm ci` again when it changes
+  stamp=node_modules/.tessera-installed
+  if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
+    command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+    say "installing the page's JavaScript dependencies (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+    touch "$stamp"
+  fi
+}
+
+ensure_chromium() {
+  # the page's tests drive Debian's chromium through Playwright (no browser download)
+  [ -x /usr/bin/chromium ] || apt_install chromium
+}
+
 cmd=${1:-help}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-  run)   ensure_python; ensure_redis; ensure_env; exec "$VENV/bin/tessera" up "$@" ;;
-  test)  ensure_python; ensure_redis; ensure_env; exec "$VENV/bin/python" -m pytest "$@" ;;
-  setup) ensure_python; ensure_redis; ensure_env ;;
-  gpu)   exec python3 -m bench.suite "$@" ;;
-  *)     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  run)   ensure_python; ensure_redis; ensure_env; ensure_node_deps; exec "$VENV/bin/tessera" up "$@" ;;
+  test)  ensure_python; ensure_redis; ensure_env; ensure_node_deps; ensure_chromium
+         exec "$VENV/bin/python" -m pytest "$@" ;;
+  setup) ensure_python; ensure_redis; ensure_env; ensure_node_deps ;;
+  gpu)   ensure_node_deps; ensure_chromium; exec python3 -m bench.suite "$@" ;;
+  *)     sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

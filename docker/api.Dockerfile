@@ -1,7 +1,13 @@
 # The API image: no CUDA, no CuPy. Build from the repository root:
 #   docker build -f docker/api.Dockerfile -t tessera-api .
+FROM node:20-slim AS page
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+
 FROM python:3.12-slim
 WORKDIR /app
+COPY --from=page /app/node_modules ./node_modules
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY workers ./workers

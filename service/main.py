@@ -23,7 +23,7 @@ from . import errors
 from .config import Settings, get_settings
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware
-from .routes import health, jobs, operations
+from .routes import events, health, jobs, operations, preview, ui
 from .schemas import JobCreate
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(jobs.router)
     app.include_router(operations.router)
     app.include_router(health.router)
+    app.include_router(events.router)
+    app.include_router(preview.router)
+    ui.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
 
