@@ -44,12 +44,12 @@ from workers.engine.queries import QUERIES, launch_patched, reference_query
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def patching_time(mesh: TriMesh, size: int) -> tuple[float, Any]:
+def patching_time(mesh: TriMesh, size: int, method: str) -> tuple[float, Any]:
     cp = _cp()
-    build_patches(mesh, size)  # warm-up: element-wise kernels compile on first use
+    build_patches(mesh, size, method=method)  # warm-up: element-wise kernels compile once
     cp.cuda.Device().synchronize()
     t = time.perf_counter()
-    patches = build_patches(mesh, size)
+    patches = build_patches(mesh, size, method=method)
     cp.cuda.Device().synchronize()
     return time.perf_counter() - t, patches
 
@@ -163,15 +163,18 @@ def markdown(report: dict[str, Any]) -> str:
         f"## Patched vs global: commit `{report['commit']}`, {report['device']}\n",
         f"Copy bandwidth {report['bandwidth_gbs']:.0f} GB/s. Mesh: {report['mesh']} welded and "
         "midpoint-subdivided (children of a face kept together: 'sorted'), or the same mesh "
-        "with vertices and faces randomly permuted ('shuffled'). Patch size 512.\n",
-        "| order | faces | patches | ribbon overhead | patching |",
-        "|---|---|---|---|---|",
+        "with vertices and faces randomly permuted ('shuffled'). Patch size 512; the kernels run "
+        f"on the {report['sizes'][0]['method'] if report['sizes'] else ''} patches.\n",
+        "| order | faces | method | patches | ribbon overhead | partition | patching (all) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for s in report["sizes"]:
-        lines.append(
-            f"| {s['order']} | {s['faces'] / 1e6:.1f}M | {s['patches']} | "
-            f"{s['ribbon_overhead']:.2f} | {fmt_s(s['patching_s'])} |"
-        )
+        for method, p in s["patching"].items():
+            lines.append(
+                f"| {s['order']} | {s['faces'] / 1e6:.1f}M | {method} | {p['patches']} | "
+                f"{p['ribbon_overhead']:.2f} | {fmt_s(p['partition_s'])} | "
+                f"{fmt_s(p['patching_s'])} |"
+            )
     lines += [
         "",
         "| order | faces | kernel | patched | global | global/patched | patched/floor |",
@@ -200,6 +203,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="1e6,4e6,16e6")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--patch-size", type=int, default=512)
+    ap.add_argument(
+        "--methods", default="lloyd,morton", help="patchings to time; kernels use the last"
+    )
+    ap.add_argument("--no-kernels", action="store_true", help="time the patching only")
     args = ap.parse_args()
     from tests.conftest import MESHES
 
@@ -218,16 +225,31 @@ def main() -> None:
         for order in ("sorted", "shuffled"):
             mesh = (shuffled(base) if order == "shuffled" else base).to("cupy")
             mesh.topology.boundary_vertices  # noqa: B018  (built once, as inside a job)
-            t_patch, patches = patching_time(mesh, args.patch_size)
-            summary = patches.summary()
+            patching = {}
+            for method in args.methods.split(","):
+                t_patch, patches = patching_time(mesh, args.patch_size, method)
+                summary = patches.summary()
+                patching[method] = {
+                    "patches": patches.n_patches,
+                    "ribbon_overhead": summary["ribbon_overhead"],
+                    "patching_s": t_patch,
+                    "partition_s": summary["partition_seconds"],
+                    "iterations": summary["iterations"],
+                }
+                print(json.dumps({"order": order, "method": method, **patching[method]}))
+            # the kernels below run on the last method's patches (the runtime one, first in
+            # --methods order is measured first)
             entry = {
                 "order": order,
                 "faces": mesh.n_faces,
                 "patches": patches.n_patches,
                 "ribbon_overhead": summary["ribbon_overhead"],
                 "patching_s": t_patch,
-                "lloyd_iterations": summary["iterations"],
-                "rows": query_rows(mesh, patches, args.repeat, bw)
+                "method": method,
+                "patching": patching,
+                "rows": []
+                if args.no_kernels
+                else query_rows(mesh, patches, args.repeat, bw)
                 + op_rows(mesh, patches, args.repeat, bw),
             }
             report["sizes"].append(entry)

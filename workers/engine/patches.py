@@ -83,6 +83,9 @@ class Patches:
     vertex_local: Any
     iterations: int = 0
     seconds: float = 0.0
+    #: how faces were grouped ("lloyd" or "morton") and the seconds that grouping took
+    method: str = "lloyd"
+    partition_seconds: float = 0.0
     fallback_splits: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     #: device copies of the arrays the kernels read (queries.device_arrays fills it once)
@@ -111,9 +114,11 @@ class Patches:
             "faces_max": int(owned.max()) if owned.size else 0,
             "ribbon_overhead": float(local.sum() / max(n_faces, 1) - 1.0),
             "shared_bytes_max": int(xp.max(self.shared_bytes())) if self.n_patches else 0,
+            "method": self.method,
             "iterations": self.iterations,
             "fallback_splits": self.fallback_splits,
             "seconds": self.seconds,
+            "partition_seconds": self.partition_seconds,
         }
 
 
@@ -303,6 +308,81 @@ def lloyd_patches(
     return label, it, cuts
 
 
+def _spread_bits(xp: ModuleType, x: Any) -> Any:
+    """10-bit integers with two zero bits inserted between consecutive bits (int64)."""
+    x = x.astype(xp.int64) & 0x3FF
+    x = (x | (x << 16)) & 0x30000FF
+    x = (x | (x << 8)) & 0x300F00F
+    x = (x | (x << 4)) & 0x30C30C3
+    x = (x | (x << 2)) & 0x9249249
+    return x
+
+
+def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any, int, int]:
+    """Face → patch labels by space-filling curve: faces sorted by the Morton code of their
+    centroid (1024 cells per axis of the bounding box, ties by face id), cut into runs of
+    ``patch_size``, each run split into its edge-connected pieces (a run of a Z-order curve may
+    touch several pieces of surface). One sort, one scan and a component labelling restricted to
+    the runs: no iteration over rings, hence fast; patches are less round than Lloyd's (more
+    ribbon), and small pieces are kept as patches of their own. Returns labels, 0, 0."""
+    topo = mesh.topology
+    m = mesh.n_faces
+    if m == 0:
+        return xp.zeros(0, dtype=xp.int64), 0, 0
+    V = mesh.V.astype(xp.float32)
+    F = mesh.F
+    c = (V[F[:, 0]] + V[F[:, 1]] + V[F[:, 2]]) / 3.0
+    lo = c.min(axis=0)
+    extent = float((c.max(axis=0) - lo).max())
+    scale = 1023.0 / extent if extent > 0 else 0.0
+    q = xp.clip(xp.floor((c - lo) * scale), 0, 1023).astype(xp.int64)
+    code = (_spread_bits(xp, q[:, 0]) << 2) | (_spread_bits(xp, q[:, 1]) << 1)
+    code = code | _spread_bits(xp, q[:, 2])
+    order = xp.argsort(code * m + xp.arange(m, dtype=xp.int64))
+    rank = xp.empty(m, dtype=xp.int64)
+    rank[order] = xp.arange(m, dtype=xp.int64)
+    run = rank // patch_size
+    src, dst = face_adjacency(xp, topo)
+    same = run[src] == run[dst]
+    label = connected_components(xp, m, src[same], dst[same])
+    label, _ = compact_groups(xp, label)
+    merges = 0
+    for _ in range(MERGE_ROUNDS):
+        label, merged = _merge_small(xp, label, src, dst, patch_size)
+        merges += merged
+        if not merged:
+            break
+    label, cuts = _bfs_split(xp, label, src, dst, patch_size)
+    return label, merges, cuts
+
+
+#: rounds of merging pieces below a quarter of the patch size into a neighbour (Morton patching)
+MERGE_ROUNDS = 3
+
+
+def _merge_small(xp: ModuleType, label: Any, src: Any, dst: Any, limit: int) -> tuple[Any, int]:
+    """Every piece of fewer than ``limit // 4`` faces joins its smallest-numbered neighbouring
+    piece of at least that size if the two together fit ``limit``; pieces stay connected (they
+    join across an edge to a piece that does not move).
+    Several pieces joining one may overshoot: the caller cuts oversized patches afterwards."""
+    k = int(label.max()) + 1
+    sizes = xp.bincount(label, minlength=k)
+    cross = label[src] != label[dst]
+    a, b = label[src[cross]], label[dst[cross]]
+    small = sizes < limit // 4
+    # into pieces that stay put: a piece joining one that moves too could end up apart from it
+    fits = small[a] & ~small[b] & (sizes[a] + sizes[b] <= limit)
+    target = xp.full(k, k, dtype=xp.int64)
+    scatter_min(xp, target, a[fits], b[fits])
+    move = target < k
+    n_moved = int(move.sum())
+    if n_moved == 0:
+        return label, 0
+    new = xp.where(move, target, xp.arange(k, dtype=xp.int64))
+    label, _ = compact_groups(xp, new[label])
+    return label, n_moved
+
+
 # --------------------------------------------------------------------------------- structure
 def _pairs_unique(xp: ModuleType, p: Any, g: Any, n_g: int) -> tuple[Any, Any]:
     key = xp.unique(p.astype(xp.int64) * n_g + g.astype(xp.int64))
@@ -354,6 +434,7 @@ def build_patches(
     seed: int = 0,
     max_iterations: int = 100,
     shared_bytes: int = DEFAULT_SHARED_BYTES,
+    method: str = "lloyd",
 ) -> Patches:
     """Patch ``mesh``; see the module docstring. Raises :class:`PatchingError` when a patch
     cannot fit the local index space even at the smallest patch size (the caller falls back to
@@ -365,9 +446,15 @@ def build_patches(
     _check_valence(mesh, shared_bytes)
     topo = mesh.topology
     m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
-    label, iterations, cuts = lloyd_patches(
-        xp, topo, patch_size, seed=seed, max_iterations=max_iterations
-    )
+    if method == "morton":
+        label, iterations, cuts = morton_patches(xp, mesh, patch_size)
+    elif method == "lloyd":
+        label, iterations, cuts = lloyd_patches(
+            xp, topo, patch_size, seed=seed, max_iterations=max_iterations
+        )
+    else:
+        raise ValueError(f"unknown patching method {method!r}")
+    t_partition = time.perf_counter() - t0
     k = int(label.max()) + 1 if m else 0
 
     # ownership: faces by their patch; vertices and edges by the patch of their first face
@@ -447,6 +534,8 @@ def build_patches(
         fallback_splits=cuts,
     )
     patches.seconds = time.perf_counter() - t0
+    patches.method = method
+    patches.partition_seconds = t_partition
     if too_big or int(xp.max(patches.shared_bytes())) > shared_bytes:
         raise PatchingError(
             "patches do not fit the shared-memory budget",
@@ -480,6 +569,7 @@ def patch_mesh(
     *,
     seed: int = 0,
     shared_bytes: int = DEFAULT_SHARED_BYTES,
+    method: str = "lloyd",
 ) -> Patches | None:
     """Patches for ``mesh`` at ``patch_size`` (default 512), halving the size while a patch does
     not fit the local index space or the shared-memory budget (a vertex of very high valence
@@ -492,7 +582,7 @@ def patch_mesh(
         return None
     while size >= 16:
         try:
-            return build_patches(mesh, size, seed=seed, shared_bytes=shared_bytes)
+            return build_patches(mesh, size, seed=seed, shared_bytes=shared_bytes, method=method)
         except PatchingError:
             size //= 2
     return None
@@ -602,12 +692,20 @@ def validate(patches: Patches, mesh: TriMesh, shared_bytes: int = DEFAULT_SHARED
         fail("an edge has no owner")
 
 
+#: how jobs patch meshes: Morton runs take one sort and a bounded component labelling where
+#: Lloyd takes tens of rounds per iteration (bench/RESULTS.md, "Patching"); Lloyd's patches
+#: are rounder (less ribbon) and stay available through build_patches/patch_mesh
+RUNTIME_METHOD = "morton"
+
+
 def cached_patches(mesh: TriMesh, patch_size: int | None = None) -> Patches | None:
-    """:func:`patch_mesh` once per mesh connectivity and patch size (cached on the topology, so
-    every later step of a job that keeps the faces reuses it); None when the mesh cannot be
-    patched."""
+    """:func:`patch_mesh` (with :data:`RUNTIME_METHOD`) once per mesh connectivity and patch
+    size, cached on the topology so every later step of a job that keeps the faces reuses it;
+    None when the mesh cannot be patched."""
     size = patch_size or 512
-    return mesh.topology._memo(f"patches:{size}", lambda: patch_mesh(mesh, size))  # type: ignore[no-any-return]
+    return mesh.topology._memo(  # type: ignore[no-any-return]
+        f"patches:{size}", lambda: patch_mesh(mesh, size, method=RUNTIME_METHOD)
+    )
 
 
 def patches_built(mesh: TriMesh) -> Patches | None:

@@ -13,14 +13,30 @@ from workers.engine.patches import PatchingError, build_patches, patch_mesh, val
 
 @pytest.mark.parametrize("size", [16, 64, 512])
 @pytest.mark.parametrize("name", all_meshes())
-def test_every_shared_mesh_validates(name, size):
+@pytest.mark.parametrize("method", ["lloyd", "morton"])
+def test_every_shared_mesh_validates(name, size, method):
     mesh = shapes.load(name)
-    p = build_patches(mesh, size)
+    p = build_patches(mesh, size, method=method)
     validate(p, mesh)
+    assert p.summary()["method"] == method
     owned = np.asarray(p.owned_faces)
     assert owned.max() <= size and owned.sum() == mesh.n_faces
     summary = p.summary()
     assert summary["patches"] == p.n_patches and summary["faces_max"] <= size
+
+
+def test_morton_patches_are_few_and_compact():
+    """Space-filling-curve patches after merging small pieces: not many more patches, nor much
+    more ribbon, than Lloyd's (measured on the welded bunny at 512: 221 vs 195 patches, ribbon
+    0.42 vs 0.35); deterministic without a seed."""
+    mesh = shapes.welded("stanford-bunny.obj")
+    lloyd, morton = build_patches(mesh, 512), build_patches(mesh, 512, method="morton")
+    assert morton.n_patches <= 1.5 * lloyd.n_patches
+    assert morton.summary()["ribbon_overhead"] <= 1.5 * lloyd.summary()["ribbon_overhead"]
+    again = build_patches(mesh, 512, method="morton", seed=9)
+    np.testing.assert_array_equal(morton.face_patch, again.face_patch)
+    with pytest.raises(ValueError):
+        build_patches(mesh, 512, method="kmeans")
 
 
 def test_tiny_patches_put_most_elements_on_a_ribbon():

@@ -72,6 +72,21 @@ def test_patched_queries_equal_topology(mesh_name, size):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("mesh_name", all_meshes())
+def test_morton_patches_on_the_gpu_equal_the_cpu_and_answer_queries(mesh_name):
+    from workers.engine.patches import build_patches, validate
+    from workers.engine.queries import patched_query
+
+    mesh = shapes.load(mesh_name).to("cupy")
+    patches = build_patches(mesh, 512, method="morton")
+    validate(patches, mesh)
+    cpu = build_patches(shapes.load(mesh_name), 512, method="morton")
+    np.testing.assert_array_equal(to_numpy(patches.face_patch), to_numpy(cpu.face_patch))
+    for q in ("VV", "VF", "FF"):
+        assert rows_equal(patched_query(mesh, patches, q), reference_query(mesh, q)), q
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize(("mesh_name", "size"), [(m, s) for m in all_meshes() for s in (16, 512)])
 def test_patched_static_ops_match_twins(mesh_name, size):
     from workers.engine import patched_ops
