@@ -16,7 +16,13 @@ import os
 from .mesh import TriMesh
 from .patches import Patches, cached_patches
 
-#: operations whose GPU implementation runs on the patches unless told otherwise
+#: operations whose GPU implementation runs on the patches unless told otherwise. Geodesic
+#: propagation: 2.9-4.5x faster patched on shuffled meshes from 4.4M faces, 0.8x on meshes in
+#: a local order (the active set skips 80-90 % of the patch runs); the one-ring bilateral step
+#: has both paths too but stays global (0.33x patched in local order, 1.2-1.6x shuffled).
+#: Measured on an H100, bench/RESULTS.md "Patched vs global". A cheap test of the element
+#: order that predicts the crossover was tried (index jumps between consecutive faces) and
+#: rejected: real meshes in file order jump as far as shuffled ones by that measure.
 PATCHED = frozenset({"geodesic_distance"})
 MODES = ("auto", "patched", "global")
 

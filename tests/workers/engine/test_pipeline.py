@@ -143,3 +143,20 @@ def test_a_mesh_without_faces_is_refused_before_any_step():
     with pytest.raises(MeshError) as exc:
         empty.run(["face_quality"], device="cpu")
     assert exc.value.code == "mesh.no_faces"
+
+
+def test_path_choice_per_operation(monkeypatch):
+    from bench.meshes import midpoint_subdivide
+    from tests.workers.engine.shapes import welded
+    from workers.engine import paths
+
+    mesh = midpoint_subdivide(welded("spot.obj"))
+    monkeypatch.setenv("TESSERA_GPU_PATH", "auto")
+    assert paths.patches_for(mesh, "bilateral_denoise") is None  # measured faster global
+    got = paths.patches_for(mesh, "geodesic_distance")
+    assert got is not None and got.method == "morton"
+    assert paths.patches_for(mesh, "geodesic_distance") is got  # cached with the topology
+    monkeypatch.setenv("TESSERA_GPU_PATH", "global")
+    assert paths.patches_for(mesh, "geodesic_distance") is None
+    monkeypatch.setenv("TESSERA_GPU_PATH", "patched")
+    assert paths.patches_for(mesh, "bilateral_denoise") is got
