@@ -47,15 +47,44 @@ def gaussian_curvature(mesh: TriMesh, patches: Patches) -> Any:
     return K
 
 
+#: the uniform Laplacian step as a per-vertex body over VV (kernelgen writes the kernel)
+SMOOTH_BODY = """
+    const float3 p = load3(V, g);
+    const int n = nb.size();
+    if (n == 0 || (use_fixed && fixed[g])) {
+      out[3 * g] = p.x;
+      out[3 * g + 1] = p.y;
+      out[3 * g + 2] = p.z;
+      return;
+    }
+    double3 m = make_double3(0.0, 0.0, 0.0);
+    for (int j = 0; j < n; ++j) {
+      const double3 q = load3d(V, nb[j]);
+      m = make_double3(m.x + q.x, m.y + q.y, m.z + q.z);
+    }
+    out[3 * g] = (float)(p.x + lambda * (m.x / n - p.x));
+    out[3 * g + 1] = (float)(p.y + lambda * (m.y / n - p.y));
+    out[3 * g + 2] = (float)(p.z + lambda * (m.z / n - p.z));
+"""
+
+
 def smooth_step(mesh: TriMesh, patches: Patches, lam: float, fixed: Any | None = None) -> Any:
     """One uniform Laplacian step ``v + lam * (mean(one-ring) - v)`` from each vertex's VV answer;
-    vertices flagged in ``fixed`` stay."""
+    vertices flagged in ``fixed`` stay. The kernel is generated from :data:`SMOOTH_BODY`."""
+    from .kernelgen import patched_kernel
+
     cp = mesh.xp
     out = cp.array(_f32(mesh))  # unused vertices keep their position
     use = fixed is not None
     fixed_arr = fixed if use else cp.zeros(1, dtype=cp.bool_)
+    kernel = patched_kernel(
+        "laplacian_step_patched",
+        "VV",
+        params="const float* V, const bool* fixed, int use_fixed, float lambda, float* out",
+        body=SMOOTH_BODY,
+    )
     launch_patched(
-        load_kernel("queries", "laplacian_smooth_patched"),
+        kernel,
         patches,
         (_f32(mesh), fixed_arr, np.int32(use), np.float32(lam), out),
         op="smooth",

@@ -95,40 +95,6 @@ extern "C" __global__ void gaussian_curvature_patched(PATCH_PARAMS, const float*
   for_each<Query::VF>(PATCH_ARGS, smem, DefectBody{V, boundary, K});
 }
 
-// One explicit uniform-Laplacian smoothing step from the one-ring (VV):
-// out = v + lambda * (mean of neighbours - v); fixed vertices (boundary) stay.
-struct SmoothBody {
-  const float* V;
-  const bool* fixed;
-  float lambda;
-  float* out;
-  __device__ void operator()(int g, const Neighbours& nb, const PatchView&) const {
-    const float3 p = load3(V, g);
-    const int n = nb.size();
-    if (n == 0 || (fixed != nullptr && fixed[g])) {
-      out[3 * g] = p.x;
-      out[3 * g + 1] = p.y;
-      out[3 * g + 2] = p.z;
-      return;
-    }
-    double3 m = make_double3(0.0, 0.0, 0.0);
-    for (int j = 0; j < n; ++j) {
-      const double3 q = load3d(V, nb[j]);
-      m = make_double3(m.x + q.x, m.y + q.y, m.z + q.z);
-    }
-    out[3 * g] = (float)(p.x + lambda * (m.x / n - p.x));
-    out[3 * g + 1] = (float)(p.y + lambda * (m.y / n - p.y));
-    out[3 * g + 2] = (float)(p.z + lambda * (m.z / n - p.z));
-  }
-};
-
-extern "C" __global__ void laplacian_smooth_patched(PATCH_PARAMS, const float* V,
-                                                    const bool* fixed, int use_fixed,
-                                                    float lambda, float* out) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  for_each<Query::VV>(PATCH_ARGS, smem, SmoothBody{V, use_fixed ? fixed : nullptr, lambda, out});
-}
-
 // One bilateral denoising step with the one-ring neighbourhood (bilateral_denoise with
 // max_rings = 1; twin: ops/bilateral_denoise.py::_step): the neighbours within 2 sigma_c of the
 // vertex, plus the vertex itself, are found on the fly from the VV answer. sigma_c <= 0 means
