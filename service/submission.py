@@ -172,6 +172,7 @@ def accept(
         "created_at": time.time(),
         "idempotency_key": idempotency_key,
         **(extra or {}),
+        "body_hash": digest,
     }
     store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
     store_s = time.perf_counter() - t

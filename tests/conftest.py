@@ -144,6 +144,7 @@ def settings(redis_client: object, redis_url: str, tmp_path: Path) -> object:
         lease_seconds=2.0,
         max_attempts=3,
         max_upload_bytes=8 << 20,
+        shutdown_grace_seconds=3.0,
     )
 
 

@@ -24,7 +24,10 @@ def child_main(
 ) -> None:
     """Entry point of the child process; ``blob_root`` is what ``open_store`` takes."""
     logging.basicConfig(level=log_level, format=f"%(asctime)s child[{os.getpid()}] %(message)s")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when we stop
+    # the supervisor decides when we stop (a Ctrl-C or a SIGTERM to the whole process group must
+    # not kill a job the supervisor is still letting finish); it uses SIGKILL
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from .engine.errors import EngineError, InputError
     from .queue.blobs import open_store
     from .runner import execute

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     max_expanded_bytes: int = Field(
         4 << 30, ge=1024, description="Largest size a compressed upload may expand to."
     )
+    shutdown_grace_seconds: float = Field(
+        30.0, ge=0, description="On SIGTERM, how long the current job may still run."
+    )
     worker_name: str | None = Field(None, description="Consumer name; host:pid when unset.")
     blob_url: str | None = Field(
         None, description="s3://bucket/prefix for an S3-compatible blob store; local when unset."

@@ -13,13 +13,15 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
 from .queue.blobs import BlobStore, job_prefix, open_store, result_key, store_config
 from .queue.jobs import Claim, JobQueue
+from .recovery import recover_if_lost
 from .settings import Settings
 from .webhooks import WebhookThread
 
@@ -27,6 +29,10 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 2.0
 SWEEP_SECONDS = 60.0
+#: Redis errors a worker rides out (a restart, a failover, a network blip); LOADING is a
+#: ConnectionError in redis-py
+REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+T = TypeVar("T")
 
 
 def sweep_expired(q: JobQueue, store: BlobStore, now: float | None = None) -> list[str]:
@@ -63,6 +69,7 @@ class Supervisor:
         self.renew_every = settings.lease_seconds / 4
         self.reap_every = max(settings.lease_seconds / 4, 0.5)
         self.stopping = False
+        self.stop_requested = 0.0
         self.cold_stop = False
         self.child: Any = None
         self.conn: Connection | None = None
@@ -112,8 +119,13 @@ class Supervisor:
                 log.warning("%s: second signal, cold stop", self.name)
                 self.cold_stop = True
             else:
-                log.info("%s: stopping after the current job", self.name)
+                log.info(
+                    "%s: stopping: the current job may finish within %.0fs, else it is handed back",
+                    self.name,
+                    self.settings.shutdown_grace_seconds,
+                )
                 self.stopping = True
+                self.stop_requested = time.monotonic()
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
@@ -136,7 +148,7 @@ class Supervisor:
                         claim = self.q.claim(self.name, entry, job_id)
                         if claim is not None:
                             self.run_claim(claim)
-                except redis.ConnectionError as exc:
+                except REDIS_DOWN as exc:
                     log.warning("%s: redis unavailable (%s); retrying", self.name, exc)
                     time.sleep(1.0)
         finally:
@@ -164,6 +176,7 @@ class Supervisor:
             )
             self._last_beat = now
         if force or now - self._last_reap >= self.reap_every:
+            recover_if_lost(self.q, self.store)
             for job_id, outcome in self.q.reap(self.name):
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
             self._last_reap = now
@@ -195,6 +208,11 @@ class Supervisor:
                 )
             )
             self._drive(c, started, deadline)
+        except BaseException:
+            # the child may still be running this job and would later answer the next one with
+            # this job's messages: it goes, and the job is reaped once its lease runs out
+            self.kill_child()
+            raise
         finally:
             self.current = None
             self.jobs_done += 1
@@ -226,6 +244,7 @@ class Supervisor:
                     code = self.child.exitcode if self.child is not None else None
                     log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
                     self.kill_child()
+                    self.delete_own_result(c, temporaries=True)
                     self._failed(
                         c,
                         {
@@ -238,7 +257,16 @@ class Supervisor:
                     return
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
                 p, stage = progress if progress else (None, "")
-                if not self.q.renew(self.name, c, p, stage):
+                try:
+                    renewed = self.q.renew(self.name, c, p, stage)
+                except REDIS_DOWN as exc:
+                    # keep computing while the lease may still hold; past it the job is reaped
+                    if now - last_renew > self.settings.lease_seconds:
+                        raise
+                    log.warning("%s: renewing %s failed (%s); retrying", self.name, c.job_id, exc)
+                    time.sleep(0.2)
+                    continue
+                if not renewed:
                     log.warning(
                         "%s: lost %s (cancelled or lease taken); stopping its run",
                         self.name,
@@ -265,17 +293,32 @@ class Supervisor:
                 )
                 self.delete_own_result(c)
                 return
-            if self.cold_stop:
+            grace_over = (
+                self.stopping and now - self.stop_requested > self.settings.shutdown_grace_seconds
+            )
+            if self.cold_stop or grace_over:
                 self.kill_child()
-                self.q.requeue(
-                    c.job_id,
-                    c.entry,
-                    {"code": "worker.shutdown", "message": "the worker was stopped", "detail": {}},
-                    owner=self.name,
-                    attempt=c.attempt,
+                self.delete_own_result(c, temporaries=True)
+                outcome = self._redis(
+                    lambda: self.q.requeue(
+                        c.job_id,
+                        c.entry,
+                        {
+                            "code": "worker.shutdown",
+                            "message": "the worker was stopped",
+                            "detail": {},
+                        },
+                        owner=self.name,
+                        attempt=c.attempt,
+                        release=True,
+                    )
                 )
+                log.info("%s: handed %s back on shutdown: %s", self.name, c.job_id, outcome)
                 return
-            self.housekeeping()
+            try:
+                self.housekeeping()
+            except REDIS_DOWN as exc:
+                log.warning("%s: housekeeping failed (%s)", self.name, exc)
 
     def _commit(self, c: Claim, fields: dict[str, Any], started: float) -> None:
         # the API's stages (upload, parse, store_input) stay; the worker's are added
@@ -284,7 +327,7 @@ class Supervisor:
             **fields["timings"],
             "run": time.monotonic() - started,
         }
-        ok = self.q.finish(self.name, c, "succeeded", fields)
+        ok = self._redis(lambda: self.q.finish(self.name, c, "succeeded", fields))
         if ok:
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
             self.delete_other_results(c, keep=fields["result"]["key"])
@@ -299,15 +342,39 @@ class Supervisor:
 
     def _failed(self, c: Claim, error: dict[str, Any], retryable: bool) -> None:
         if retryable:
-            outcome = self.q.requeue(c.job_id, c.entry, error, owner=self.name, attempt=c.attempt)
+            outcome = self._redis(
+                lambda: self.q.requeue(c.job_id, c.entry, error, owner=self.name, attempt=c.attempt)
+            )
             log.warning("← %s failed (%s): %s", c.job_id, error.get("code"), outcome)
         else:
-            self.q.finish(self.name, c, "failed", {"error": error})
+            self._redis(lambda: self.q.finish(self.name, c, "failed", {"error": error}))
             log.info("← %s failed (%s), not retried", c.job_id, error.get("code"))
 
-    def delete_own_result(self, c: Claim) -> None:
+    def _redis(self, fn: Callable[[], T]) -> T:
+        """A commit-like call, retried through a Redis outage for about a lease (the fencing in
+        the scripts makes a repeated call harmless); then the error goes up and the job is
+        reaped and run again once Redis is back."""
+        give_up = time.monotonic() + self.settings.lease_seconds
+        while True:
+            try:
+                return fn()
+            except REDIS_DOWN as exc:
+                if time.monotonic() > give_up:
+                    raise
+                log.warning("%s: redis unavailable (%s); retrying", self.name, exc)
+                time.sleep(0.5)
+
+    def _delete_temporaries(self, job_id: str) -> None:
+        """Half-written blobs (a write cut short by a kill leaves its temporary file)."""
+        folder = self.store.local_path(job_prefix(job_id))
+        if folder is not None and folder.is_dir():
+            for p in folder.glob(".tmp-*"):
+                p.unlink(missing_ok=True)
+
+    def delete_own_result(self, c: Claim, temporaries: bool = False) -> None:
         """Remove what this attempt wrote (it will never be visible); other attempts' results,
-        possibly committed or being written, are not ours to touch."""
+        possibly committed or being written, are not ours to touch. ``temporaries``: our child is
+        dead, so half-written files are ours or a fenced attempt's."""
         fmt = ((c.record.get("spec") or {}).get("output") or {}).get("format", "ply")
         mine = f"-a{c.attempt}."
         try:
@@ -316,6 +383,8 @@ class Supervisor:
                 name = key.rsplit("/", 1)[-1]
                 if name.startswith("artifact-") and mine in name:
                     self.store.delete(key)
+            if temporaries:
+                self._delete_temporaries(c.job_id)
         except OSError as exc:
             log.warning("cleanup of %s failed: %s", c.job_id, exc)
 
@@ -327,5 +396,6 @@ class Supervisor:
                 name = key.rsplit("/", 1)[-1]
                 if name.startswith(("result-", "artifact-")) and key != keep and mine not in name:
                     self.store.delete(key)
+            self._delete_temporaries(c.job_id)
         except OSError as exc:
             log.warning("cleanup of %s failed: %s", c.job_id, exc)

@@ -58,7 +58,7 @@ FLOAT_FIELDS = (
     "progress",
     "deadline_seconds",
 )
-INT_FIELDS = ("attempt", "max_attempts")
+INT_FIELDS = ("attempt", "max_attempts", "releases")
 
 
 def encode_fields(fields: dict[str, Any]) -> str:
@@ -96,7 +96,7 @@ def _load_scripts(client: redis.Redis) -> dict[str, Any]:
     folder = resources.files(__package__) / "scripts"
     prelude = (folder / "_prelude.lua").read_text()
     out = {}
-    for name in ("submit", "claim", "renew", "finish", "requeue", "cancel"):
+    for name in ("submit", "claim", "renew", "finish", "requeue", "cancel", "recover"):
         out[name] = client.register_script(prelude + "\n" + (folder / f"{name}.lua").read_text())
     return out
 
@@ -130,6 +130,14 @@ class JobQueue:
         self._group_ready = False
 
     # ------------------------------------------------------------------ setup
+    def _no_group(self, exc: redis.ResponseError) -> bool:
+        """Whether Redis lost the stream or its group (restarted empty): create it again."""
+        if "NOGROUP" not in str(exc):
+            return False
+        self._group_ready = False
+        self.ensure_group()
+        return True
+
     def ensure_group(self) -> None:
         if self._group_ready:
             return
@@ -189,7 +197,12 @@ class JobQueue:
     def queue_depth(self) -> dict[str, int]:
         self.ensure_group()
         length = int(self.r.xlen(keys.STREAM))
-        pending = self.r.xpending(keys.STREAM, keys.GROUP)
+        try:
+            pending = self.r.xpending(keys.STREAM, keys.GROUP)
+        except redis.ResponseError as exc:
+            if not self._no_group(exc):
+                raise
+            pending = None
         n_pending = int(pending["pending"]) if pending else 0
         return {"entries": length, "running": n_pending, "waiting": max(length - n_pending, 0)}
 
@@ -208,6 +221,7 @@ class JobQueue:
         """After its blobs are gone: the job leaves the index; its record stays as a tombstone
         (it answers 410) until its own expiry."""
         self.r.zrem(keys.JOBS, job_id)
+        self.r.zrem(keys.DEAD, job_id)
         if self.r.ttl(keys.job(job_id)) == -1:  # never finished: bound its life too
             self.r.expire(keys.job(job_id), self.tombstone)
 
@@ -223,7 +237,14 @@ class JobQueue:
     def read_next(self, consumer: str, block_ms: int = 1000) -> list[tuple[str, str]]:
         """New entries for this consumer: ``[(entry_id, job_id)]`` (at most one)."""
         self.ensure_group()
-        res = self.r.xreadgroup(keys.GROUP, consumer, {keys.STREAM: ">"}, count=1, block=block_ms)
+        try:
+            res = self.r.xreadgroup(
+                keys.GROUP, consumer, {keys.STREAM: ">"}, count=1, block=block_ms
+            )
+        except redis.ResponseError as exc:
+            if not self._no_group(exc):
+                raise
+            return []
         out = []
         for _stream, entries in res or []:
             for entry_id, fields in entries:
@@ -292,8 +313,11 @@ class JobQueue:
         *,
         owner: str = "",
         attempt: int | None = None,
+        release: bool = False,
     ) -> str:
-        """Retry a job (or fail it after its last attempt). Returns queued, failed, stale, gone."""
+        """Retry a job (or fail it after its last attempt, into the dead-letter set). Returns
+        queued, failed, stale, gone. ``release``: the owner hands the job back (shutting down);
+        that costs the job no attempt."""
         res = self._s["requeue"](
             keys=[
                 keys.job(job_id),
@@ -301,6 +325,7 @@ class JobQueue:
                 keys.events(job_id),
                 keys.COUNTERS,
                 keys.WEBHOOKS_DUE,
+                keys.DEAD,
             ],
             args=[
                 keys.GROUP,
@@ -312,9 +337,49 @@ class JobQueue:
                 "" if attempt is None else attempt,
                 job_id,
                 self.job_ttl + self.tombstone,
+                "1" if release else "",
             ],
         )
         return _s(res[0])
+
+    def dead_letters(self, limit: int = 100) -> list[str]:
+        """Jobs that failed for good after their last attempt, newest first."""
+        return [_s(i) for i in self.r.zrevrange(keys.DEAD, 0, limit - 1)]
+
+    # ------------------------------------------------------------------ recovery
+    def restore(self, manifest: dict[str, Any], now: float | None = None) -> bool:
+        """Re-create a job from its blob-store manifest unless its record exists; queue it."""
+        self.ensure_group()
+        now = time.time() if now is None else now
+        job_id = str(manifest["id"])
+        created = float(manifest.get("created_at") or now)
+        idem = manifest.get("idempotency_key")
+        fields = {
+            "spec": manifest.get("spec") or {},
+            "input": manifest.get("input") or {},
+            "timings": {},
+            "expires_at": created + self.job_ttl,
+            "max_attempts": self.max_attempts,
+        }
+        res = self._s["recover"](
+            keys=[
+                keys.job(job_id),
+                keys.STREAM,
+                keys.events(job_id),
+                keys.JOBS,
+                keys.idempotency(idem) if idem else "",
+                keys.COUNTERS,
+            ],
+            args=[
+                job_id,
+                encode_fields(fields),
+                repr(created),
+                f"{job_id}|{manifest.get('body_hash', '')}",
+                max(int(created + self.job_ttl - now), 1),
+                repr(now),
+            ],
+        )
+        return bool(res)
 
     def reap(self, consumer: str, count: int = 50) -> list[tuple[str, str]]:
         """Take entries whose lease expired (idle longer than the lease) and re-queue their jobs.
@@ -323,14 +388,19 @@ class JobQueue:
         out: list[tuple[str, str]] = []
         start = "0-0"
         while True:
-            res = self.r.xautoclaim(
-                keys.STREAM,
-                keys.GROUP,
-                consumer,
-                int(self.lease_seconds * 1000),
-                start_id=start,
-                count=count,
-            )
+            try:
+                res = self.r.xautoclaim(
+                    keys.STREAM,
+                    keys.GROUP,
+                    consumer,
+                    int(self.lease_seconds * 1000),
+                    start_id=start,
+                    count=count,
+                )
+            except redis.ResponseError as exc:
+                if not self._no_group(exc):
+                    raise
+                return out
             nxt, claimed = res[0], res[1]
             for entry_id, fields in claimed:
                 job = (fields or {}).get(b"job") or (fields or {}).get("job")

@@ -9,6 +9,8 @@ WORKERS = f"{PREFIX}:workers"  # sorted set: worker name -> last heartbeat (unix
 JOBS = f"{PREFIX}:jobs"  # sorted set: job id -> created (unix seconds)
 COUNTERS = f"{PREFIX}:counters"  # hash: monotone counters for metrics
 WEBHOOKS_DUE = f"{PREFIX}:webhooks:due"  # sorted set: job id -> when to deliver its webhook
+DEAD = f"{PREFIX}:dead"  # sorted set: job id -> when it failed for good after its last attempt
+EPOCH = f"{PREFIX}:epoch"  # set once per Redis dataset: its absence means the data was lost
 
 
 def job(job_id: str) -> str:

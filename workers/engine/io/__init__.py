@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import FormatError, MeshError, SpecError
 from ..mesh import TriMesh
 from . import glb, ply, stl
-from .archive import gunzip, unzip_members
+from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
 
 MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
@@ -41,6 +41,10 @@ OUTPUT_HOLDS: dict[str, str] = {
     "stl": "no attributes",
 }
 DEFAULT_MAX_EXPANDED = 2 << 30
+#: archives inside archives: a ``.obj.gz`` or ``.npz`` in a zip is fine, deeper nesting is refused
+#: (a zip or gzip quine would otherwise recurse for ever, each level inflating to the limit)
+MAX_ARCHIVE_DEPTH = 2
+MAX_ARCHIVE_MEMBERS = 1000
 
 
 def format_can_hold(fmt: str, name: str, element: str) -> bool:
@@ -93,6 +97,7 @@ def load_bytes(
     *,
     dtype: str = "float32",
     max_expanded: int = DEFAULT_MAX_EXPANDED,
+    _depth: int = 0,
 ) -> TriMesh:
     """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`."""
     if not data:
@@ -100,13 +105,21 @@ def load_bytes(
     kind = sniff(data)
     ext = _ext(filename)
     if kind in ("gz", "zip"):
+        if _depth >= MAX_ARCHIVE_DEPTH:
+            raise FormatError(
+                "archives nested too deeply", code="format.archive_nested", limit=MAX_ARCHIVE_DEPTH
+            )
         if kind == "gz":
             inner = filename[:-3] if filename.lower().endswith(".gz") else ""
             mesh = load_bytes(
-                gunzip(data, max_expanded), inner, dtype=dtype, max_expanded=max_expanded
+                gunzip(data, max_expanded),
+                inner,
+                dtype=dtype,
+                max_expanded=max_expanded,
+                _depth=_depth + 1,
             )
         else:
-            mesh = _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded)
+            mesh = _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded, depth=_depth + 1)
         mesh.source = filename or None  # the name the caller gave, not the member's
         return mesh
     if kind is None and ext == "stl":
@@ -134,12 +147,13 @@ def load_bytes(
     return mesh
 
 
-def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int) -> TriMesh:
+def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: int) -> TriMesh:
+    check_member_count(data, MAX_ARCHIVE_MEMBERS)
     names_only = zipfile.ZipFile(io.BytesIO(data)).namelist() if _is_zip(data) else []
     if ext == "npz" or (names_only and all(n.endswith(".npy") for n in names_only)):
         return _read_npz(data, dtype=dtype, max_expanded=max_expanded)
-    wanted = {"." + f for f in MESH_FORMATS}
-    members = unzip_members(data, wanted, max_expanded)
+    wanted = {"." + f for f in MESH_FORMATS} | {".gz", ".zip"}
+    members = unzip_members(data, wanted, max_expanded, MAX_ARCHIVE_MEMBERS)
     meshes = [n for n in members if posixpath.splitext(n)[1].lower() in wanted]
     if len(meshes) > 1:
         raise FormatError(
@@ -150,14 +164,14 @@ def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int) -> TriMes
     name = meshes[0]
     if name.lower().endswith(".gltf"):
         return _parse(members[name], "gltf", dtype=dtype, resources=members, base=name)
-    return load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded)
+    return load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded, _depth=depth)
 
 
 def _is_zip(data: bytes) -> bool:
     try:
         zipfile.ZipFile(io.BytesIO(data))
         return True
-    except (zipfile.BadZipFile, ValueError):
+    except Exception:  # any malformed central directory: not a zip we read
         return False
 
 

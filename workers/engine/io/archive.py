@@ -9,12 +9,43 @@ from __future__ import annotations
 
 import io
 import posixpath
+import struct
 import zipfile
 import zlib
 
 from ..errors import FormatError
 
 CHUNK = 1 << 20
+#: the end-of-central-directory record, and where it may start (a comment of at most 64 KiB follows)
+_EOCD = b"PK\x05\x06"
+_EOCD64_LOCATOR = b"PK\x06\x07"
+
+
+def declared_members(data: bytes) -> int | None:
+    """The member count a zip's end record declares, read without parsing the central directory
+    (``zipfile`` builds one object per member first: a million empty members cost seconds and
+    hundreds of MB before any limit could be checked). None when there is no end record."""
+    at = data.rfind(_EOCD, max(0, len(data) - (1 << 16) - 22))
+    if at < 0 or len(data) < at + 22:
+        return None
+    total = struct.unpack_from("<H", data, at + 10)[0]
+    loc = at - 20
+    if total == 0xFFFF and loc >= 0 and data[loc : loc + 4] == _EOCD64_LOCATOR:
+        off = struct.unpack_from("<Q", data, loc + 8)[0]
+        if off + 40 <= len(data) and data[off : off + 4] == b"PK\x06\x06":
+            return int(struct.unpack_from("<Q", data, off + 32)[0])
+    return int(total)
+
+
+def check_member_count(data: bytes, max_members: int) -> None:
+    n = declared_members(data)
+    if n is not None and n > max_members:
+        raise FormatError(
+            "archive has too many members",
+            code="format.archive_too_many_members",
+            members=n,
+            limit=max_members,
+        )
 
 
 def gunzip(data: bytes, max_bytes: int) -> bytes:
@@ -50,9 +81,10 @@ def unzip_members(
 ) -> dict[str, bytes]:
     """Read the members of a zip that have one of ``wanted_ext`` (lower-case, with the dot), plus
     every other member when a glTF needs its buffers. Returns ``{name: bytes}``."""
+    check_member_count(data, max_members)
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError) as exc:
+    except (zipfile.BadZipFile, ValueError, NotImplementedError, struct.error) as exc:
         raise FormatError(
             "corrupt zip archive", code="format.archive_corrupt", reason=str(exc)
         ) from None

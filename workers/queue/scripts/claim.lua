@@ -12,8 +12,9 @@ if st[1] ~= 'queued' or st[2] ~= ARGV[3] then
   return {'skip', st[1]}
 end
 local attempt = tonumber(st[3]) + 1
+-- progress is kept from an earlier attempt: what a caller sees never goes back
 redis.call('HSET', KEYS[1], 'state', 'running', 'attempt', attempt, 'owner', ARGV[2],
-           'progress', 0, 'stage', 'starting', 'attempt_started_at', ARGV[4], 'updated_at', ARGV[4])
+           'stage', 'starting', 'attempt_started_at', ARGV[4], 'updated_at', ARGV[4])
 redis.call('HSETNX', KEYS[1], 'started_at', ARGV[4])
 emit(KEYS[3], 'state', 'running', 'attempt', tostring(attempt), 'worker', ARGV[2])
 return {'ok', tostring(attempt)}

@@ -1,6 +1,8 @@
 -- Create a job record and queue it, unless the idempotency key names an earlier job.
 -- KEYS: job, stream, events, jobs_index, idem ('' when none), counters
 -- ARGV: job_id, fields_json, now, idem_value, idem_ttl
+-- the record may already exist when a recovery re-created it from the manifest meanwhile
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'ok', ''} end
 if KEYS[5] ~= '' then
   local prev = redis.call('GET', KEYS[5])
   if prev then return {'duplicate', prev} end

@@ -1,0 +1,65 @@
+"""Re-creating jobs that Redis lost, from the manifests in the blob store.
+
+Every accepted job has ``jobs/{id}/manifest.json`` (spec, input description, creation time,
+idempotency key) written before its record. When Redis loses data (restarted without its AOF, a
+failover to a stale replica, a flush), the records and stream entries of accepted jobs are gone
+but their manifests and inputs are not: :func:`recover_jobs` queues every such job again. A job
+that had finished before the loss runs again (its outcome was in the lost record); one whose
+record still exists is left alone, so recovery may run at any time, from any number of processes.
+
+Supervisors run it when they start and whenever the marker key :data:`keys.EPOCH` is missing
+(Redis came back empty); ``python -m workers --recover`` runs it once by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from .queue import keys
+from .queue.blobs import BlobNotFound, BlobStore, input_key
+from .queue.jobs import JobQueue
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+
+
+def recover_jobs(q: JobQueue, store: BlobStore, now: float | None = None) -> list[str]:
+    """Queue again every unexpired job whose manifest and input are stored but whose record is
+    missing. Returns the ids re-created."""
+    now = time.time() if now is None else now
+    restored = []
+    for key in store.list_prefix("jobs"):
+        parts = key.split("/")
+        if len(parts) != 3 or parts[2] != MANIFEST:
+            continue
+        job_id = parts[1]
+        if q.r.exists(keys.job(job_id)):
+            continue
+        try:
+            manifest = json.loads(store.get_bytes(key))
+        except (BlobNotFound, ValueError) as exc:
+            log.warning("manifest of %s unreadable: %s", job_id, exc)
+            continue
+        if manifest.get("id") != job_id:
+            continue
+        created = float(manifest.get("created_at") or now)
+        if created + q.job_ttl < now or not store.exists(input_key(job_id)):
+            continue  # expired (the sweep deletes it) or never fully accepted
+        if q.restore(manifest, now):
+            restored.append(job_id)
+    return restored
+
+
+def recover_if_lost(q: JobQueue, store: BlobStore) -> list[str] | None:
+    """Run :func:`recover_jobs` when Redis holds no epoch marker (first start, or data lost), then
+    set the marker. Returns the re-created ids, or None when nothing was lost."""
+    if q.r.exists(keys.EPOCH):
+        return None
+    restored = recover_jobs(q, store)
+    q.r.set(keys.EPOCH, repr(time.time()), nx=True)
+    if restored:
+        log.warning("Redis had lost %d jobs: re-created from their manifests", len(restored))
+    return restored
