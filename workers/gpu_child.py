@@ -25,7 +25,8 @@ def child_main(
     """Entry point of the child process; ``blob_root`` is what ``open_store`` takes."""
     logging.basicConfig(level=log_level, format=f"%(asctime)s child[{os.getpid()}] %(message)s")
     # the supervisor decides when we stop (a Ctrl-C or a SIGTERM to the whole process group must
-    # not kill a job the supervisor is still letting finish); it uses SIGKILL
+    # not kill a job the supervisor is still letting finish); it uses SIGKILL. The supervisor
+    # already starts us with both ignored, so that no signal is lost before this point.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from .engine.errors import EngineError, InputError

@@ -94,7 +94,15 @@ class Supervisor:
             name="tessera-child",
             daemon=True,
         )
-        self.child.start()
+        # a SIGTERM or SIGINT sent to the whole process group while the child is still starting
+        # would kill it: an ignored signal stays ignored across exec, so it starts ignoring both
+        # (for the few milliseconds of the fork a signal to the supervisor is lost too)
+        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.child.start()
+        finally:
+            for sig, handler in held.items():
+                signal.signal(sig, handler)
         child.close()
         self.conn = parent
         log.info("%s started child pid %s", self.name, self.child.pid)
