@@ -348,6 +348,11 @@ def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
         raise FormatError(
             "NPZ needs arrays V and F", code="format.npz_missing_arrays", arrays=sorted(arrays)[:20]
         )
+    for k, v in arrays.items():
+        if v.dtype.kind not in "biuf":  # strings, bytes, datetimes: not mesh data
+            raise MeshError(
+                "array is not numeric", code="mesh.bad_dtype", array=k[:100], dtype=str(v.dtype)
+            )
     va = {k[len("vertex.") :]: v for k, v in arrays.items() if k.startswith("vertex.")}
     fa = {k[len("face.") :]: v for k, v in arrays.items() if k.startswith("face.")}
     F = arrays["F"]

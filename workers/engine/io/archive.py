@@ -125,7 +125,16 @@ def unzip_members(
                             limit=max_bytes,
                         )
                     chunks.append(c)
-        except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            NotImplementedError,
+            RuntimeError,
+            ValueError,  # a local header pointing before the file start: "negative seek"
+            EOFError,
+            OSError,
+            struct.error,
+        ) as exc:
             raise FormatError(
                 "corrupt zip member", code="format.archive_corrupt", reason=str(exc)
             ) from None
