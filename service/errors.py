@@ -76,6 +76,19 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method of every route on this path (Starlette names only the first route's, and
+    FastAPI makes one route per method)."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(_: Request, exc: ProblemError) -> JSONResponse:
@@ -118,11 +131,14 @@ def install(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "route.not_found", 405: "method.not_allowed"}.get(
             exc.status_code, "http.error"
         )
-        return problem(exc.status_code, code, str(exc.detail), headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        return problem(exc.status_code, code, str(exc.detail), headers=headers)
 
     @app.exception_handler(Exception)
     async def _internal(_: Request, exc: Exception) -> JSONResponse:

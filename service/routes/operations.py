@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from workers.engine.ops import OPS
 
-from ..errors import ProblemError
+from ..errors import PROBLEM, ProblemError
 from ..schemas import OperationPublic, OperationsPublic
 
 router = APIRouter(prefix="/v1/operations", tags=["operations"])
@@ -18,7 +18,12 @@ def list_operations() -> OperationsPublic:
     return OperationsPublic(data=data, count=len(data))
 
 
-@router.get("/{name}", response_model=OperationPublic, summary="One operation")
+@router.get(
+    "/{name}",
+    response_model=OperationPublic,
+    responses={404: {"content": {PROBLEM: {}}, "description": "Problem details"}},
+    summary="One operation",
+)
 def get_operation(name: str) -> OperationPublic:
     if name not in OPS:
         raise ProblemError(404, "operation.not_found", "no such operation", name=name[:64])
