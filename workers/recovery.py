@@ -8,7 +8,9 @@ that had finished before the loss runs again (its outcome was in the lost record
 record still exists is left alone, so recovery may run at any time, from any number of processes.
 
 Supervisors run it when they start and whenever the marker key :data:`keys.EPOCH` is missing
-(Redis came back empty); ``python -m workers --recover`` runs it once by hand.
+(Redis came back empty), and every few minutes for manifests at least a minute old: a Redis
+killed with AOF fsynced every second may come back without its last second of writes, marker
+intact. ``python -m workers --recover`` runs it once by hand.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 
 
-def recover_jobs(q: JobQueue, store: BlobStore, now: float | None = None) -> list[str]:
+def recover_jobs(
+    q: JobQueue, store: BlobStore, now: float | None = None, min_age: float = 0.0
+) -> list[str]:
     """Queue again every unexpired job whose manifest and input are stored but whose record is
-    missing. Returns the ids re-created."""
+    missing. ``min_age``: leave younger manifests alone (their submission may be in flight; a
+    race with it is harmless, the submit script keeps a record it finds). Returns the ids."""
     now = time.time() if now is None else now
     restored = []
     for key in store.list_prefix("jobs"):
@@ -46,6 +51,8 @@ def recover_jobs(q: JobQueue, store: BlobStore, now: float | None = None) -> lis
         if manifest.get("id") != job_id:
             continue
         created = float(manifest.get("created_at") or now)
+        if now - created < min_age:
+            continue
         if created + q.job_ttl < now or not store.exists(input_key(job_id)):
             continue  # expired (the sweep deletes it) or never fully accepted
         if q.restore(manifest, now):

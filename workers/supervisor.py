@@ -21,7 +21,7 @@ import redis
 
 from .queue.blobs import BlobStore, job_prefix, open_store, result_key, store_config
 from .queue.jobs import Claim, JobQueue
-from .recovery import recover_if_lost
+from .recovery import recover_if_lost, recover_jobs
 from .settings import Settings
 from .webhooks import WebhookThread
 
@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 2.0
 SWEEP_SECONDS = 60.0
+#: how often every supervisor looks for jobs Redis lost (see workers.recovery), and how old a
+#: manifest must be for that
+RECOVER_SECONDS = 120.0
+RECOVER_MIN_AGE = 30.0
 #: Redis errors a worker rides out (a restart, a failover, a network blip); LOADING is a
 #: ConnectionError in redis-py
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
@@ -76,6 +80,7 @@ class Supervisor:
         self._last_beat = 0.0
         self._last_reap = 0.0
         self._last_sweep = 0.0
+        self._last_recover = time.monotonic()
         self.current: Claim | None = None
         self.jobs_done = 0
 
@@ -188,6 +193,11 @@ class Supervisor:
             for job_id, outcome in self.q.reap(self.name):
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
             self._last_reap = now
+        if force or now - self._last_recover >= RECOVER_SECONDS:
+            restored = recover_jobs(self.q, self.store, min_age=RECOVER_MIN_AGE)
+            if restored:
+                log.warning("%s: re-created %d jobs Redis had lost", self.name, len(restored))
+            self._last_recover = now
         if force or now - self._last_sweep >= SWEEP_SECONDS:
             swept = sweep_expired(self.q, self.store)
             if swept:

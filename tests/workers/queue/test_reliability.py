@@ -121,3 +121,11 @@ def test_submit_after_recovery_keeps_one_record_and_one_entry(q):
     q.restore({"id": "j1", "spec": {}, "input": {}, "created_at": time.time()})
     assert q.submit("j1", {"spec": {}}) == ("ok", None)
     assert q.queue_depth()["entries"] == 1
+
+
+def test_periodic_recovery_leaves_young_manifests_to_their_submission(q, tmp_path):
+    store = LocalBlobStore(tmp_path)
+    now = time.time()
+    manifest(store, "young", now - 5)
+    manifest(store, "lost", now - 60)
+    assert recover_jobs(q, store, now, min_age=30) == ["lost"]
