@@ -206,6 +206,12 @@ class Supervisor:
 
     # ----------------------------------------------------------------- one job
     def run_claim(self, c: Claim) -> None:
+        again: Claim | None = c
+        while again is not None:
+            again = self._run_attempt(again)
+
+    def _run_attempt(self, c: Claim) -> Claim | None:
+        """Run one attempt; returns the next attempt when it is to run here at once."""
         self.current = c
         started = time.monotonic()
         spec = c.record.get("spec") or {}
@@ -225,7 +231,7 @@ class Supervisor:
                     },
                 )
             )
-            self._drive(c, started, deadline)
+            return self._drive(c, started, deadline)
         except BaseException:
             # the child may still be running this job and would later answer the next one with
             # this job's messages: it goes, and the job is reaped once its lease runs out
@@ -235,7 +241,7 @@ class Supervisor:
             self.current = None
             self.jobs_done += 1
 
-    def _drive(self, c: Claim, started: float, deadline: float) -> None:
+    def _drive(self, c: Claim, started: float, deadline: float) -> Claim | None:
         assert self.conn is not None
         last_renew = time.monotonic()
         progress: tuple[float, str] | None = None
@@ -263,16 +269,17 @@ class Supervisor:
                     log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
                     self.kill_child()
                     self.delete_own_result(c, temporaries=True)
-                    self._failed(
-                        c,
-                        {
-                            "code": "worker.child_died",
-                            "message": "the compute process died",
-                            "detail": {"exitcode": code},
-                        },
-                        True,
+                    error = {
+                        "code": "worker.child_died",
+                        "message": "the compute process died",
+                        "detail": {"exitcode": code},
+                    }
+                    # this supervisor is fine: the job runs again here, on a new child, at once
+                    outcome, again = self._redis(
+                        lambda e=error: self.q.retry_here(self.name, c, e)  # type: ignore[misc]
                     )
-                    return
+                    log.warning("← %s failed (worker.child_died): %s", c.job_id, outcome)
+                    return again
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
                 p, stage = progress if progress else (None, "")
                 try:

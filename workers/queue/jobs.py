@@ -96,7 +96,16 @@ def _load_scripts(client: redis.Redis) -> dict[str, Any]:
     folder = resources.files(__package__) / "scripts"
     prelude = (folder / "_prelude.lua").read_text()
     out = {}
-    for name in ("submit", "claim", "renew", "finish", "requeue", "cancel", "recover"):
+    for name in (
+        "submit",
+        "claim",
+        "renew",
+        "finish",
+        "requeue",
+        "cancel",
+        "recover",
+        "retry_here",
+    ):
         out[name] = client.register_script(prelude + "\n" + (folder / f"{name}.lua").read_text())
     return out
 
@@ -341,6 +350,31 @@ class JobQueue:
             ],
         )
         return _s(res[0])
+
+    def retry_here(
+        self, consumer: str, c: Claim, error: dict[str, Any]
+    ) -> tuple[str, Claim | None]:
+        """Run the job again at once under the same owner with the next attempt (its compute
+        process died). Returns ``("ok", new claim)``, ``("failed", None)`` after its last attempt
+        or ``("stale", None)`` when the lease was lost."""
+        res = self._s["retry_here"](
+            keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id), keys.COUNTERS, keys.DEAD],
+            args=[
+                keys.GROUP,
+                consumer,
+                c.entry,
+                c.attempt,
+                repr(time.time()),
+                self.max_attempts,
+                json.dumps(error),
+                self.job_ttl + self.tombstone,
+                c.job_id,
+            ],
+        )
+        status = _s(res[0])
+        if status != "ok":
+            return status, None
+        return status, Claim(c.job_id, c.entry, int(_s(res[1])), c.record)
 
     def dead_letters(self, limit: int = 100) -> list[str]:
         """Jobs that failed for good after their last attempt, newest first."""

@@ -129,3 +129,15 @@ def test_periodic_recovery_leaves_young_manifests_to_their_submission(q, tmp_pat
     manifest(store, "young", now - 5)
     manifest(store, "lost", now - 60)
     assert recover_jobs(q, store, now, min_age=30) == ["lost"]
+
+
+def test_retry_here_keeps_the_entry_and_owner_and_fences_the_dead_attempt(q):
+    q.submit("j1", {"spec": {}})
+    c1 = take(q, "w1")
+    ok, c2 = q.retry_here("w1", c1, ERR)
+    assert ok == "ok" and c2.attempt == 2 and c2.entry == c1.entry
+    assert q.get("j1")["state"] == "running" and q.get("j1")["owner"] == "w1"
+    assert not q.finish("w1", c1, "succeeded", {})  # the dead child's attempt cannot commit
+    assert q.retry_here("w2", c2, ERR) == ("stale", None)  # only the owner
+    assert q.retry_here("w1", c2, ERR) == ("failed", None)  # max_attempts is 2
+    assert q.dead_letters() == ["j1"] and q.queue_depth()["entries"] == 0
