@@ -176,6 +176,10 @@ class Stack:
                     continue
                 j = r.json()
                 out["states"][j["state"]] = out["states"].get(j["state"], 0) + 1
+                if j["state"] == "failed":
+                    errs = out.setdefault("errors", {})
+                    code = (j.get("error") or {}).get("code", "?")
+                    errs[code] = errs.get(code, 0) + 1
                 files = self.job_files(job_id)
                 results = [f for f in files if f.startswith("result-")]
                 junk = [f for f in files if f.startswith(".tmp")]

@@ -140,6 +140,7 @@ def run(args: Any) -> dict[str, Any]:
             "recovered_from_manifests": int(r.hget("tessera:counters", "recovered") or 0),
             "all_ended_within_s": None if ended is None else round(time.monotonic() - t0, 1),
             "states": audit["states"],
+            "failed_with": audit.get("errors", {}),
             "problems": audit["problems"][:20],
         }
         print("wiped:", figures["wiped"], flush=True)

@@ -2,9 +2,10 @@
 
 The supervisor starts it with the ``spawn`` method (never fork after CUDA is up) and talks to it
 over a pipe: it receives ``("run", job)`` and answers ``("progress", p, stage)`` messages, then one
-``("done", fields)`` or ``("failed", error_dict, retryable)``. It lives across jobs so that
-compiled kernels and the memory pool are reused; the supervisor kills and respawns it when a job
-times out, is cancelled, or the process dies.
+``("done", fields)`` or ``("failed", error_dict, retryable[, poisoned])``: ``poisoned`` when a
+sticky CUDA error left the context unusable, and the supervisor must replace this process. It
+lives across jobs so that compiled kernels and the memory pool are reused; the supervisor kills
+and respawns it when a job times out, is cancelled, its context is poisoned, or it dies.
 """
 
 from __future__ import annotations
@@ -17,6 +18,35 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+#: CUDA errors after which the context is unusable ("sticky"): illegal address, launch failure,
+#: hardware trap, ECC... Every later call in this process fails, so the process must go.
+_STICKY = (
+    "illegal",
+    "launch_failure",
+    "launch failure",
+    "hardware",
+    "ecc",
+    "misaligned",
+    "invalid_pc",
+    "assert",
+    "unspecified",
+)
+
+
+def poisoned(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause) is a CUDA error that leaves the context unusable. Told by
+    class and message, without importing CuPy."""
+    seen = 0
+    e: BaseException | None = exc
+    while e is not None and seen < 5:
+        kind = type(e)
+        if kind.__module__.startswith(("cupy", "cupy_backends")) and "CUDA" in kind.__name__:
+            text = str(e).lower()
+            if any(s in text for s in _STICKY):
+                return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
 
 
 def child_main(
@@ -61,7 +91,7 @@ def child_main(
         except InputError as exc:
             conn.send(("failed", exc.to_dict(), False))
         except EngineError as exc:
-            conn.send(("failed", exc.to_dict(), True))
+            conn.send(("failed", exc.to_dict(), True, poisoned(exc)))
         except MemoryError:
             conn.send(
                 (
@@ -72,14 +102,16 @@ def child_main(
             )
         except Exception as exc:
             log.error("job %s failed: %s", job["id"], traceback.format_exc())
+            sticky = poisoned(exc)
             conn.send(
                 (
                     "failed",
                     {
-                        "code": "engine.internal",
-                        "message": "internal error",
+                        "code": "gpu.context_lost" if sticky else "engine.internal",
+                        "message": "the GPU context is unusable" if sticky else "internal error",
                         "detail": {"exception": f"{exc.__class__.__name__}: {exc}"[:500]},
                     },
                     True,
+                    sticky,
                 )
             )

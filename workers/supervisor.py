@@ -262,6 +262,11 @@ class Supervisor:
                     self._commit(c, msg[1], started)
                     return
                 elif msg[0] == "failed":
+                    if len(msg) > 3 and msg[3]:
+                        log.error(
+                            "%s: the child's GPU context is unusable; replacing it", self.name
+                        )
+                        self.kill_child()
                     self._failed(c, msg[1], bool(msg[2]))
                     return
                 elif msg[0] == "died":
