@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--seed", type=int, default=1)
     r = sub.add_parser("redis", help=redis_faults.__doc__.splitlines()[0])
     r.add_argument("--workers", type=int, default=3)
-    r.add_argument("--clients", type=int, default=6)
+    r.add_argument("--clients", type=int, default=8)
     r.add_argument("--before", type=float, default=10.0)
     r.add_argument("--down", type=float, default=5.0)
     r.add_argument("--after", type=float, default=10.0)

@@ -16,6 +16,8 @@ import redis
 
 from ._stack import Stack, submit
 
+ENDED = ("succeeded", "failed", "cancelled")
+
 
 class Load:
     """Clients submitting small jobs and reading them back, recording every status."""
@@ -39,13 +41,23 @@ class Load:
                     time.sleep(0.2)
                     continue
                 self._note(r.status_code)
-                if r.status_code == 202:
-                    with self.lock:
-                        self.accepted.append(r.json()["id"])
-                    g = c.get(f"/v1/jobs/{r.json()['id']}")
-                    self._note(g.status_code)
-                else:
+                if r.status_code != 202:
                     time.sleep(0.2)
+                    continue
+                job_id = r.json()["id"]
+                with self.lock:
+                    self.accepted.append(job_id)
+                # a caller waits for its job (polling through the outage) before the next one
+                while not self.stop.is_set():
+                    time.sleep(0.25)
+                    try:
+                        g = c.get(f"/v1/jobs/{job_id}")
+                    except httpx.HTTPError:
+                        self._note(-1)
+                        continue
+                    self._note(g.status_code)
+                    if g.status_code == 200 and g.json()["state"] in ENDED:
+                        break
 
     def _note(self, status: int) -> None:
         with self.lock:
