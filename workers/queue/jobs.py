@@ -358,7 +358,14 @@ class JobQueue:
         process died). Returns ``("ok", new claim)``, ``("failed", None)`` after its last attempt
         or ``("stale", None)`` when the lease was lost."""
         res = self._s["retry_here"](
-            keys=[keys.job(c.job_id), keys.STREAM, keys.events(c.job_id), keys.COUNTERS, keys.DEAD],
+            keys=[
+                keys.job(c.job_id),
+                keys.STREAM,
+                keys.events(c.job_id),
+                keys.COUNTERS,
+                keys.WEBHOOKS_DUE,
+                keys.DEAD,
+            ],
             args=[
                 keys.GROUP,
                 consumer,
@@ -395,6 +402,10 @@ class JobQueue:
             "expires_at": created + self.job_ttl,
             "max_attempts": self.max_attempts,
         }
+        # what the API added to the manifest (the submitting key, the base URL for links)
+        for k in ("key_id", "base_url"):
+            if manifest.get(k) is not None:
+                fields[k] = manifest[k]
         res = self._s["recover"](
             keys=[
                 keys.job(job_id),
