@@ -44,7 +44,7 @@ def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     "",
     status_code=202,
     response_model=JobPublic,
-    responses=_ERRORS,
+    responses={400: _PROBLEM_RESPONSE, **_ERRORS},  # 400: a malformed multipart body
     summary="Submit a mesh and a pipeline",
     description="Multipart form: the mesh file in `mesh`, the job spec (JSON, see `JobCreate`) in "
     "`spec`. Answers 202 with the job and its URL; the same `Idempotency-Key` with the same body "

@@ -43,7 +43,7 @@ def _app_under_test(settings):
 
 
 @schema.parametrize()
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_openapi_document(case):
     excluded = []
     if case.path == "/readyz":

@@ -46,8 +46,12 @@ def job_files(settings, job_id: str) -> list[str]:
 
 def test_child_killed_mid_job_is_picked_up_again_by_its_supervisor(client, workers, settings):
     w = workers.start("w1")
-    job = submit(client, spec_text=spec({"op": "sleep", "seconds": 1.5}, "stats")).json()
-    wait(client, job["url"], ("running",))
+    job = submit(client, spec_text=spec({"op": "sleep", "seconds": 2.0}, "stats")).json()
+    # the child has the job once it reports a stage of its own (a child killed before that is
+    # replaced before the run is sent, at no attempt's cost)
+    wait_for(
+        lambda: client.get(job["url"]).json()["stage"] not in (None, "starting"), 15, "a stage"
+    )
     [child] = wait_for(lambda: child_pids(w.pid), 10, "the compute child")
     os.kill(child, signal.SIGKILL)
     killed = time.time()

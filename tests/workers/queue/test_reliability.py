@@ -141,3 +141,11 @@ def test_retry_here_keeps_the_entry_and_owner_and_fences_the_dead_attempt(q):
     assert q.retry_here("w2", c2, ERR) == ("stale", None)  # only the owner
     assert q.retry_here("w1", c2, ERR) == ("failed", None)  # max_attempts is 2
     assert q.dead_letters() == ["j1"] and q.queue_depth()["entries"] == 0
+
+
+def test_recovered_job_keeps_its_owner_key_and_base_url(q, tmp_path):
+    store = LocalBlobStore(tmp_path)
+    manifest(store, "j1", time.time() - 60, key_id="team-a", base_url="http://api.example")
+    assert recover_jobs(q, store) == ["j1"]
+    rec = q.get("j1")
+    assert rec["key_id"] == "team-a" and rec["base_url"] == "http://api.example"
