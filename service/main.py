@@ -13,6 +13,7 @@ from typing import Any
 
 import redis
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from pydantic.json_schema import models_json_schema
 
 from workers.apikeys import keyring_from
@@ -71,6 +72,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(preview.router)
     ui.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    if settings.cors_origins:  # only the configured origins; credentials never
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "X-API-Key", "Idempotency-Key", "Content-Type"],
+            expose_headers=["Location", "Retry-After"],
+        )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
 
     def openapi() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """API keys: who may call the API, and the secret that signs each caller's webhooks.
 
 Off unless configured. ``TESSERA_API_KEYS`` (JSON) and/or ``TESSERA_API_KEYS_FILE`` (a JSON file)
-map a key id to its secret, or to ``{"secret": ..., "revoked": true, "webhook_secret": ...}``. A
+map a key id to its secret, or to ``{"secret": ..., "revoked": true, "webhook_secret": ...,
+"requests_per_minute": N, "concurrent_jobs": N, "bytes_per_day": N}`` (quotas, each optional). A
 caller presents the secret (``Authorization: Bearer <secret>`` or ``X-API-Key``); jobs record the
 key id, never the secret. The file is read again when it changes, so a key is revoked (or added)
 without a restart; a file that no longer parses keeps the keys read before it and is logged.
@@ -32,6 +33,10 @@ class ApiKey:
     secret: str
     revoked: bool = False
     webhook_secret: str | None = None
+    #: quotas (None: unlimited): requests per minute, jobs queued or running, upload bytes per day
+    requests_per_minute: int | None = None
+    concurrent_jobs: int | None = None
+    bytes_per_day: int | None = None
 
     @property
     def signing_secret(self) -> str:
@@ -55,11 +60,18 @@ def parse_keys(data: Any, where: str) -> dict[str, ApiKey]:
             raise ValueError(f"{where}: key id {key_id!r} must be 1-64 of [A-Za-z0-9_.-]")
         if len(entry["secret"]) < MIN_SECRET:
             raise ValueError(f"{where}: the secret of {key_id!r} is shorter than {MIN_SECRET}")
+        quotas = {}
+        for q in ("requests_per_minute", "concurrent_jobs", "bytes_per_day"):
+            v = entry.get(q)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ValueError(f"{where}: {q} of {key_id!r} must be a positive integer")
+            quotas[q] = v
         keys[key_id] = ApiKey(
             key_id,
             entry["secret"],
             bool(entry.get("revoked", False)),
             entry.get("webhook_secret") or None,
+            **quotas,
         )
     return keys
 

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = Field(
         None, description="A JSON file of API keys as in api_keys, read again when it changes."
     )
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description='Origins (JSON list, e.g. ["https://app.example"]) whose pages may call '
+        "the API from a browser; none by default (the API's own page needs none).",
+    )
     webhook_secret: str | None = Field(
         None, min_length=16, description="Signs the webhooks of jobs submitted without a key."
     )

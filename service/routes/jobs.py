@@ -19,7 +19,7 @@ from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
 
-from ..auth import CallerDep, caller
+from ..auth import CallerDep, caller, check_submission, job_started
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import JobPublic, job_public
@@ -28,7 +28,7 @@ from ..submission import accept, parse_spec
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
 
 _PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "Problem details"}
-_ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 503)}
+_ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 429, 503)}
 
 
 def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
@@ -79,6 +79,7 @@ async def create_job(
         )
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
     files = [(m.filename or "", await m.read()) for m in mesh]
+    await run_in_threadpool(check_submission, request, who, sum(len(b) for _, b in files))
     accepted = await run_in_threadpool(
         accept,
         queue=queue,
@@ -91,6 +92,8 @@ async def create_job(
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
     )
+    if not accepted.replayed:
+        await run_in_threadpool(job_started, request, who, accepted.job_id)
     rec = await run_in_threadpool(queue.get, accepted.job_id)
     if rec is None:  # expired between the two calls: vanishingly rare
         raise ProblemError(404, "job.not_found", "no such job", id=accepted.job_id)

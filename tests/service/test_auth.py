@@ -124,3 +124,63 @@ def test_a_broken_keys_file_keeps_the_keys_read_before(keys_file):
     os.utime(keys_file, ns=(time.time_ns(), time.time_ns() + 10**9))
     time.sleep(0.6)
     assert ring.lookup(A).id == "alpha" and ring.lookup("x" * 20) is None
+
+
+@pytest.fixture
+def quota_client(settings, tmp_path):
+    def make(**quotas):
+        path = tmp_path / "quota-keys.json"
+        path.write_text(json.dumps({"q": {"secret": A, **quotas}, "free": B}))
+        s = settings.model_copy(update={"api_keys_file": path})
+        return TestClient(create_app(s))
+
+    return make
+
+
+def test_requests_per_minute_quota_is_429_with_retry_after(quota_client):
+    with quota_client(requests_per_minute=3) as c:
+        for _ in range(3):
+            assert c.get("/v1/jobs/0123abcd", headers=bearer(A)).status_code == 404
+        r = c.get("/v1/jobs/0123abcd", headers=bearer(A))
+        assert_problem(r, 429, "quota.requests")
+        assert 1 <= int(r.headers["retry-after"]) <= 61
+        # another key is not limited by it
+        assert c.get("/v1/jobs/0123abcd", headers=bearer(B)).status_code == 404
+
+
+def test_concurrent_jobs_quota_counts_jobs_until_they_end(quota_client):
+    with quota_client(concurrent_jobs=2) as c:
+        ids = [submit(c, headers=bearer(A)).json()["id"] for _ in range(2)]
+        assert_problem(submit(c, headers=bearer(A)), 429, "quota.concurrent_jobs")
+        assert submit(c, headers=bearer(B)).status_code == 202  # no quota on this key
+        assert c.delete(f"/v1/jobs/{ids[0]}", headers=bearer(A)).status_code in (200, 202)
+        assert submit(c, headers=bearer(A)).status_code == 202  # a slot freed by the cancel
+
+
+def test_bytes_per_day_quota(quota_client):
+    with quota_client(bytes_per_day=800) as c:  # the cube is 521 bytes
+        first = submit(c, headers=bearer(A))
+        assert first.status_code == 202
+        r = submit(c, headers=bearer(A))  # twice is more than 800
+        assert_problem(r, 429, "quota.bytes")
+        assert int(r.headers["retry-after"]) <= 86401
+
+
+def test_bad_quota_values_are_refused():
+    with pytest.raises(ValueError):
+        parse_keys({"k": {"secret": A, "concurrent_jobs": 0}}, "test")
+    with pytest.raises(ValueError):
+        parse_keys({"k": {"secret": A, "bytes_per_day": "lots"}}, "test")
+
+
+def test_cors_only_for_configured_origins(settings):
+    s = settings.model_copy(update={"cors_origins": ["https://app.example"]})
+    with TestClient(create_app(s)) as c:
+        pre = {"Access-Control-Request-Method": "POST"}
+        ok = c.options("/v1/jobs", headers={"Origin": "https://app.example", **pre})
+        assert ok.headers.get("access-control-allow-origin") == "https://app.example"
+        other = c.options("/v1/jobs", headers={"Origin": "https://evil.example", **pre})
+        assert "access-control-allow-origin" not in other.headers
+    with TestClient(create_app(settings)) as c:  # none configured: no CORS headers at all
+        r = c.get("/v1/operations", headers={"Origin": "https://app.example"})
+        assert "access-control-allow-origin" not in r.headers
