@@ -11,7 +11,7 @@ COPY --from=page /app/node_modules ./node_modules
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY workers ./workers
-RUN pip install --no-cache-dir . && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
+RUN pip install --no-cache-dir ".[s3]" && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
 USER tessera
 ENV TESSERA_DATA_DIR=/data
 EXPOSE 8000

@@ -9,7 +9,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY workers ./workers
-RUN pip install --no-cache-dir ".[gpu]" && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
+RUN pip install --no-cache-dir ".[gpu,s3]" && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
 USER tessera
 ENV TESSERA_DATA_DIR=/data
 CMD ["python", "-m", "workers"]
