@@ -51,7 +51,8 @@ def _polygon_euler(polys: list[list[int]], n_vertices: int) -> int:
 
 @pytest.mark.parametrize("triangulation", ["centroid", "fan"])
 @pytest.mark.parametrize(
-    "name", ["rx-cube.obj", "rx-sphere3.obj", "rx-torus.obj", "spot.obj", "rocker-arm.obj"]
+    "name",
+    ["rx-cube.obj", "rx-sphere3.obj", "rx-torus.obj", "spot.obj", "rx-el_topo_sphere_1280.obj"],
 )
 def test_dual_of_closed_manifold_keeps_euler_characteristic(name: str, triangulation: str) -> None:
     m = load(name)
