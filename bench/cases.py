@@ -171,6 +171,44 @@ def libs_geodesic_distance() -> dict[str, Callable[..., Any]]:
     return out
 
 
+def libs_subdivide_loop() -> dict[str, Callable[..., Any]]:
+    import trimesh.remesh
+
+    out: dict[str, Callable[..., Any]] = {}
+    igl = _igl()
+    if igl is not None:
+        out["libigl"] = lambda V, F: igl.loop(V, F)
+    out["trimesh"] = lambda V, F: trimesh.remesh.subdivide_loop(V, F, iterations=1)
+    return out
+
+
+def libs_subdivide_midpoint() -> dict[str, Callable[..., Any]]:
+    import trimesh.remesh
+
+    out: dict[str, Callable[..., Any]] = {}
+    igl = _igl()
+    if igl is not None:
+        out["libigl"] = lambda V, F: igl.upsample(V, F)
+    out["trimesh"] = lambda V, F: trimesh.remesh.subdivide(V, F)
+    return out
+
+
+def libs_cluster_coarsen() -> dict[str, Callable[..., Any]]:
+    """Open3D's vertex clustering (cell: 1 % of the bounding-box diagonal, as the case's
+    parameters), where installed."""
+    try:
+        import open3d as o3d
+    except ImportError:
+        return {}
+
+    def run(V: np.ndarray, F: np.ndarray) -> Any:
+        m = o3d.geometry.TriangleMesh(o3d.utility.Vector3dVector(V), o3d.utility.Vector3iVector(F))
+        cell = 0.01 * float(np.linalg.norm(V.max(axis=0) - V.min(axis=0)))
+        return m.simplify_vertex_clustering(cell, o3d.geometry.SimplificationContraction.Average)
+
+    return {"open3d": run}
+
+
 V12, F12, N12 = 12, 12, 12
 
 
@@ -239,6 +277,48 @@ def cases() -> list[Case]:
             {},
             lambda n, m: V12 * n + F12 * m + 24 * n + V12 * n,
             {},
+            cpu_max_faces=5_000_000,
+        ),
+        # one level: V and F in; n + 3m/2 vertices and 4m faces out (16M faces in: 64M out)
+        Case(
+            "subdivide",
+            {"scheme": "loop"},
+            lambda n, m: V12 * n + F12 * m + V12 * (n + 3 * m // 2) + 4 * F12 * m,
+            libs_subdivide_loop(),
+            cpu_max_faces=5_000_000,
+            gpu_max_faces=17_000_000,
+        ),
+        Case(
+            "subdivide",
+            {"scheme": "midpoint"},
+            lambda n, m: V12 * n + F12 * m + V12 * (n + 3 * m // 2) + 4 * F12 * m,
+            libs_subdivide_midpoint(),
+            cpu_max_faces=5_000_000,
+            gpu_max_faces=17_000_000,
+        ),
+        # 3m quads as 6m triangles on n + m + 3m/2 vertices
+        Case(
+            "subdivide",
+            {"scheme": "catmull_clark"},
+            lambda n, m: V12 * n + F12 * m + V12 * (n + 5 * m // 2) + 6 * F12 * m + 4 * 6 * m,
+            {},
+            cpu_max_faces=5_000_000,
+            gpu_max_faces=17_000_000,
+        ),
+        # m centroids and n polygon centres out, one triangle per polygon side (3m)
+        Case(
+            "dual_mesh",
+            {},
+            lambda n, m: V12 * n + F12 * m + V12 * (m + n) + 3 * F12 * m + 4 * 3 * m,
+            {},
+            cpu_max_faces=5_000_000,
+        ),
+        # V and F in, then the (much smaller) coarse mesh: counted as nothing
+        Case(
+            "cluster_coarsen",
+            {"cell_size": 0.01},
+            lambda n, m: V12 * n + F12 * m,
+            libs_cluster_coarsen(),
             cpu_max_faces=5_000_000,
         ),
     ]

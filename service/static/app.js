@@ -26,6 +26,7 @@ const KIND_LABELS = {
   reindex: "Clean-up and re-indexing",
   static: "Measures and attributes",
   report: "Reports",
+  remesh: "Remeshing (a new surface)",
 };
 
 // ------------------------------------------------------------------ formatting

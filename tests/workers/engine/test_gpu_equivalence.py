@@ -62,6 +62,18 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "merge": [{}, {"weld": False, "keep_parts": True}],
     "submesh": [{}, {"select": "component", "component": 0}],
     "laplacian_matrix": [{}, {"weights": "uniform", "mass": "mixed"}],
+    "subdivide": [
+        {},
+        {"scheme": "midpoint", "levels": 2},
+        {"scheme": "catmull_clark"},
+        {"scheme": "loop", "levels": 2},
+    ],
+    "dual_mesh": [{}, {"triangulation": "fan"}],
+    "cluster_coarsen": [
+        {},
+        {"cell_size": 0.05, "remove_non_manifold": True},
+        {"cell_size": 0.02, "relative": False},
+    ],
 }
 
 #: absolute tolerance per attribute; float32 kernels against the float64 twin

@@ -6,6 +6,8 @@ from . import (
     _testing,
     average_attribute,
     bilateral_denoise,
+    cluster_coarsen,
+    dual_mesh,
     edge_lengths,
     face_areas,
     face_normals,
@@ -20,6 +22,7 @@ from . import (
     remove_unused_vertices,
     soup_to_mesh,
     stats,
+    subdivide,
     submesh,
     taubin_smooth,
     vertex_normals,
@@ -49,6 +52,9 @@ OPS = Registry(
         bilateral_denoise.OP,
         geodesic_distance.OP,
         laplacian_matrix.OP,
+        subdivide.OP,
+        dual_mesh.OP,
+        cluster_coarsen.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )

@@ -29,6 +29,7 @@ class OpKind(str, Enum):
     reindex = "reindex"  # changes the vertex/face set without changing the surface
     static = "static"  # connectivity kept; attributes or positions computed
     report = "report"  # only measures
+    remesh = "remesh"  # a new surface: new vertices and faces (subdivision, dual, coarsening)
 
 
 class Element(str, Enum):
