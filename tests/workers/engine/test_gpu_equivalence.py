@@ -74,6 +74,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"cell_size": 0.05, "remove_non_manifold": True},
         {"cell_size": 0.02, "relative": False},
     ],
+    "repair": [{}, {"outward": False, "geometric": True, "remove_duplicates": False}],
 }
 
 #: absolute tolerance per attribute; float32 kernels against the float64 twin
