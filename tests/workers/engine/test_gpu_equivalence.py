@@ -74,6 +74,11 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"cell_size": 0.05, "remove_non_manifold": True},
         {"cell_size": 0.02, "relative": False},
     ],
+    "slice_plane": [
+        {},
+        {"keep": "both", "cap": True, "normal": [0.3, 1.0, -0.2], "point": [0.1, 0.2, 0.05]},
+        {"keep": "below", "snap": False, "point": [0.1, 0.2, 0.3], "cap": True},
+    ],
     "repair": [{}, {"outward": False, "geometric": True, "remove_duplicates": False}],
 }
 
