@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from . import backend as _backend
 from .errors import MeshError, SpecError
 from .mesh import TriMesh
-from .ops import OPS, Operation, OpParams
+from .ops import OPS, Operation, OpKind, OpParams
 from .patches import patches_built
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,24 @@ def parse_step(raw: Any) -> Step:
 
 
 def parse_pipeline(steps: Iterable[Any]) -> list[Step]:
-    return [parse_step(s) for s in steps]
+    """The steps, checked: a source operation (one that makes the mesh, e.g. marching_cubes)
+    may only be the first step."""
+    out = [parse_step(s) for s in steps]
+    for i, st in enumerate(out):
+        if i > 0 and st.op.kind is OpKind.source:
+            raise SpecError(
+                f'op "{st.op.name}" makes a mesh from its parameters: it must be the first step',
+                code="spec.source_not_first",
+                op=st.op.name,
+                step=i,
+            )
+    return out
+
+
+def starts_with_source(steps: Iterable[Any]) -> bool:
+    """Whether the pipeline's first step makes the mesh (then no input mesh is needed)."""
+    parsed = parse_pipeline(steps)
+    return bool(parsed) and parsed[0].op.kind is OpKind.source
 
 
 @dataclass
@@ -99,16 +116,25 @@ def _sync(mesh: TriMesh) -> None:
 
 
 def run_pipeline(
-    mesh: TriMesh,
+    mesh: TriMesh | None,
     pipeline: Iterable[Any],
     *,
     device: str = "auto",
     progress: Progress | None = None,
 ) -> PipelineResult:
     """Run the steps in order on the backend ``device`` resolves to. The mesh moves to the GPU once
-    (timed as ``transfer``) and stays there; each step is timed as ``<index>:<op>``."""
+    (timed as ``transfer``) and stays there; each step is timed as ``<index>:<op>``.
+
+    When the first step is a source operation (``OpKind.source``, e.g. ``marching_cubes``) the
+    input ``mesh`` is ignored and may be None: the source step gets an empty mesh on the chosen
+    backend and makes the mesh the later steps work on."""
     steps = parse_pipeline(pipeline)
     be = _backend.resolve(device)
+    if steps and steps[0].op.kind is OpKind.source:
+        xp = _backend.xp_for(be)
+        mesh = TriMesh(xp.zeros((0, 3), dtype=xp.float32), xp.zeros((0, 3), dtype=xp.int32))
+    elif mesh is None:
+        raise MeshError("no input mesh", code="mesh.empty")
     result = PipelineResult(mesh=mesh, backend=be)
     if mesh.backend != be:
         t0 = time.perf_counter()
@@ -116,7 +142,7 @@ def run_pipeline(
         _sync(mesh)
         result.timings["transfer"] = time.perf_counter() - t0
     n = max(len(steps), 1)
-    if steps and mesh.n_faces == 0:
+    if steps and mesh.n_faces == 0 and steps[0].op.kind is not OpKind.source:
         raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=mesh.n_vertices)
     for i, step in enumerate(steps):
         if progress:

@@ -79,6 +79,12 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"keep": "both", "cap": True, "normal": [0.3, 1.0, -0.2], "point": [0.1, 0.2, 0.05]},
         {"keep": "below", "snap": False, "point": [0.1, 0.2, 0.3], "cap": True},
     ],
+    # a source step: the input mesh is ignored (every mesh runs the same volume; kept small)
+    "marching_cubes": [
+        {"field": {"resolution": 24}},
+        {"field": {"resolution": 40, "center": [0.1, 0.0, -0.05]}, "isovalue": 0.7, "k": 1.0},
+        {"field": {"resolution": 20}, "isovalue": 1.2, "dtype": "float64"},
+    ],
     "repair": [{}, {"outward": False, "geometric": True, "remove_duplicates": False}],
 }
 

@@ -30,6 +30,7 @@ class OpKind(str, Enum):
     static = "static"  # connectivity kept; attributes or positions computed
     report = "report"  # only measures
     remesh = "remesh"  # a new surface: new vertices and faces (subdivision, dual, coarsening)
+    source = "source"  # makes the mesh from nothing but its parameters: must be the first step
 
 
 class Element(str, Enum):
