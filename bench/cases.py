@@ -209,6 +209,71 @@ def libs_cluster_coarsen() -> dict[str, Callable[..., Any]]:
     return {"open3d": run}
 
 
+def libs_repair() -> dict[str, Callable[..., Any]]:
+    """trimesh's cleanup: duplicate and degenerate faces dropped, winding and normals fixed (it
+    does not split non-manifold edges or vertices)."""
+
+    def tm(V: np.ndarray, F: np.ndarray) -> Any:
+        import trimesh
+
+        t = _trimesh(V, F)
+        t.update_faces(t.unique_faces())
+        t.update_faces(t.nondegenerate_faces())
+        trimesh.repair.fix_normals(t)
+        return t.faces
+
+    return {"trimesh": tm}
+
+
+#: the plane the slice case cuts the benchmark mesh (the Stanford bunny, y up) with
+SLICE_PLANE = {"point": [0.0, 0.1, 0.0], "normal": [0.0, 1.0, 0.0]}
+
+
+def libs_slice_plane() -> dict[str, Callable[..., Any]]:
+    """trimesh's slice_mesh_plane (it imports shapely: only when that is installed)."""
+    try:
+        import shapely  # noqa: F401
+    except ImportError:
+        return {}
+
+    def tm(V: np.ndarray, F: np.ndarray) -> Any:
+        import trimesh
+
+        return trimesh.intersections.slice_mesh_plane(
+            _trimesh(V, F), SLICE_PLANE["normal"], SLICE_PLANE["point"]
+        ).faces
+
+    def tm_cap(V: np.ndarray, F: np.ndarray) -> Any:
+        import trimesh
+
+        return trimesh.intersections.slice_mesh_plane(
+            _trimesh(V, F), SLICE_PLANE["normal"], SLICE_PLANE["point"], cap=True
+        ).faces
+
+    return {"trimesh": tm, "trimesh(cap)": tm_cap}
+
+
+#: the marching-cubes case: the KEY-WELD paper's spherical-distance volume C (256^3)
+MC_RESOLUTION = 256
+
+
+def libs_marching_cubes() -> dict[str, Callable[..., Any]]:
+    """scikit-image's Lewiner marching cubes on the same volume (the mesh argument is ignored:
+    the op is a source step); only when scikit-image is installed."""
+    try:
+        from skimage import measure
+    except ImportError:
+        return {}
+
+    def sk(V: np.ndarray, F: np.ndarray) -> Any:
+        from workers.engine.marching_cubes import sphere_distance
+
+        S, _, h = sphere_distance(np, MC_RESOLUTION, (0.0, 0.0, 0.0))
+        return measure.marching_cubes(S, 0.5, spacing=h)
+
+    return {"scikit-image": sk}
+
+
 V12, F12, N12 = 12, 12, 12
 
 
@@ -270,6 +335,40 @@ def cases() -> list[Case]:
             lambda n, m: V12 * n + 2 * 24 * n * 20 + (8 * 3 * m // 2) * 20 + V12 * n,
             libs_taubin_smooth(),
             cpu_max_faces=5_000_000,
+        ),
+        # faces read, sorted keys for duplicates, corners (fans), flips written: ~ a few passes
+        Case(
+            "repair",
+            {},
+            lambda n, m: V12 * n + F12 * m + 3 * 8 * 3 * m + F12 * m + V12 * n,
+            libs_repair(),
+            cpu_max_faces=5_000_000,
+        ),
+        # positions and faces in, distances, and the kept half out
+        Case(
+            "slice_plane",
+            dict(SLICE_PLANE),
+            lambda n, m: V12 * n + F12 * m + 8 * n + (V12 * n + F12 * m) // 2,
+            libs_slice_plane(),
+        ),
+        Case(
+            "slice_plane",
+            {**SLICE_PLANE, "keep": "both", "cap": True},
+            lambda n, m: V12 * n + F12 * m + 8 * n + V12 * n + F12 * m,
+            {},
+        ),
+        # the field written and read once (float64); the surface is small beside it
+        Case(
+            "marching_cubes",
+            {"field": {"resolution": MC_RESOLUTION}, "isovalue": 0.5},
+            lambda n, m: 2 * 8 * MC_RESOLUTION**3,
+            libs_marching_cubes(),
+        ),
+        Case(
+            "marching_cubes",
+            {"field": {"resolution": MC_RESOLUTION}, "isovalue": 0.5, "k": 1.0},
+            lambda n, m: 2 * 8 * MC_RESOLUTION**3,
+            {},
         ),
         # one step: positions and normals in, positions out; the neighbourhoods are not counted
         Case(

@@ -119,7 +119,7 @@ def case_table() -> tuple[np.ndarray, np.ndarray]:
     return ntri, tris
 
 
-def _point_ids(shape: tuple[int, int, int], ijk: Any) -> Any:
+def _point_ids(shape: tuple[int, ...], ijk: Any) -> Any:
     return (ijk[..., 0] * shape[1] + ijk[..., 1]) * shape[2] + ijk[..., 2]
 
 
