@@ -13,12 +13,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from workers.engine.errors import SpecError
 from workers.engine.io import OUTPUT_HOLDS, format_can_hold, load_bytes
 from workers.engine.mesh import TriMesh
 from workers.engine.ops import OPS
+from workers.engine.pipeline import starts_with_source
 from workers.queue import keys
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
@@ -148,7 +150,18 @@ def accept(
             limit_seconds=deadline_limit,
         )
     t = time.perf_counter()
-    mesh = load_files(files, max_expanded)
+    if files:
+        mesh = load_files(files, max_expanded)
+    elif starts_with_source(spec.pipeline):
+        # a source step (marching_cubes) makes the mesh: the stored input is an empty one
+        mesh = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))
+    else:
+        raise ProblemError(
+            422,
+            "upload.no_mesh",
+            "no mesh uploaded: send one in `mesh`, or start the pipeline with a source step "
+            "such as marching_cubes",
+        )
     parse_s = time.perf_counter() - t
     check_output(spec, mesh)
 
@@ -159,7 +172,7 @@ def accept(
         spec_dict["deadline_seconds"] = deadline_limit
     store.put_bytes(input_key(job_id), encode_input(mesh))
     inp = {
-        "name": files[0][0][-200:],
+        "name": files[0][0][-200:] if files else "",
         "bytes": sum(len(d) for _, d in files),
         "vertices": mesh.n_vertices,
         "faces": mesh.n_faces,

@@ -58,15 +58,17 @@ async def create_job(
     settings: SettingsDep,
     base: BaseUrlDep,
     who: CallerDep,
+    spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
     mesh: Annotated[
-        list[UploadFile],
+        list[UploadFile] | None,
         File(
             description="The mesh file (OBJ, PLY, STL, OFF, GLB, glTF in a zip, NPZ; or one of "
             "them in .zip/.gz). Several `mesh` parts are joined side by side, each face keeping "
-            "its file's index in the `part` attribute: start the pipeline with `merge`."
+            "its file's index in the `part` attribute: start the pipeline with `merge`. Not "
+            "needed when the pipeline starts with a source step (e.g. `marching_cubes`), which "
+            "makes the mesh."
         ),
-    ],
-    spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
+    ] = None,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> JSONResponse:
     if idempotency_key and who is not None:  # one key's Idempotency-Keys never meet another's
@@ -78,7 +80,7 @@ async def create_job(
             "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
         )
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
-    files = [(m.filename or "", await m.read()) for m in mesh]
+    files = [(m.filename or "", await m.read()) for m in mesh or []]
     await run_in_threadpool(check_submission, request, who, sum(len(b) for _, b in files))
     accepted = await run_in_threadpool(
         accept,

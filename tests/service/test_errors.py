@@ -105,9 +105,11 @@ def test_gzip_bomb_is_rejected(client, nothing_left, settings):
 
 
 def test_missing_mesh_field(client, nothing_left):
+    # a mesh is needed unless the pipeline starts with a source step (marching_cubes)
     r = client.post("/v1/jobs", data={"spec": spec("stats")})
-    body = assert_problem(r, 422, "request.invalid")
-    assert any("mesh" in e["loc"] for e in body["errors"])
+    assert_problem(r, 422, "upload.no_mesh")
+    r = client.post("/v1/jobs", data={"spec": spec("weld", {"op": "marching_cubes"})})
+    assert_problem(r, 422, "spec.source_not_first")
 
 
 def test_oversized_upload_by_content_length(client, nothing_left, settings):

@@ -114,6 +114,21 @@ def test_every_output_format_reloads(client, workers, fmt):
         assert "NORMAL" in gltf["meshes"][0]["primitives"][0]["attributes"]
 
 
+def test_marching_cubes_job_needs_no_upload(client, workers):
+    workers.start("w1")
+    mc = {"op": "marching_cubes", "field": {"type": "sphere_distance", "resolution": 32}}
+    r = client.post("/v1/jobs", data={"spec": spec(mc, "stats", attributes=["vertex_normals"])})
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    assert job["stats_before"]["faces"] == 0
+    after = job["stats_after"]
+    assert after["closed"] and after["genus"] == 0 and after["duplicate_vertices"] == 0
+    assert after["vertices"] == job["reports"][0]["report"]["sign_changing_edges"]
+    mesh = load_bytes(client.get(job["result"]["url"]).content, "r.ply")
+    assert mesh.n_faces == after["faces"] and "vertex_normals" in mesh.vertex_attrs
+
+
 def test_result_before_success_is_409(client):
     job = submit(client).json()
     assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")
