@@ -257,9 +257,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     steps = [parse_op(o) for o in args.op]
     try:
         t0 = time.perf_counter()
-        mesh = TriMesh.load(args.input)
-        t1 = time.perf_counter()
-        result = mesh.run(steps, device=args.device)
+        if args.input == "-":  # no input: the first step makes the mesh (marching_cubes)
+            import numpy as np
+
+            from workers.engine.pipeline import run_pipeline
+
+            mesh = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))
+            t1 = time.perf_counter()
+            result = run_pipeline(None, steps, device=args.device)
+        else:
+            mesh = TriMesh.load(args.input)
+            t1 = time.perf_counter()
+            result = mesh.run(steps, device=args.device)
         t2 = time.perf_counter()
         result.mesh.save(args.output, attributes=args.attribute or None)
         written = save_artifacts(result.artifacts, args.output)
@@ -316,7 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     ops.set_defaults(fn=cmd_ops)
 
     run = sub.add_parser("run", help="process a file locally, no server")
-    run.add_argument("input")
+    run.add_argument(
+        "input", help="mesh file; '-' for none, when the first step makes the mesh (marching_cubes)"
+    )
     run.add_argument("--op", action="append", default=[], metavar="NAME[:k=v,...]")
     run.add_argument("-o", "--output", required=True)
     run.add_argument(

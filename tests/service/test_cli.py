@@ -70,6 +70,17 @@ def test_run_writes_ply_with_attributes(tmp_path):
     )
 
 
+def test_run_without_input_from_a_source_step(tmp_path):
+    out = tmp_path / "sphere.ply"
+    mc = 'marching_cubes:field={"resolution":24},isovalue=0.6'
+    r = tessera("run", "-", "--op", mc, "--op", "repair", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    mesh = load_bytes(out.read_bytes(), "sphere.ply")
+    assert mesh.n_faces > 0 and "vertex_normals" in mesh.vertex_attrs
+    r = tessera("run", "-", "--op", "weld", "-o", str(out))
+    assert r.returncode == 2 and "mesh.empty" in r.stderr
+
+
 def test_run_reports_errors_with_their_code(tmp_path):
     r = tessera("run", str(mesh_path("rx-cube.obj")), "--op", "nope", "-o", str(tmp_path / "x.ply"))
     assert r.returncode == 2 and "spec.unknown_op" in r.stderr
