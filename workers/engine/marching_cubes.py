@@ -195,7 +195,8 @@ def extract(
     cijk = xp.stack([ci, cj, ck], axis=1)
     start = cijk[:, None, :] + xp.asarray(EDGE_START)[cedges]  # (m, 3, 3)
     corner_key = 3 * _point_ids(shape, start) + xp.asarray(EDGE_AXIS)[cedges]
-    F = xp.searchsorted(ekey, corner_key)  # the vertex of each corner: its edge's rank
+    # the vertex of each corner: its edge's rank among the sorted keys
+    F = xp.searchsorted(ekey, corner_key.reshape(-1)).reshape(-1, 3)
     # positions on the edges (float64), normals from the field's gradient
     pid = ekey // 3
     axis = ekey % 3

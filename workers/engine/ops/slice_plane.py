@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from ..backend import to_numpy
 from ..graph import compact_groups, connected_components, scatter_min
 from ..mesh import TriMesh, segment_mean
 from ..reindex import remove_unused
@@ -185,7 +186,11 @@ def slice_mesh(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any], dict[
     Fs, Ss, FEs = F[sp], sF[sp], topo.FE[sp].astype(xp.int64) // 2
     has_zero = (npos[sp] + nneg[sp]) < 3
     lone_sign = xp.where(npos[sp] == 1, 1, -1)
-    k = xp.where(has_zero, xp.argmax(Ss == 0, axis=1), xp.argmax(Ss == lone_sign[:, None], axis=1))
+    k = xp.where(
+        has_zero,
+        xp.argmax((Ss == 0).astype(xp.int8), axis=1),
+        xp.argmax((Ss == lone_sign[:, None]).astype(xp.int8), axis=1),
+    )
     rows = xp.arange(ns, dtype=xp.int64)
     ca, cb, cc = Fs[rows, k], Fs[rows, (k + 1) % 3], Fs[rows, (k + 2) % 3]
     sa, sb, sc = Ss[rows, k], Ss[rows, (k + 1) % 3], Ss[rows, (k + 2) % 3]
@@ -233,10 +238,13 @@ def slice_mesh(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any], dict[
         cid[cl] = xp.arange(n_cl, dtype=xp.int64)
         e_in = xp.nonzero(closed[loop])[0]
         ue, ve, oe, ce_id = u[e_in], v[e_in], parent[owner[e_in]], cid[loop[e_in]]
-        C = segment_mean(xp, Vall[ue], ce_id, n_cl)  # each loop vertex starts one edge
+        # centroids summed on the host in one order (a section is small beside the mesh), so
+        # that both backends produce the same bits
+        ce_h = to_numpy(ce_id)
+        C = xp.asarray(segment_mean(np, to_numpy(Vall[ue]), ce_h, n_cl))
         centre = n_all + ce_id
         vattrs = {
-            name: xp.concatenate([A, segment_mean(xp, A[ue], ce_id, n_cl)])
+            name: xp.concatenate([A, xp.asarray(segment_mean(np, to_numpy(A[ue]), ce_h, n_cl))])
             for name, A in vattrs.items()
         }
         Vall = xp.concatenate([Vall, C])
