@@ -269,7 +269,7 @@ def libs_marching_cubes() -> dict[str, Callable[..., Any]]:
         from workers.engine.marching_cubes import sphere_distance
 
         S, _, h = sphere_distance(np, MC_RESOLUTION, (0.0, 0.0, 0.0))
-        return measure.marching_cubes(S, 0.5, spacing=h)
+        return measure.marching_cubes(S, 0.98, spacing=h)
 
     return {"scikit-image": sk}
 
@@ -360,13 +360,13 @@ def cases() -> list[Case]:
         # the field written and read once (float64); the surface is small beside it
         Case(
             "marching_cubes",
-            {"field": {"resolution": MC_RESOLUTION}, "isovalue": 0.5},
+            {"field": {"resolution": MC_RESOLUTION}, "isovalue": 0.98},
             lambda n, m: 2 * 8 * MC_RESOLUTION**3,
             libs_marching_cubes(),
         ),
         Case(
             "marching_cubes",
-            {"field": {"resolution": MC_RESOLUTION}, "isovalue": 0.5, "k": 1.0},
+            {"field": {"resolution": MC_RESOLUTION}, "isovalue": 0.98, "k": 1.0},
             lambda n, m: 2 * 8 * MC_RESOLUTION**3,
             {},
         ),

@@ -38,7 +38,11 @@ class Params(OpParams):
         description="The scalar volume to contour.",
     )
     isovalue: float = Field(
-        0.5, ge=-1e12, le=1e12, description="The surface is where the field equals this value."
+        0.5,
+        ge=-1e12,
+        le=1e12,
+        description="The surface is where the field equals this value (0.98 on the 64^3 sphere "
+        "distance gives the KEY-WELD paper's data set A: 35,996 triangles).",
     )
     k: float = Field(
         0.0,
