@@ -93,6 +93,10 @@ def load_files(files: list[tuple[str, bytes]], max_expanded: int) -> TriMesh:
             limit=MAX_FILES,
         )
     meshes = [load_bytes(data, name, max_expanded=max_expanded) for name, data in files]
+    if len(meshes) > 1 and any(m.n_faces == 0 for m in meshes):
+        raise ProblemError(
+            422, "upload.volume_alone", "a volume (.npy) must be the job's only file"
+        )
     return meshes[0] if len(meshes) == 1 else TriMesh.concatenate(meshes)
 
 
@@ -152,6 +156,13 @@ def accept(
     t = time.perf_counter()
     if files:
         mesh = load_files(files, max_expanded)
+        if mesh.n_faces == 0 and not starts_with_source(spec.pipeline):
+            raise ProblemError(
+                422,
+                "upload.volume_needs_source",
+                "a volume (.npy) is read only by a source step: start the pipeline with "
+                'marching_cubes and field {"type": "volume"}',
+            )
     elif starts_with_source(spec.pipeline):
         # a source step (marching_cubes) makes the mesh: the stored input is an empty one
         mesh = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))

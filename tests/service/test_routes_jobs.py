@@ -129,6 +129,25 @@ def test_marching_cubes_job_needs_no_upload(client, workers):
     assert mesh.n_faces == after["faces"] and "vertex_normals" in mesh.vertex_attrs
 
 
+def test_uploaded_volume_job(client, workers):
+    from workers.engine.marching_cubes import sphere_distance
+
+    S, origin, spacing = sphere_distance(np, 24, (0.0, 0.0, 0.0))
+    buf = io.BytesIO()
+    np.save(buf, S.astype(np.float32))
+    field = {"type": "volume", "origin": list(origin), "spacing": list(spacing)}
+    mc = {"op": "marching_cubes", "field": field, "isovalue": 0.6}
+    files = {"mesh": ("sphere.npy", buf.getvalue())}
+    r = client.post("/v1/jobs", files=files, data={"spec": spec("stats")})
+    assert r.status_code == 422 and r.json()["code"] == "upload.volume_needs_source"
+    workers.start("w1")
+    r = client.post("/v1/jobs", files=files, data={"spec": spec(mc)})
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    assert job["stats_after"]["closed"] and job["stats_after"]["genus"] == 0
+
+
 def test_result_before_success_is_409(client):
     job = submit(client).json()
     assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")

@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .backend import array_backend, xp_for
 from .graph import compact_groups, expand_counts
-from .mesh import segment_mean
+from .mesh import TriMesh, segment_mean
 
 #: corner ``c`` of a cell sits at offset ``(c & 1, c >> 1 & 1, c >> 2 & 1)``
 CORNERS = np.array([(c & 1, (c >> 1) & 1, (c >> 2) & 1) for c in range(8)], dtype=np.int64)
@@ -253,3 +254,15 @@ def sphere_distance(
     Z = (x - center[2])[None, None, :]
     S = xp.sqrt(X * X + Y * Y + Z * Z)
     return S, (-1.0, -1.0, -1.0), (h, h, h)
+
+
+def volume_mesh(S: Any) -> TriMesh:
+    """An uploaded volume as the pipeline carries it: a faceless mesh of one vertex whose
+    ``volume`` attribute is the grid (shape ``(1, nx, ny, nz)``), so that it is stored, queued
+    and moved between backends like any mesh. Only a source step reads it."""
+    xp = xp_for(array_backend(S))
+    return TriMesh(
+        xp.zeros((1, 3), dtype=xp.float32),
+        xp.zeros((0, 3), dtype=xp.int32),
+        {"volume": S[None]},
+    )

@@ -126,11 +126,11 @@ def run_pipeline(
     (timed as ``transfer``) and stays there; each step is timed as ``<index>:<op>``.
 
     When the first step is a source operation (``OpKind.source``, e.g. ``marching_cubes``) the
-    input ``mesh`` is ignored and may be None: the source step gets an empty mesh on the chosen
-    backend and makes the mesh the later steps work on."""
+    input ``mesh`` may be None or faceless (an uploaded volume): the source step gets it (None
+    becomes an empty mesh on the chosen backend) and makes the mesh the later steps work on."""
     steps = parse_pipeline(pipeline)
     be = _backend.resolve(device)
-    if steps and steps[0].op.kind is OpKind.source:
+    if steps and steps[0].op.kind is OpKind.source and mesh is None:
         xp = _backend.xp_for(be)
         mesh = TriMesh(xp.zeros((0, 3), dtype=xp.float32), xp.zeros((0, 3), dtype=xp.int32))
     elif mesh is None:

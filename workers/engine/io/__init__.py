@@ -63,6 +63,8 @@ def sniff(data: bytes) -> str | None:
     head = data[:4096]
     if head[:2] == b"\x1f\x8b":
         return "gz"
+    if head[:6] == b"\x93NUMPY":
+        return "npy"  # a scalar volume for marching_cubes, not a mesh
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         return "zip"  # also NPZ: told apart by its members
     if head[:3] == b"ply":
@@ -122,6 +124,17 @@ def load_bytes(
             mesh = _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded, depth=_depth + 1)
         mesh.source = filename or None  # the name the caller gave, not the member's
         return mesh
+    if kind == "npy":
+        if ext not in ("npy", ""):
+            raise FormatError(
+                f"file named .{ext} holds a NumPy array",
+                code="format.mismatch",
+                extension=ext,
+                detected="npy",
+            )
+        mesh = read_volume(data)
+        mesh.source = filename or None
+        return mesh
     if kind is None and ext == "stl":
         kind = "stl"  # binary STL has no magic: its size check below decides
     if kind is None:
@@ -145,6 +158,41 @@ def load_bytes(
     mesh = _parse(data, kind, dtype=dtype)
     mesh.source = filename or None
     return mesh
+
+
+#: largest volume side accepted from an upload (marching_cubes' own fields go to 512)
+MAX_VOLUME_SIDE = 1024
+
+
+def read_volume(data: bytes) -> TriMesh:
+    """A scalar volume from ``.npy`` bytes (a 3-D numeric array, ``S[i, j, k]``), as the faceless
+    one-vertex mesh that carries volumes through the pipeline (see
+    :func:`workers.engine.marching_cubes.volume_mesh`): only a source step can use it."""
+    from ..marching_cubes import volume_mesh
+
+    try:
+        a = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise FormatError(
+            "not a readable .npy array", code="format.invalid", reason=str(exc)
+        ) from None
+    if a.ndim != 3 or a.dtype.kind not in "biuf":
+        raise FormatError(
+            "a volume must be a 3-D numeric array",
+            code="format.bad_volume",
+            shape=list(a.shape),
+            dtype=str(a.dtype),
+        )
+    if min(a.shape) < 2 or max(a.shape) > MAX_VOLUME_SIDE:
+        raise FormatError(
+            f"each side of a volume must hold 2 to {MAX_VOLUME_SIDE} samples",
+            code="format.bad_volume",
+            shape=list(a.shape),
+        )
+    a = np.ascontiguousarray(a, dtype=np.float64 if a.dtype == np.float64 else np.float32)
+    if not bool(np.isfinite(a).all()):
+        raise FormatError("volume samples must be finite", code="format.bad_volume")
+    return volume_mesh(a)
 
 
 def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: int) -> TriMesh:

@@ -1,16 +1,18 @@
 """``marching_cubes``: a source operation; the isosurface of a scalar volume described in the spec.
 
 A source operation makes the pipeline's mesh instead of transforming one (``OpKind.source``): it
-must be the first step, and the pipeline then ignores any input mesh (none is needed; the
-implementation receives an empty mesh on the chosen backend and only reads its array module).
+must be the first step. It receives the job's input: with no input (or a mesh, which it ignores)
+it contours an analytic field; an uploaded ``.npy`` volume arrives as a faceless one-vertex mesh
+carrying the grid in its ``volume`` attribute (``marching_cubes.volume_mesh``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import OpParamsError
 from ..marching_cubes import extract, sphere_distance
 from ..mesh import TriMesh
 from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
@@ -32,10 +34,33 @@ class SphereDistance(BaseModel):
     )
 
 
+class UploadedVolume(BaseModel):
+    """The volume uploaded with the job (a 3-D ``.npy`` array, ``S[i, j, k]``), its samples at
+    ``origin + spacing * (i, j, k)``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["volume"] = Field(description="Field kind.")
+    origin: list[float] = Field(
+        default_factory=lambda: [0.0, 0.0, 0.0],
+        min_length=3,
+        max_length=3,
+        description="Position of sample (0, 0, 0).",
+    )
+    spacing: list[Annotated[float, Field(gt=0.0, le=1e9)]] = Field(
+        default_factory=lambda: [1.0, 1.0, 1.0],
+        min_length=3,
+        max_length=3,
+        description="Distance between samples along each axis.",
+    )
+
+
 class Params(OpParams):
-    field: SphereDistance = Field(
+    # a plain union: `type` may be left out for the default sphere_distance
+    field: SphereDistance | UploadedVolume = Field(
         default_factory=SphereDistance,  # type: ignore[arg-type]
-        description="The scalar volume to contour.",
+        description='The scalar volume to contour: an analytic field, or `{"type": "volume"}` '
+        "for the uploaded `.npy` array.",
     )
     isovalue: float = Field(
         0.5,
@@ -72,14 +97,26 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     ``k = 0`` the vertices of its edges then coincide in position (distinct vertices)."""
     xp = mesh.xp
     f = p.field
-    S, origin, spacing = sphere_distance(xp, f.resolution, tuple(f.center))  # type: ignore[arg-type]
-    V, F, N, counts = extract(xp, S, float(p.isovalue), origin, spacing, k=p.k)
+    if isinstance(f, UploadedVolume):
+        vol = mesh.vertex_attrs.get("volume")
+        if vol is None or mesh.n_faces or vol.ndim != 4:
+            raise OpParamsError(
+                "no volume was uploaded: send a 3-D .npy array as the job's file",
+                code="op.no_volume",
+            )
+        S = vol[0]
+        origin, spacing = tuple(f.origin), tuple(f.spacing)
+        resolution: list[int] | int = [int(x) for x in S.shape]
+    else:
+        S, origin, spacing = sphere_distance(xp, f.resolution, tuple(f.center))  # type: ignore[arg-type]
+        resolution = f.resolution
+    V, F, N, counts = extract(xp, S, float(p.isovalue), origin, spacing, k=p.k)  # type: ignore[arg-type]
     del S
     va = {"vertex_normals": N.astype(p.dtype)} if p.normals else {}
     out = TriMesh(V.astype(p.dtype), F.astype(xp.int32), va, source="marching_cubes")
     report = {
         "field": f.type,
-        "resolution": f.resolution,
+        "resolution": resolution,
         "isovalue": float(p.isovalue),
         "k": float(p.k),
         **counts,

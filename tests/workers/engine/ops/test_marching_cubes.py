@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
 import pytest
 
 from tests.workers.engine import shapes
-from workers.engine import SpecError, TriMesh
+from workers.engine import FormatError, OpParamsError, SpecError, TriMesh
+from workers.engine.io import load_bytes
 from workers.engine.marching_cubes import CORNERS, EDGES, case_table, extract, sphere_distance
 from workers.engine.ops.marching_cubes import OP, Params
 from workers.engine.pipeline import run_pipeline
@@ -101,3 +103,33 @@ def test_paper_spherical_distance_a_triangle_count():
     # 145,724 and 588,476 against the paper's 149,420 and 607,388)
     _, rep = make(field={"resolution": 64}, isovalue=0.98)
     assert rep["faces"] == 35_996
+
+
+def npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def test_uploaded_volume_gives_the_same_surface_as_the_field():
+    S, origin, spacing = sphere_distance(np, 30, (0.0, 0.0, 0.0))
+    vol = load_bytes(npy(S), "sphere.npy")
+    assert vol.n_faces == 0 and vol.vertex_attrs["volume"].shape == (1, 30, 30, 30)
+    field = {"type": "volume", "origin": list(origin), "spacing": list(spacing)}
+    steps = [("marching_cubes", {"field": field, "isovalue": 0.6, "dtype": "float64"})]
+    got = run_pipeline(vol, steps, device="cpu").mesh
+    ref, _ = make(field={"resolution": 30}, isovalue=0.6)
+    np.testing.assert_array_equal(got.F, ref.F)
+    np.testing.assert_array_equal(got.V, ref.V)
+    with pytest.raises(OpParamsError) as e:
+        shapes.run(shapes.cube(), steps[0])
+    assert e.value.code == "op.no_volume"
+
+
+@pytest.mark.parametrize(
+    "array", [np.zeros((4, 4)), np.zeros((1, 4, 4)), np.array([[[np.nan, 0], [0, 0]]] * 2)]
+)
+def test_bad_volumes_are_refused(array):
+    with pytest.raises(FormatError) as e:
+        load_bytes(npy(array), "v.npy")
+    assert e.value.code == "format.bad_volume"
