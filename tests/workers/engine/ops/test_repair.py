@@ -104,3 +104,29 @@ def test_mobius_is_left_as_is_and_reported():
     out, rep = repaired(m)
     assert rep["non_orientable_components"] == 1 and rep["faces_flipped"] == 0
     np.testing.assert_array_equal(out.F, m.F)
+
+
+@pytest.mark.parametrize("name", ["beetle.obj", "suzanne.obj", "cow.obj"])
+def test_result_does_not_depend_on_the_component_algorithm(name, monkeypatch):
+    """The GPU runs label propagation where the CPU runs SciPy's union-find: labels differ, and
+    every use is made canonical (numbered by first element), so the output must not."""
+    from workers.engine import graph, topology
+    from workers.engine.ops import repair as repair_mod
+    from workers.engine.ops import slice_plane as slice_mod
+
+    mesh = shapes.welded(name)
+    ref, rep = repaired(mesh)
+    ref_cut = slice_mod.OP.numpy(mesh, slice_mod.Params(keep="both", cap=True)).mesh
+
+    def propagate(xp, n, i, j):
+        return graph.label_propagation(xp, n, i, j)
+
+    for mod in (repair_mod, topology, slice_mod):
+        monkeypatch.setattr(mod, "connected_components", propagate)
+    got, rep2 = repaired(mesh)
+    np.testing.assert_array_equal(got.F, ref.F)
+    np.testing.assert_array_equal(got.V, ref.V)
+    assert rep2 == rep
+    cut = slice_mod.OP.numpy(mesh, slice_mod.Params(keep="both", cap=True)).mesh
+    np.testing.assert_array_equal(cut.F, ref_cut.F)
+    np.testing.assert_array_equal(cut.V, ref_cut.V)
