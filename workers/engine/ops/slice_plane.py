@@ -345,7 +345,7 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="slice_plane",
     summary="Cut by a plane; keep one side or both, optionally cap the cut.",
-    kind=OpKind.reindex,
+    kind=OpKind.remesh,  # new vertices on the cut, new faces
     params=Params,
     numpy=_array,
     cupy=_array,  # flags, scans, gathers, one sort: the same array code on CuPy
