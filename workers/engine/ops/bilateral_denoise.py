@@ -78,10 +78,22 @@ class Params(OpParams):
     fix_boundary: bool = Field(False, description="Keep vertices on boundary edges in place.")
 
 
+#: a vertex normal is undefined where the sum of its faces' area vectors is shorter than this
+#: fraction of the sum of their lengths (they cancel, as along a Moebius strip's seam)
+UNDEFINED_NORMAL = 1e-3
+
+
 def vertex_normals64(xp: Any, X: Any, F: Any, n: int) -> Any:
-    """(n, 3) float64 unit area-weighted vertex normals of positions ``X``."""
+    """(n, 3) float64 unit area-weighted vertex normals of positions ``X``; zero where the
+    normal is undefined (``UNDEFINED_NORMAL``): its direction there would be rounding noise, a
+    different one on each backend, so such a vertex does not move."""
     cross = face_cross64(xp, X, F)
-    return unitize(xp, scatter_rows(xp, F.ravel(), xp.repeat(cross, 3, axis=0), n))
+    idx = F.ravel()
+    acc = scatter_rows(xp, idx, xp.repeat(cross, 3, axis=0), n)
+    total = scatter_rows(xp, idx, xp.repeat(xp.sqrt((cross * cross).sum(axis=1)), 3), n)
+    N = unitize(xp, acc)
+    defined = xp.sqrt((acc * acc).sum(axis=1)) > UNDEFINED_NORMAL * total
+    return xp.where(defined[:, None], N, 0.0)
 
 
 def squared_distances(X: Any, a: Any, b: Any) -> Any:
@@ -221,7 +233,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     sigma_c`` of it (connected through that ball, at most ``max_rings`` edges deep, itself
     included). The module docstring gives the formulas and the design.
 
-    A vertex does not move when it is fixed (``fix_boundary``), has no edge, or its
+    A vertex does not move when it is fixed (``fix_boundary``), has no edge, has no defined
+    normal (its faces' area vectors cancel, as along a Moebius strip's seam), or its
     neighbourhood is only itself; flat regions do not move at all. Connectivity, attributes
     and the cached topology are kept. Float64 throughout, stored in the mesh's dtype. A search
     that would examine more than 512 candidates per vertex in one ring is refused
