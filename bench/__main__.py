@@ -150,6 +150,51 @@ def wald_soup(n: int) -> TriMesh:
     return TriMesh(V, F)
 
 
+#: the KEY-WELD paper's CUDA timings (ms) on its spherical-distance data set: Table 3 (weld with
+#: attribute merging, integral edge ids; geometry generation not included) and Table 8 (the same
+#: with coarsening), by resolution
+KEY_WELD_TABLE3_MS = {64: 7, 128: 23, 256: 254, 512: 349}
+KEY_WELD_TABLE8_MS = {64: 7, 128: 24, 256: 86, 512: 351}
+
+
+def marching_cubes_row(resolution: int, repeat: int, with_cpu: bool) -> dict[str, Any]:
+    """``marching_cubes`` on the spherical-distance field at ``resolution^3``: the whole op
+    (field, extraction, KEY-WELD, normals) on the GPU without and with coarsening (k = 1),
+    against the paper's weld-only figures, the NumPy twin and scikit-image where installed."""
+    op = OPS.get("marching_cubes")
+    row: dict[str, Any] = {"resolution": resolution}
+    cp = _cp()
+    for label, k in (("", 0.0), ("_k1", 1.0)):
+        p = op.parse_params({"field": {"resolution": resolution}, "isovalue": 0.98, "k": k})
+        empty = TriMesh(cp.zeros((0, 3), dtype=cp.float32), cp.zeros((0, 3), dtype=cp.int32))
+        try:
+            row[f"gpu{label}_s"] = gpu_time(lambda p=p, e=empty: op.cupy(e, p), repeat)
+            res = op.cupy(empty, p).mesh
+            row[f"faces{label}"] = res.n_faces
+            row[f"vertices{label}"] = res.n_vertices
+        except Exception as exc:  # out of memory is a result to report
+            row[f"gpu{label}_s"] = f"failed: {exc.__class__.__name__}"
+        if with_cpu and resolution <= 256:
+            p_np = p
+            e_np = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))
+            row[f"numpy{label}_s"] = cpu_time(lambda p=p_np, e=e_np: op.numpy(e, p), 1)
+    if with_cpu and resolution <= 512:
+        try:
+            from skimage import measure
+
+            from workers.engine.marching_cubes import sphere_distance
+
+            S, _, h = sphere_distance(np, resolution, (0.0, 0.0, 0.0))
+            row["lib:scikit-image"] = cpu_time(
+                lambda: measure.marching_cubes(S, 0.98, spacing=h), 1
+            )
+        except ImportError:
+            pass
+    row["paper_table3_ms"] = KEY_WELD_TABLE3_MS.get(resolution)
+    row["paper_table8_ms"] = KEY_WELD_TABLE8_MS.get(resolution)
+    return row
+
+
 def fmt_s(x: Any) -> str:
     if not isinstance(x, float):
         return str(x) if x is not None else "–"
@@ -205,6 +250,25 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{fmt_s(j['pipeline_s'])} | {fmt_s(j['write_s'])} | "
                 f"{fmt_s(j['total_s'])} | {gbs:.2f} |"
             )
+    if report.get("marching_cubes"):
+        lines += [
+            "",
+            "Marching cubes on the KEY-WELD paper's spherical-distance field (isovalue 0.98): "
+            "our whole op (field, extraction, edge-keyed weld, normals) against the paper's "
+            "CUDA weld-only times (Table 3; Table 8 with coarsening k = 1), scikit-image's "
+            "extraction without weld on the host CPU.",
+            "",
+            "| resolution | faces | GPU | paper T3 | faces k=1 | GPU k=1 | paper T8 | "
+            "NumPy twin | scikit-image |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in report["marching_cubes"]:
+            lines.append(
+                f"| {r['resolution']}³ | {r.get('faces', '–')} | {fmt_s(r.get('gpu_s'))} | "
+                f"{r.get('paper_table3_ms') or '–'} ms | {r.get('faces_k1', '–')} | "
+                f"{fmt_s(r.get('gpu_k1_s'))} | {r.get('paper_table8_ms') or '–'} ms | "
+                f"{fmt_s(r.get('numpy_s'))} | {fmt_s(r.get('lib:scikit-image'))} |"
+            )
     for w in report.get("wald", []):
         lines.append(
             f"\nWald quad soup {w['n']}×{w['n']}: {w['input_vertices'] / 1e6:.0f}M input "
@@ -228,7 +292,15 @@ def main() -> None:
     ap.add_argument("--wald", default="4096,8192", help="quad-soup sizes for the weld benchmark")
     ap.add_argument("--shuffle", action="store_true", help="shuffle vertex and face order")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--ops", default="", help="only these operations (comma-separated names)")
+    ap.add_argument(
+        "--mc",
+        default="",
+        help="marching-cubes resolutions for the KEY-WELD comparison (e.g. 64,128,256,512)",
+    )
+    ap.add_argument("--no-jobs", action="store_true", help="skip the whole-job timings")
     args = ap.parse_args()
+    only = {o for o in args.ops.split(",") if o}
 
     from tests.conftest import MESHES
 
@@ -247,6 +319,7 @@ def main() -> None:
         "topology": [],
         "jobs": [],
         "wald": [],
+        "marching_cubes": [],
     }
     for size in [int(float(s)) for s in args.sizes.split(",") if s]:
         mesh_cpu = bench_mesh(mesh_file, size, shuffle=args.shuffle)
@@ -265,6 +338,8 @@ def main() -> None:
         mesh_gpu.topology.boundary_edges  # noqa: B018  (built once, as inside a job)
         mesh_cpu.topology.boundary_edges  # noqa: B018
         for case in cases():
+            if only and case.op not in only:
+                continue
             row = run_case(
                 case,
                 mesh_cpu,
@@ -279,7 +354,7 @@ def main() -> None:
             report["ops"].append(row)
             print(json.dumps(row), flush=True)
         for device in ("gpu", "cpu"):
-            if device == "cpu" and args.no_cpu:
+            if args.no_jobs or (device == "cpu" and args.no_cpu):
                 continue
             j = whole_job(mesh_cpu, device)
             report["jobs"].append({"device": device, "faces": mesh_cpu.n_faces, **j})
@@ -299,6 +374,11 @@ def main() -> None:
         report["wald"].append(w)
         print(json.dumps(w), flush=True)
         soup = None
+        cp.get_default_memory_pool().free_all_blocks()
+    for r in [int(x) for x in args.mc.split(",") if x]:
+        row = marching_cubes_row(r, args.repeat, not args.no_cpu)
+        report["marching_cubes"].append(row)
+        print(json.dumps(row), flush=True)
         cp.get_default_memory_pool().free_all_blocks()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
