@@ -7,6 +7,7 @@ from . import (
     average_attribute,
     bilateral_denoise,
     cluster_coarsen,
+    delaunay_flip,
     dual_mesh,
     edge_lengths,
     face_areas,
@@ -61,6 +62,7 @@ OPS = Registry(
         subdivide.OP,
         dual_mesh.OP,
         cluster_coarsen.OP,
+        delaunay_flip.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )
