@@ -103,6 +103,17 @@ def claim(xp: ModuleType, elements: Any, priority: Any, n_elements: int) -> Any:
     return won.all(axis=1)
 
 
+def claim_pairs(xp: ModuleType, owner: Any, elements: Any, priority: Any, n_elements: int) -> Any:
+    """:func:`claim` for ragged cavities: candidate ``owner[i]`` claims ``elements[i]`` (pairs,
+    (p,) int64); ``priority (k,)`` as in :func:`claim`. Returns the accepted mask (k,)."""
+    k = int(priority.shape[0])
+    key = (priority.astype(xp.int64) << SHIFT) | xp.arange(k, dtype=xp.int64)
+    best = xp.full(n_elements, xp.iinfo(xp.int64).max, dtype=xp.int64)
+    scatter_min(xp, best, elements, key[owner])
+    lost = best[elements] != key[owner]
+    return xp.bincount(owner[lost], minlength=k) == 0
+
+
 def float_priority(xp: ModuleType, x: Any, *, larger_first: bool) -> Any:
     """int64 priorities in ``[0, 2^31)`` ordered like the non-negative float32 values ``x`` (the
     bit pattern of a non-negative float is monotone in its value)."""
@@ -139,3 +150,28 @@ def compact_vertices(xp: ModuleType, F: Any, n: int) -> tuple[Any, Any]:
     kept = xp.nonzero(used)[0]
     renum = xp.cumsum(used) - 1
     return renum[F], kept
+
+
+@dataclass(eq=False)
+class Surface:
+    """A mesh between dynamic rounds.
+
+    ``V (n, 3)`` float64; ``F (m, 3)`` int64; ``A (n, k)`` float64 stacked vertex attributes or
+    ``None``; ``face_src (m,)`` int64 the input face each face descends from (its attributes);
+    ``locked (n,)`` bool vertices that never move nor disappear (boundary, non-manifold, feature);
+    ``feature (K,)`` sorted int64 keys of the feature edges."""
+
+    V: Any
+    F: Any
+    A: Any
+    face_src: Any
+    locked: Any
+    feature: Any
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.V.shape[0])
+
+    @property
+    def n_faces(self) -> int:
+        return int(self.F.shape[0])
