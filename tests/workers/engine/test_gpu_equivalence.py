@@ -87,12 +87,13 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     ],
     "repair": [{}, {"outward": False, "geometric": True, "remove_duplicates": False}],
     "delaunay_flip": [{}, {"feature_angle": 180.0, "max_rounds": 3}],
+    "isotropic_remesh": [{"iterations": 2}, {"target_edge_length": 2.0, "relaxation": "uniform"}],
 }
 
 #: dynamic operations: parallel rounds may pick other (equally valid) cavities on each backend
 #: when float rounding reorders priorities, so the results are compared by their invariants and
 #: quality figures (DESIGN.md, "CPU twin"), not bit for bit
-DYNAMIC = {"delaunay_flip"}
+DYNAMIC = {"delaunay_flip", "isotropic_remesh"}
 
 #: absolute tolerance per attribute; float32 kernels against the float64 twin
 ATOL = {

@@ -34,8 +34,10 @@ from ._edges import (
     claim,
     edge_keys,
     edge_lookup,
+    edge_table,
     opposite_corner,
     side_ends,
+    valence,
 )
 
 #: reason codes of :func:`flip_quads`; 0 means the flip is allowed
@@ -156,3 +158,28 @@ def apply_flips(xp: ModuleType, F: Any, Q: Quads, edges: Any) -> Any:
     F[Q.f0[edges]] = xp.stack([a, d, c], axis=1)
     F[Q.f1[edges]] = xp.stack([b, c, d], axis=1)
     return F
+
+
+def valence_flip_round(xp: ModuleType, V: Any, F: Any, feature: Any) -> tuple[Any, int]:
+    """One round of flips toward valence 6 inside and 4 on the boundary (Botsch and Kobbelt
+    2004): an allowed flip of a non-feature edge (``feature``: sorted edge keys) is a candidate
+    when it lowers the summed deviation of its four vertices from their targets; candidates claim
+    their four vertices (valences are read), largest gain first. Returns ``(F, flips)``."""
+    E = edge_table(xp, F)
+    n = int(V.shape[0])
+    Q = flip_quads(xp, V, F, E)
+    val = valence(xp, E, n)
+    on_boundary = xp.zeros(n, dtype=bool)
+    on_boundary[E.EV[E.count == 1].ravel()] = True
+    target = xp.where(on_boundary, 4, 6)
+
+    def dev(v: Any, delta: int) -> Any:
+        return xp.abs(val[v] + delta - target[v])
+
+    before = dev(Q.a, 0) + dev(Q.b, 0) + dev(Q.c, 0) + dev(Q.d, 0)
+    after = dev(Q.a, -1) + dev(Q.b, -1) + dev(Q.c, 1) + dev(Q.d, 1)
+    gain = before - after
+    is_feature = edge_lookup(xp, feature, E.key)[0]
+    cand = (Q.reason == OK) & ~is_feature & (gain > 0)
+    acc = select_flips(xp, Q, cand, (1 << 20) - gain, int(F.shape[0]), n, claim_vertices=True)
+    return apply_flips(xp, F, Q, acc), int(acc.shape[0])

@@ -15,6 +15,7 @@ from . import (
     face_quality,
     gaussian_curvature,
     geodesic_distance,
+    isotropic_remesh,
     laplacian_matrix,
     laplacian_smooth,
     marching_cubes,
@@ -63,6 +64,7 @@ OPS = Registry(
         dual_mesh.OP,
         cluster_coarsen.OP,
         delaunay_flip.OP,
+        isotropic_remesh.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )
