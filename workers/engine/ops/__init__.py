@@ -7,6 +7,7 @@ from . import (
     average_attribute,
     bilateral_denoise,
     cluster_coarsen,
+    delaunay_flip,
     dual_mesh,
     edge_lengths,
     face_areas,
@@ -14,6 +15,7 @@ from . import (
     face_quality,
     gaussian_curvature,
     geodesic_distance,
+    isotropic_remesh,
     laplacian_matrix,
     laplacian_smooth,
     marching_cubes,
@@ -61,6 +63,8 @@ OPS = Registry(
         subdivide.OP,
         dual_mesh.OP,
         cluster_coarsen.OP,
+        delaunay_flip.OP,
+        isotropic_remesh.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )

@@ -1,0 +1,117 @@
+"""``isotropic_remesh``: valid manifold output with the input's topology and boundary, better
+edge-length uniformity, angles and valences, attributes carried."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.workers.engine.shapes import cube, grid, run, stats, welded
+from workers.engine import TriMesh
+from workers.engine.dynamic.relax import closest_points
+from workers.engine.ops.isotropic_remesh import quality
+
+MESHES = ["rx-sphere3.obj", "rx-cloth.obj", "woody.obj", "rx-torus.obj"]
+
+
+def _remesh(m: TriMesh, **params: object) -> tuple[TriMesh, dict]:
+    res = run(m, ("isotropic_remesh", params))
+    return res.mesh, res.reports["isotropic_remesh"]
+
+
+@pytest.mark.parametrize("name", MESHES)
+def test_topology_boundary_and_quality(name: str) -> None:
+    m = welded(name)
+    out, rep = _remesh(m)
+    s0, s1 = stats(m), stats(out)
+    for k in ("euler_characteristic", "boundary_loops", "components", "genus"):
+        assert s1[k] == s0[k], k
+    assert s1["manifold"] and s1["consistently_oriented"]
+    assert s1["degenerate_faces"] == 0 and s1["duplicate_faces"] == 0
+    assert s1["unused_vertices"] == 0
+    if s0["volume"] is not None:
+        assert s1["volume"] == pytest.approx(s0["volume"], rel=0.03)
+    # boundary vertices never move: every input boundary vertex is still an output vertex
+    bnd = np.asarray(m.V)[np.asarray(m.topology.boundary_vertices)]
+    out_pts = {tuple(p) for p in np.asarray(out.V)}
+    assert all(tuple(p) in out_pts for p in bnd)
+    qb, qa = rep["quality_before"], rep["quality_after"]
+    assert qa == quality(np, np.asarray(out.V, np.float64), np.asarray(out.F, np.int64))
+    assert out.V.dtype == m.V.dtype
+    assert qa["edge_length_cv"] < qb["edge_length_cv"]
+    assert qa["edge_length_cv"] < 0.16
+    # Botsch-Kobbelt's 4/5 .. 4/3 band settles a little below the target
+    assert (
+        0.85 * rep["target_edge_length"]
+        <= qa["edge_length_mean"]
+        <= 1.05 * rep["target_edge_length"]
+    )
+    assert qa["mean_min_angle"] > 40.0
+    assert qa["valence_6_fraction"] >= 0.75
+    hist = qa["valence_histogram"]
+    assert max(hist, key=hist.get) == "6"
+    assert rep["projection_misses"] == 0
+
+
+@pytest.mark.parametrize("name", ["rx-cloth.obj", "rx-torus.obj"])
+def test_minimum_angle_improves(name: str) -> None:
+    _, rep = _remesh(welded(name))
+    assert rep["quality_after"]["min_angle"] > rep["quality_before"]["min_angle"]
+    assert rep["quality_after"]["mean_min_angle"] > rep["quality_before"]["mean_min_angle"]
+
+
+def test_refining_a_sphere_hits_the_target_and_stays_on_it() -> None:
+    m = welded("rx-el_topo_sphere_1280.obj")
+    V0, F0 = np.asarray(m.V, dtype=np.float64), np.asarray(m.F, dtype=np.int64)
+    out, rep = _remesh(m, target_edge_length=0.5, iterations=3)
+    assert rep["faces_after"] > 3 * rep["faces_before"]
+    qa = rep["quality_after"]
+    assert abs(qa["edge_length_mean"] / rep["target_edge_length"] - 1) < 0.12
+    # output vertices lie on the input triangles (brute force over all of them, 400 vertices)
+    P = np.asarray(out.V, dtype=np.float64)[::8][:400]
+    pp = np.repeat(P, len(F0), axis=0)
+    T = np.tile(F0, (len(P), 1))
+    q, _ = closest_points(np, pp, V0[T[:, 0]], V0[T[:, 1]], V0[T[:, 2]])
+    dist = np.linalg.norm(q - pp, axis=1).reshape(len(P), len(F0)).min(axis=1)
+    assert dist.max() < 1e-6
+    assert stats(out)["euler_characteristic"] == 2
+
+
+def test_absolute_target_and_coarsening() -> None:
+    m = grid(20, jitter=0.2, seed=2)
+    out, rep = _remesh(m, target_edge_length=0.1, relative=False)
+    assert rep["target_edge_length"] == 0.1 and rep["collapses"] > 0
+    assert rep["faces_after"] < rep["faces_before"]
+    V, F = np.asarray(out.V), np.asarray(out.F)
+    z = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])[:, 2]
+    assert (z > 0).all() and abs(0.5 * z.sum() - 1.0) < 1e-9  # still tiles the square
+
+
+def test_feature_edges_and_corners_kept() -> None:
+    m = cube()
+    out, rep = _remesh(m, target_edge_length=0.2, relative=False, iterations=3)
+    V = np.asarray(out.V)
+    # every vertex stays on the cube's surface; corners and edges stay sharp
+    on_face = np.isclose(V, 0, atol=1e-9) | np.isclose(V, 1, atol=1e-9)
+    assert on_face.any(axis=1).all()
+    for corner in np.asarray(m.V):
+        assert np.isclose(V, corner, atol=0).all(axis=1).any()
+    assert rep["feature_edges"] > 12
+    assert stats(out)["volume"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_attributes_carried() -> None:
+    m = welded("rx-cloth.obj")
+    V = np.asarray(m.V, dtype=np.float64)
+    m = m.with_attrs(
+        vertex={"height": V[:, 2].astype(np.float32)},
+        face={"label": (np.arange(m.n_faces) % 7).astype(np.int32)},
+    )
+    out, _ = _remesh(m)
+    assert out.vertex_attrs["height"].dtype == np.float32
+    # a linear function of position interpolated on the nearest input face: the vertex's height
+    np.testing.assert_allclose(
+        np.asarray(out.vertex_attrs["height"]), np.asarray(out.V)[:, 2], atol=1e-5
+    )
+    lab = np.asarray(out.face_attrs["label"])
+    assert lab.shape == (out.n_faces,) and set(np.unique(lab)) <= set(range(7))

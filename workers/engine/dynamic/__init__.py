@@ -1,0 +1,1 @@
+"""Dynamic kernels: topology-changing rounds of disjoint cavities (flip, split, collapse)."""

@@ -1,0 +1,177 @@
+"""Array code shared by the dynamic rounds (flip, split, relax), written once for NumPy and CuPy.
+
+* :class:`EdgeTable`: the edges of a face array by a sort of 64-bit keys ``lo << 32 | hi``, with
+  the (up to) two sides of every edge. Edges are numbered in key order, so the table doubles as a
+  sorted dictionary: :func:`edge_lookup` finds any vertex pair by binary search.
+* :func:`claim`: conflict resolution of cavities. Every candidate claims the elements of its
+  cavity by a scatter-min of a unique packed ``(priority, candidate)`` int64 key; a candidate is
+  accepted iff it owns everything it claimed. The accepted cavities are pairwise disjoint, at least
+  one candidate (the global minimum key) is accepted in every round, and the result does not depend
+  on the order in which the scatter runs (Luby-style independent sets; deterministic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ..graph import scatter_min
+
+#: keys are ``lo << 32 | hi``: vertex ids below 2^31
+SHIFT = 32
+
+
+@dataclass(eq=False)
+class EdgeTable:
+    """Edges of ``F`` (m, 3) int64.
+
+    ``key (E,)`` sorted int64; ``EV (E, 2)`` int64 min first; ``count (E,)`` faces per edge;
+    ``s0, s1 (E,)`` the first two flat sides ``3 f + k`` of the edge in increasing order (``s1 =
+    -1`` where the edge has one face); ``of_side (3 m,)`` the edge of every side. Side ``k`` of face
+    ``f`` runs from ``F[f, k]`` to ``F[f, (k + 1) % 3]``."""
+
+    key: Any
+    EV: Any
+    count: Any
+    s0: Any
+    s1: Any
+    of_side: Any
+
+    @property
+    def n_edges(self) -> int:
+        return int(self.key.shape[0])
+
+
+def edge_keys(xp: ModuleType, a: Any, b: Any) -> Any:
+    a = a.astype(xp.int64)
+    b = b.astype(xp.int64)
+    return (xp.minimum(a, b) << SHIFT) | xp.maximum(a, b)
+
+
+def edge_table(xp: ModuleType, F: Any) -> EdgeTable:
+    a = F.ravel()
+    b = F[:, [1, 2, 0]].ravel()
+    key = edge_keys(xp, a, b)
+    n = int(key.shape[0])
+    order = xp.argsort(key, kind="stable")
+    sk = key[order]
+    head = xp.ones(n, dtype=bool)
+    head[1:] = sk[1:] != sk[:-1]
+    eid = xp.cumsum(head) - 1
+    of_side = xp.empty(n, dtype=xp.int64)
+    of_side[order] = eid
+    starts = xp.nonzero(head)[0]
+    n_e = int(starts.shape[0])
+    count = xp.diff(xp.concatenate([starts, xp.asarray([n], dtype=xp.int64)]))
+    ukey = sk[starts]
+    EV = xp.stack([ukey >> SHIFT, ukey & ((1 << SHIFT) - 1)], axis=1)
+    s0 = order[starts]
+    s1 = xp.full(n_e, -1, dtype=xp.int64)
+    two = count >= 2
+    s1[two] = order[starts[two] + 1]
+    return EdgeTable(ukey, EV, count, s0, s1, of_side)
+
+
+def edge_lookup(xp: ModuleType, table_keys: Any, q: Any) -> tuple[Any, Any]:
+    """``(found (k,) bool, index (k,) int64)`` of the keys ``q`` in the sorted ``table_keys``."""
+    n = int(table_keys.shape[0])
+    if n == 0:
+        return xp.zeros(q.shape[0], dtype=bool), xp.zeros(q.shape[0], dtype=xp.int64)
+    idx = xp.minimum(xp.searchsorted(table_keys, q), n - 1)
+    return table_keys[idx] == q, idx
+
+
+def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
+    """(n,) int64 number of edges at every vertex."""
+    return xp.bincount(E.EV.ravel(), minlength=n)
+
+
+def claim(xp: ModuleType, elements: Any, priority: Any, n_elements: int) -> Any:
+    """Accepted mask (k,) of ``k`` candidates each claiming the elements ``elements (k, j)`` int64
+    (``-1``: no element). ``priority (k,)`` int64 in ``[0, 2^31)``: smaller wins; ties go to the
+    smaller candidate index. Accepted candidates never share an element."""
+    k = int(elements.shape[0])
+    if k == 0:
+        return xp.zeros(0, dtype=bool)
+    key = (priority.astype(xp.int64) << SHIFT) | xp.arange(k, dtype=xp.int64)
+    keys = xp.broadcast_to(key[:, None], elements.shape)
+    valid = elements >= 0
+    owner = xp.full(n_elements, xp.iinfo(xp.int64).max, dtype=xp.int64)
+    scatter_min(xp, owner, elements[valid], keys[valid])
+    won = xp.where(valid, owner[xp.maximum(elements, 0)] == keys, True)
+    return won.all(axis=1)
+
+
+def claim_pairs(xp: ModuleType, owner: Any, elements: Any, priority: Any, n_elements: int) -> Any:
+    """:func:`claim` for ragged cavities: candidate ``owner[i]`` claims ``elements[i]`` (pairs,
+    (p,) int64); ``priority (k,)`` as in :func:`claim`. Returns the accepted mask (k,)."""
+    k = int(priority.shape[0])
+    key = (priority.astype(xp.int64) << SHIFT) | xp.arange(k, dtype=xp.int64)
+    best = xp.full(n_elements, xp.iinfo(xp.int64).max, dtype=xp.int64)
+    scatter_min(xp, best, elements, key[owner])
+    lost = best[elements] != key[owner]
+    return xp.bincount(owner[lost], minlength=k) == 0
+
+
+def float_priority(xp: ModuleType, x: Any, *, larger_first: bool) -> Any:
+    """int64 priorities in ``[0, 2^31)`` ordered like the non-negative float32 values ``x`` (the
+    bit pattern of a non-negative float is monotone in its value)."""
+    bits = xp.maximum(x, 0.0).astype(xp.float32).view(xp.int32).astype(xp.int64)
+    return ((1 << 31) - 1 - bits) if larger_first else bits
+
+
+def opposite_corner(F: Any, side: Any) -> Any:
+    """Vertex facing the flat side ``3 f + k``."""
+    return F[side // 3, (side % 3 + 2) % 3]
+
+
+def side_ends(F: Any, side: Any) -> tuple[Any, Any]:
+    f, k = side // 3, side % 3
+    return F[f, k], F[f, (k + 1) % 3]
+
+
+def angle_at(xp: ModuleType, p: Any, q: Any, r: Any) -> Any:
+    """Angle (k,) at ``p`` of the triangles ``(p, q, r)``, ``atan2(|u x w|, u . w)``."""
+    u, w = q - p, r - p
+    return xp.arctan2(xp.linalg.norm(xp.cross(u, w), axis=1), (u * w).sum(axis=1))
+
+
+def normals(xp: ModuleType, V: Any, F: Any) -> Any:
+    """(m, 3) float64 ``(b - a) x (c - a)`` (twice the area times the unit normal)."""
+    a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    return xp.cross(b - a, c - a)
+
+
+def compact_vertices(xp: ModuleType, F: Any, n: int) -> tuple[Any, Any]:
+    """``(F renumbered, kept (k,) int64)``: drop vertices no face uses, order kept."""
+    used = xp.zeros(n, dtype=bool)
+    used[F.ravel()] = True
+    kept = xp.nonzero(used)[0]
+    renum = xp.cumsum(used) - 1
+    return renum[F], kept
+
+
+@dataclass(eq=False)
+class Surface:
+    """A mesh between dynamic rounds.
+
+    ``V (n, 3)`` float64; ``F (m, 3)`` int64; ``A (n, k)`` float64 stacked vertex attributes or
+    ``None``; ``face_src (m,)`` int64 the input face each face descends from (its attributes);
+    ``locked (n,)`` bool vertices that never move nor disappear (boundary, non-manifold, feature);
+    ``feature (K,)`` sorted int64 keys of the feature edges."""
+
+    V: Any
+    F: Any
+    A: Any
+    face_src: Any
+    locked: Any
+    feature: Any
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.V.shape[0])
+
+    @property
+    def n_faces(self) -> int:
+        return int(self.F.shape[0])

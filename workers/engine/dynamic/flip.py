@@ -1,0 +1,185 @@
+"""Edge flip rounds: the cavity of a flip is the two faces of an interior manifold edge.
+
+A flip replaces the faces ``(a, b, c)`` and ``(b, a, d)`` of the edge ``a-b`` by ``(a, d, c)`` and
+``(b, c, d)``: the edge ``c-d`` takes the place of ``a-b``, the face ids stay (the first face keeps
+the attributes of ``(a, b, c)``, the second those of ``(b, a, d)``) and both new faces keep the
+orientation of the pair. The vertex set and the Euler characteristic do not change.
+
+A round: (1) every edge gets its quad and a reason code (:data:`REASONS`) from the
+preconditions below; (2) the caller picks candidates and priorities; (3) :func:`~._edges.claim`
+keeps disjoint cavities (two faces, or the four vertices where a criterion reads valences);
+(4) accepted flips that would create the same new edge keep only the first; (5) all flips are
+written at once.
+
+Preconditions, per edge (checked here, never assumed):
+
+* ``boundary``: the edge has one face or three or more (boundary and non-manifold edges are never
+  flipped), or its two faces walk it the same way (inconsistent orientation), or ``c == d``;
+* ``feature``: the dihedral angle between the two faces exceeds ``feature_angle``;
+* ``exists``: ``c-d`` is already an edge (the flip would make a duplicate, non-manifold edge);
+* ``fold``: a new face would be degenerate (area below ``1e-10`` of its longest side squared) or its
+  normal would point against either old face's normal (a fold-over, or a non-convex quad).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ._edges import (
+    EdgeTable,
+    angle_at,
+    claim,
+    edge_keys,
+    edge_lookup,
+    edge_table,
+    opposite_corner,
+    side_ends,
+    valence,
+)
+
+#: reason codes of :func:`flip_quads`; 0 means the flip is allowed
+REASONS = ("ok", "boundary", "feature", "exists", "fold")
+OK, BOUNDARY, FEATURE, EXISTS, FOLD = range(5)
+
+
+@dataclass(eq=False)
+class Quads:
+    """Per edge (E,) int64: the faces ``f0 = (a, b, c)`` and ``f1 = (b, a, d)`` (``-1`` where the
+    edge is not an interior manifold edge) and the reason code of its flip."""
+
+    a: Any
+    b: Any
+    c: Any
+    d: Any
+    f0: Any
+    f1: Any
+    reason: Any
+
+
+def flip_quads(xp: ModuleType, V: Any, F: Any, E: EdgeTable, feature_angle: float = 180.0) -> Quads:
+    """The quad around every edge and whether it may be flipped (``V`` float64, ``F`` int64).
+
+    ``feature_angle`` in degrees; 180 turns the feature test off."""
+    m2 = E.count == 2
+    s0 = E.s0
+    s1 = xp.where(m2, E.s1, E.s0)
+    a, b = side_ends(F, s0)
+    c = opposite_corner(F, s0)
+    p, q = side_ends(F, s1)
+    d = opposite_corner(F, s1)
+    interior = m2 & (p == b) & (q == a) & (c != d)
+    reason = xp.where(interior, OK, BOUNDARY)
+    Pa, Pb, Pc, Pd = V[a], V[b], V[c], V[d]
+    n0 = xp.cross(Pb - Pa, Pc - Pa)
+    n1 = xp.cross(Pa - Pb, Pd - Pb)
+    if feature_angle < 180.0:
+        cosang = (n0 * n1).sum(axis=1)
+        lim = math.cos(math.radians(feature_angle))
+        norms = xp.linalg.norm(n0, axis=1) * xp.linalg.norm(n1, axis=1)
+        feature = cosang < lim * norms
+        reason = xp.where((reason == OK) & feature, FEATURE, reason)
+    found, _ = edge_lookup(xp, E.key, edge_keys(xp, c, d))
+    reason = xp.where((reason == OK) & found, EXISTS, reason)
+    m0 = xp.cross(Pd - Pa, Pc - Pa)  # (a, d, c)
+    m1 = xp.cross(Pc - Pb, Pd - Pb)  # (b, c, d)
+    cd2 = ((Pc - Pd) ** 2).sum(axis=1)
+    longest0 = xp.maximum(
+        xp.maximum(((Pd - Pa) ** 2).sum(axis=1), ((Pc - Pa) ** 2).sum(axis=1)), cd2
+    )
+    longest1 = xp.maximum(
+        xp.maximum(((Pc - Pb) ** 2).sum(axis=1), ((Pd - Pb) ** 2).sum(axis=1)), cd2
+    )
+    degenerate = (xp.linalg.norm(m0, axis=1) <= 1e-10 * longest0) | (
+        xp.linalg.norm(m1, axis=1) <= 1e-10 * longest1
+    )
+    against = (
+        ((m0 * n0).sum(axis=1) <= 0)
+        | ((m0 * n1).sum(axis=1) <= 0)
+        | ((m1 * n0).sum(axis=1) <= 0)
+        | ((m1 * n1).sum(axis=1) <= 0)
+    )
+    reason = xp.where((reason == OK) & (degenerate | against), FOLD, reason)
+    f0 = xp.where(interior, s0 // 3, -1)
+    f1 = xp.where(interior, s1 // 3, -1)
+    return Quads(a, b, c, d, f0, f1, reason)
+
+
+def opposite_angle_sums(xp: ModuleType, V: Any, Q: Quads) -> tuple[Any, Any]:
+    """``(old, new)`` (E,): the angles facing the edge now (at ``c`` and ``d``) and after a flip
+    (at ``a`` and ``b``); an edge is locally Delaunay when ``old <= pi``."""
+    Pa, Pb, Pc, Pd = V[Q.a], V[Q.b], V[Q.c], V[Q.d]
+    old = angle_at(xp, Pc, Pa, Pb) + angle_at(xp, Pd, Pa, Pb)
+    new = angle_at(xp, Pa, Pc, Pd) + angle_at(xp, Pb, Pc, Pd)
+    return old, new
+
+
+def select_flips(
+    xp: ModuleType,
+    Q: Quads,
+    candidate: Any,
+    priority: Any,
+    n_faces: int,
+    n_vertices: int,
+    *,
+    claim_vertices: bool = False,
+) -> Any:
+    """Edge ids (k,) int64 of an accepted, pairwise disjoint set of flips among ``candidate``
+    (E,) bool; ``priority`` (E,) int64 in ``[0, 2^31)``, smaller first. Claims the two faces, or
+    with ``claim_vertices`` the four vertices (for criteria that read valences). Two accepted
+    flips never create the same edge."""
+    cand = xp.nonzero(candidate)[0]
+    if cand.shape[0] == 0:
+        return cand
+    if claim_vertices:
+        elements = xp.stack([Q.a[cand], Q.b[cand], Q.c[cand], Q.d[cand]], axis=1)
+        won = claim(xp, elements, priority[cand], n_vertices)
+    else:
+        elements = xp.stack([Q.f0[cand], Q.f1[cand]], axis=1)
+        won = claim(xp, elements, priority[cand], n_faces)
+    acc = cand[won]
+    if claim_vertices or acc.shape[0] < 2:
+        return acc  # disjoint vertex sets cannot make the same edge
+    # two quads with the same opposite corners: keep the first by priority (then edge id)
+    new_key = edge_keys(xp, Q.c[acc], Q.d[acc])
+    order = xp.lexsort(xp.stack([acc, priority[acc], new_key]))
+    sk = new_key[order]
+    head = xp.ones(int(acc.shape[0]), dtype=bool)
+    head[1:] = sk[1:] != sk[:-1]
+    return xp.sort(acc[order[head]])
+
+
+def apply_flips(xp: ModuleType, F: Any, Q: Quads, edges: Any) -> Any:
+    """``F`` with the flips of ``edges`` applied (a copy; face ids and orientation kept)."""
+    F = F.copy()
+    a, b, c, d = Q.a[edges], Q.b[edges], Q.c[edges], Q.d[edges]
+    F[Q.f0[edges]] = xp.stack([a, d, c], axis=1)
+    F[Q.f1[edges]] = xp.stack([b, c, d], axis=1)
+    return F
+
+
+def valence_flip_round(xp: ModuleType, V: Any, F: Any, feature: Any) -> tuple[Any, int]:
+    """One round of flips toward valence 6 inside and 4 on the boundary (Botsch and Kobbelt
+    2004): an allowed flip of a non-feature edge (``feature``: sorted edge keys) is a candidate
+    when it lowers the summed deviation of its four vertices from their targets; candidates claim
+    their four vertices (valences are read), largest gain first. Returns ``(F, flips)``."""
+    E = edge_table(xp, F)
+    n = int(V.shape[0])
+    Q = flip_quads(xp, V, F, E)
+    val = valence(xp, E, n)
+    on_boundary = xp.zeros(n, dtype=bool)
+    on_boundary[E.EV[E.count == 1].ravel()] = True
+    target = xp.where(on_boundary, 4, 6)
+
+    def dev(v: Any, delta: int) -> Any:
+        return xp.abs(val[v] + delta - target[v])
+
+    before = dev(Q.a, 0) + dev(Q.b, 0) + dev(Q.c, 0) + dev(Q.d, 0)
+    after = dev(Q.a, -1) + dev(Q.b, -1) + dev(Q.c, 1) + dev(Q.d, 1)
+    gain = before - after
+    is_feature = edge_lookup(xp, feature, E.key)[0]
+    cand = (Q.reason == OK) & ~is_feature & (gain > 0)
+    acc = select_flips(xp, Q, cand, (1 << 20) - gain, int(F.shape[0]), n, claim_vertices=True)
+    return apply_flips(xp, F, Q, acc), int(acc.shape[0])

@@ -1,0 +1,76 @@
+"""Edge split rounds: split every edge longer than a threshold at its midpoint.
+
+The cavity of a split is the edge's faces (one on the boundary, two inside). A split of ``a-b``
+with the new vertex ``m`` turns each face ``(p, q, r)`` whose side ``p -> q`` is the edge into
+``(p, m, r)`` (same face id) and ``(m, q, r)`` (a new face with the attributes of the old one):
+an interior edge's two faces become four, a boundary edge's one face two. Orientation, boundary
+loops and the Euler characteristic are kept (one vertex, three or two edges and two or one faces
+more). Edges with three or more faces are not split.
+
+A round: long edges claim their faces by a packed (length, edge id) key, longest first
+(:func:`~._edges.claim`); every winner is applied at once, so a face is cut at most once per
+round. Rounds repeat until no edge is longer than the threshold or ``max_rounds`` ran.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from ._edges import Surface, claim, edge_keys, edge_lookup, edge_table, float_priority
+
+
+def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface, int]:
+    """One round of disjoint splits of the edges longer than ``max_length``; returns the new
+    surface and the number of splits."""
+    E = edge_table(xp, S.F)
+    a, b = E.EV[:, 0], E.EV[:, 1]
+    length = xp.linalg.norm(S.V[a] - S.V[b], axis=1)
+    cand = xp.nonzero((length > max_length) & (E.count <= 2))[0]
+    if cand.shape[0] == 0:
+        return S, 0
+    elements = xp.stack([E.s0[cand] // 3, xp.where(E.s1[cand] >= 0, E.s1[cand] // 3, -1)], axis=1)
+    won = claim(xp, elements, float_priority(xp, length[cand], larger_first=True), S.n_faces)
+    acc = cand[won]
+    k = int(acc.shape[0])
+    n = S.n_vertices
+    mid = n + xp.arange(k, dtype=xp.int64)
+    ea, eb = a[acc], b[acc]
+    V = xp.concatenate([S.V, 0.5 * (S.V[ea] + S.V[eb])])
+    A = None if S.A is None else xp.concatenate([S.A, 0.5 * (S.A[ea] + S.A[eb])])
+    is_feature = edge_lookup(xp, S.feature, E.key[acc])[0]
+    locked = xp.concatenate([S.locked, (E.count[acc] == 1) | is_feature])
+    # every side on an accepted edge: face (p, q, r) -> (p, m, r) in place + (m, q, r) appended
+    two = E.s1[acc] >= 0
+    sides = xp.concatenate([E.s0[acc], E.s1[acc][two]])
+    smid = xp.concatenate([mid, mid[two]])
+    f, kk = sides // 3, sides % 3
+    p, q, r = S.F[f, kk], S.F[f, (kk + 1) % 3], S.F[f, (kk + 2) % 3]
+    F = S.F.copy()
+    F[f] = xp.stack([p, smid, r], axis=1)
+    F = xp.concatenate([F, xp.stack([smid, q, r], axis=1)])
+    face_src = xp.concatenate([S.face_src, S.face_src[f]])
+    feature = S.feature
+    if bool(is_feature.any()):
+        fa, fb, fm = ea[is_feature], eb[is_feature], mid[is_feature]
+        keep = ~edge_lookup(xp, E.key[acc][is_feature], feature)[0]
+        feature = xp.sort(
+            xp.concatenate([feature[keep], edge_keys(xp, fa, fm), edge_keys(xp, fm, fb)])
+        )
+    return Surface(V, F, A, face_src, locked, feature), k
+
+
+def split_long_edges(
+    xp: ModuleType, S: Surface, max_length: float, max_rounds: int = 50
+) -> tuple[Surface, dict[str, Any]]:
+    """Split rounds until no edge (with at most two faces) is longer than ``max_length``.
+
+    Returns the surface and ``{"splits", "rounds"}``."""
+    total, rounds = 0, 0
+    while rounds < max_rounds:
+        S, k = split_round(xp, S, max_length)
+        if k == 0:
+            break
+        total += k
+        rounds += 1
+    return S, {"splits": total, "rounds": rounds}
