@@ -86,7 +86,17 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"field": {"resolution": 20}, "isovalue": 1.2, "dtype": "float64"},
     ],
     "repair": [{}, {"outward": False, "geometric": True, "remove_duplicates": False}],
+    "collapse_short_edges": [
+        {},
+        {"threshold": 0.9, "preserve_boundary": False},
+        {"threshold": 1.2, "max_edge_length": 2.0},
+    ],
 }
+
+#: dynamic operations: parallel rounds on the GPU may accept other (equally legal) collapses than
+#: the twin where float sums round differently, so their results are compared by invariants and
+#: quality (see compare_dynamic), not by bits
+DYNAMIC = {"collapse_short_edges"}
 
 #: absolute tolerance per attribute; float32 kernels against the float64 twin
 ATOL = {
@@ -204,6 +214,9 @@ def test_gpu_matches_numpy_twin(op_name, raw, mesh_name):
         return
     assert got.mesh.backend == "cupy", "the GPU implementation must leave the mesh on the GPU"
     a, b = ref.mesh, got.mesh
+    if op_name in DYNAMIC:
+        compare_dynamic(op_name, mesh_name, a, b, ref.report, got.report)
+        return
     if op.kind is OpKind.reindex:
         np.testing.assert_array_equal(to_numpy(b.V), to_numpy(a.V))
     else:
@@ -230,6 +243,37 @@ def test_gpu_matches_numpy_twin(op_name, raw, mesh_name):
         x, y = to_scipy(ref.artifacts[k]), to_scipy(got.artifacts[k])
         scale = max(1.0, float(abs(x).max()))
         assert abs(x - y).max() <= 1e-9 * scale, f"{op_name} artifact {k} on {mesh_name}"
+
+
+def compare_dynamic(
+    op_name: str, mesh_name: str, a: TriMesh, b: TriMesh, rep_a: dict, rep_b: dict
+) -> None:
+    """Same topology (Euler characteristic, components, boundary loops, non-manifold counts,
+    orientation), a face count within 3 % (or 4 faces), the same attributes, and a result as
+    valid as the twin's: no index out of range, no unused vertex, no more degenerate faces."""
+    from workers.engine.ops.stats import mesh_stats
+
+    sa, sb = mesh_stats(a), mesh_stats(b.to("numpy"))
+    for k in (
+        "euler_characteristic",
+        "components",
+        "boundary_loops",
+        "non_manifold_edges",
+        "non_manifold_vertices",
+        "manifold",
+        "consistently_oriented",
+        "genus",
+    ):
+        assert sb[k] == sa[k], f"{op_name} {k} on {mesh_name}"
+    assert sb["degenerate_faces"] == sa["degenerate_faces"] and sb["unused_vertices"] == 0
+    assert abs(b.n_faces - a.n_faces) <= max(4, 0.03 * a.n_faces), (a.n_faces, b.n_faces)
+    Fb = to_numpy(b.F)
+    assert Fb.size == 0 or (Fb.min() >= 0 and Fb.max() < b.n_vertices)
+    assert set(a.vertex_attrs) == set(b.vertex_attrs)
+    assert set(a.face_attrs) == set(b.face_attrs)
+    assert set(rep_a) == set(rep_b)
+    if "short_edges_left" in rep_a:
+        assert rep_b["short_edges_left"] <= rep_a["short_edges_left"] + max(4, 0.03 * a.n_faces)
 
 
 def test_pipeline_keeps_the_mesh_on_the_gpu():

@@ -7,6 +7,7 @@ from . import (
     average_attribute,
     bilateral_denoise,
     cluster_coarsen,
+    collapse_short_edges,
     dual_mesh,
     edge_lengths,
     face_areas,
@@ -61,6 +62,7 @@ OPS = Registry(
         subdivide.OP,
         dual_mesh.OP,
         cluster_coarsen.OP,
+        collapse_short_edges.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )
