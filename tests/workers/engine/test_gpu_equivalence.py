@@ -91,12 +91,17 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
         {"threshold": 0.9, "preserve_boundary": False},
         {"threshold": 1.2, "max_edge_length": 2.0},
     ],
+    "decimate": [
+        {},
+        {"target_ratio": 0.1, "preserve_boundary": False},
+        {"target_faces": 500, "max_error": 0.01},
+    ],
 }
 
 #: dynamic operations: parallel rounds on the GPU may accept other (equally legal) collapses than
 #: the twin where float sums round differently, so their results are compared by invariants and
 #: quality (see compare_dynamic), not by bits
-DYNAMIC = {"collapse_short_edges"}
+DYNAMIC = {"collapse_short_edges", "decimate"}
 
 #: absolute tolerance per attribute; float32 kernels against the float64 twin
 ATOL = {

@@ -8,6 +8,7 @@ from . import (
     bilateral_denoise,
     cluster_coarsen,
     collapse_short_edges,
+    decimate,
     dual_mesh,
     edge_lengths,
     face_areas,
@@ -63,6 +64,7 @@ OPS = Registry(
         dual_mesh.OP,
         cluster_coarsen.OP,
         collapse_short_edges.OP,
+        decimate.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )

@@ -27,7 +27,7 @@ def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
     used = mesh.used_vertices()
     X = mesh.V.astype(xp.float64)
     Xu = X[used]
-    shift = 0.5 * (Xu.min(axis=0) + Xu.max(axis=0))
+    shift = 0.5 * (Xu.min(axis=0) + Xu.max(axis=0)) if Xu.shape[0] else xp.zeros(3)
     A, layout = stack_vertex_attrs(mesh)
     F = mesh.F.astype(xp.int64)
     locked = locked_vertices(xp, mesh.topology, F, mesh.n_vertices)
@@ -43,10 +43,12 @@ def run_rounds(
     max_rounds: int,
     max_edge_length: float | None = None,
     budget: Callable[[CollapseState], int | None] | None = None,
+    widen: Callable[[], bool] | None = None,
 ) -> tuple[CollapseState, RoundLog, str]:
-    """Rounds until none is accepted, the budget is spent or ``max_rounds``. Returns the state,
-    the log and why it stopped: ``"goal"`` (budget spent), ``"blocked"`` (no collapse accepted)
-    or ``"max_rounds"``."""
+    """Rounds until none is accepted, the budget is spent or ``max_rounds``. ``widen``: called
+    when a round accepts nothing; if it returns True (the planner now offers more candidates)
+    the round is tried again. Returns the state, the log and why it stopped: ``"goal"`` (budget
+    spent), ``"blocked"`` (no collapse accepted) or ``"max_rounds"``."""
     log = RoundLog()
     stopped = "max_rounds"
     for _ in range(max_rounds):
@@ -64,6 +66,16 @@ def run_rounds(
             budget=left,
             topo=topo,
         )
+        if n_acc == 0 and widen is not None and widen():
+            state, n_acc, _ = collapse_round(
+                state,
+                plan,
+                log,
+                preserve_boundary=preserve_boundary,
+                max_edge_length=max_edge_length,
+                budget=left,
+                topo=topo,
+            )
         if n_acc == 0:
             stopped = "blocked"
             break
