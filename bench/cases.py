@@ -274,6 +274,52 @@ def libs_marching_cubes() -> dict[str, Callable[..., Any]]:
     return {"scikit-image": sk}
 
 
+def libs_decimate(ratio: float) -> dict[str, Callable[..., Any]]:
+    """QEM decimators to the same face count, where installed (the ``bench`` extra):
+    fast-simplification and pyfqmr (both Fast-Quadric-Mesh-Simplification), meshoptimizer."""
+    out: dict[str, Callable[..., Any]] = {}
+    try:
+        import fast_simplification
+    except ImportError:
+        pass
+    else:
+        out["fast-simplification"] = lambda V, F: fast_simplification.simplify(
+            V.astype(np.float32), F.astype(np.int32), target_reduction=1.0 - ratio
+        )
+    try:
+        import pyfqmr
+    except ImportError:
+        pass
+    else:
+
+        def fqmr(V: np.ndarray, F: np.ndarray) -> Any:
+            s = pyfqmr.Simplify()
+            s.setMesh(V, F)
+            s.simplify_mesh(target_count=int(ratio * F.shape[0]), aggressiveness=7, verbose=False)
+            return s.getMesh()
+
+        out["pyfqmr"] = fqmr
+    try:
+        import meshoptimizer
+    except ImportError:
+        pass
+    else:
+
+        def meshopt(V: np.ndarray, F: np.ndarray) -> Any:
+            idx = F.astype(np.uint32).ravel()
+            dst = np.zeros_like(idx)
+            return meshoptimizer.simplify(
+                dst,
+                idx,
+                np.ascontiguousarray(V, dtype=np.float32),
+                target_index_count=3 * int(ratio * F.shape[0]),
+                target_error=1.0,
+            )
+
+        out["meshoptimizer"] = meshopt
+    return out
+
+
 V12, F12, N12 = 12, 12, 12
 
 
@@ -419,6 +465,14 @@ def cases() -> list[Case]:
             lambda n, m: V12 * n + F12 * m,
             libs_cluster_coarsen(),
             cpu_max_faces=5_000_000,
+        ),
+        # V and F in, a tenth of them out; the rounds' topology rebuilds are not counted
+        Case(
+            "decimate",
+            {"target_ratio": 0.1},
+            lambda n, m: (V12 * n + F12 * m) * 11 // 10,
+            libs_decimate(0.1),
+            cpu_max_faces=1_200_000,
         ),
     ]
 

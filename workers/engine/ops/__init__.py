@@ -7,6 +7,8 @@ from . import (
     average_attribute,
     bilateral_denoise,
     cluster_coarsen,
+    collapse_short_edges,
+    decimate,
     delaunay_flip,
     dual_mesh,
     edge_lengths,
@@ -65,6 +67,8 @@ OPS = Registry(
         cluster_coarsen.OP,
         delaunay_flip.OP,
         isotropic_remesh.OP,
+        collapse_short_edges.OP,
+        decimate.OP,
     ]
     + ([_testing.OP] if _testing.enabled() else [])
 )

@@ -1,0 +1,103 @@
+"""Cavity conflict resolution: which of many wanted local edits may run together in one round.
+
+A dynamic operation (edge collapse here; flips and splits work the same way) proposes candidate
+edits, each with a priority, and names the vertices of the region it would rewrite: its cavity.
+Two edits may run in the same round only if their cavities share no vertex; then they touch
+disjoint sets of faces and can be filled in parallel without locks.
+
+The resolution is a Luby-style independent set built from scatter-min only:
+
+1. every candidate gets a unique integer key, its rank in priority order (stable sort, so ties
+   go to the lower candidate index: the result is deterministic on one backend);
+2. every candidate writes its key into each vertex it claims (scatter-min);
+3. a candidate is accepted iff it holds the minimum at every vertex it claimed;
+4. the vertices of accepted candidates are taken; candidates that claimed a taken vertex drop
+   out; the rest repeat from 2 (a few passes: each accepts the local minima among the remaining,
+   which is what a sequential greedy pass in priority order would accept from the same static
+   priorities).
+
+Everything is array code on ``xp`` (NumPy or CuPy): sorts, scans, gathers and scatter-min; no
+per-element Python loop.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from ..graph import expand_counts, scatter_min
+
+#: larger than any key
+_NO_CLAIM = 2**62
+
+
+def gather_rows(xp: ModuleType, offsets: Any, values: Any, rows: Any) -> tuple[Any, Any]:
+    """The CSR rows ``rows`` concatenated: ``(owner, value)`` where ``owner[k]`` is the position in
+    ``rows`` whose row the value ``value[k]`` comes from (rows in order, values in CSR order)."""
+    rows = rows.astype(xp.int64)
+    start = offsets[rows]
+    counts = offsets[rows + 1] - start
+    owner = expand_counts(xp, counts)
+    if owner.shape[0] == 0:
+        return owner, values[:0]
+    first = xp.cumsum(counts) - counts  # output slot where each row starts
+    pos = xp.arange(owner.shape[0], dtype=xp.int64) - first[owner]
+    return owner, values[start[owner] + pos]
+
+
+def priority_keys(xp: ModuleType, priority: Any) -> Any:
+    """(n,) int64 unique keys: the rank of each priority, smallest first, ties by index."""
+    order = xp.argsort(priority, kind="stable")
+    key = xp.empty(priority.shape[0], dtype=xp.int64)
+    key[order] = xp.arange(priority.shape[0], dtype=xp.int64)
+    return key
+
+
+def independent_claims(
+    xp: ModuleType,
+    n_vertices: int,
+    n_candidates: int,
+    owner: Any,
+    vertex: Any,
+    key: Any,
+    *,
+    passes: int = 4,
+) -> Any:
+    """Accept candidates whose claimed vertex sets are pairwise disjoint.
+
+    Parameters
+    ----------
+    n_vertices, n_candidates : sizes of the vertex and candidate index spaces.
+    owner, vertex : (k,) int64 claim pairs: candidate ``owner[i]`` claims vertex ``vertex[i]``
+        (repeats are harmless). A candidate without any claim is never accepted.
+    key : (n_candidates,) int64 unique keys, smaller wins (see :func:`priority_keys`).
+    passes : rounds of the scatter-min; the first accepts the local minima, later ones fill in
+        around them.
+
+    Returns
+    -------
+    (n_candidates,) bool: accepted. No vertex is claimed by two accepted candidates.
+    """
+    accepted = xp.zeros(n_candidates, dtype=bool)
+    alive = xp.zeros(n_candidates, dtype=bool)
+    alive[owner] = True
+    taken = xp.zeros(n_vertices, dtype=bool)
+    for _ in range(passes):
+        live = alive[owner]
+        if not bool(live.any()):
+            break
+        o, v = owner[live], vertex[live]
+        best = xp.full(n_vertices, _NO_CLAIM, dtype=xp.int64)
+        scatter_min(xp, best, v, key[o])
+        lost = xp.zeros(n_candidates, dtype=bool)
+        lost[o[best[v] != key[o]]] = True
+        won = alive & ~lost
+        if not bool(won.any()):
+            break
+        accepted |= won
+        # vertices of the winners are taken; whoever claimed one of them is out
+        taken[v[won[o]]] = True
+        out = xp.zeros(n_candidates, dtype=bool)
+        out[o[taken[v]]] = True
+        alive &= ~out
+    return accepted

@@ -1,0 +1,358 @@
+"""Edge collapse in parallel rounds: eligibility, preconditions, conflict resolution, apply.
+
+The collapse of edge ``(a, b)`` moves ``a`` (the survivor) to a new position ``p``, renames ``b``
+to ``a`` in every face, and deletes the edge's one or two faces. Its cavity is the one-ring of
+``a`` and ``b``: every face that touches either end, and the vertices of those faces.
+
+One round (:func:`collapse_round`):
+
+1. **eligible edges**: one or two faces, no locked end (non-manifold vertex, vertex of a
+   non-manifold edge or of a face with a repeated vertex, all measured on the input), and with
+   ``preserve_boundary`` no boundary edge and no edge with both ends on the boundary; when only
+   one end is on the boundary that end survives and stays where it is.
+2. **plan** (the operation's part): for each candidate the new position, the parameter ``t``
+   along the edge for interpolating attributes, and a priority (smaller first).
+3. **preconditions**, checked per candidate on the current mesh (:func:`check_candidates`):
+   the link condition (the common neighbours of ``a`` and ``b`` are exactly the edge's opposite
+   vertices, counting a virtual vertex joined to every boundary vertex, so an interior edge
+   between two boundary vertices fails; a boundary edge whose face has three boundary edges
+   fails; no face of the result repeats another), no fold-over (every surviving cavity face keeps
+   its normal within ``acos(0.2)``), no near-degenerate face created (quality below ``1e-3`` and
+   worse than before), no new edge longer than ``max_edge_length`` when one is given.
+4. **independent cavities** (:mod:`.cavity`): each valid candidate claims ``a``, ``b`` and their
+   neighbours; the accepted ones have pairwise disjoint claims, so their cavities are disjoint
+   and their preconditions, checked on the mesh before the round, still hold after it.
+5. **apply** all accepted at once: ``b -> a`` in the faces, ``a`` moved, per-vertex attributes
+   interpolated ``(1 - t) A[a] + t A[b]``, the edges' faces removed; surviving faces keep their
+   order, their orientation and their face attributes.
+
+What a round may change and what it may not: it removes vertices, edges and faces inside the
+accepted cavities only. An edge-manifold mesh stays edge-manifold and a manifold vertex stays
+manifold (the link condition), the orientation of every surviving face is kept, each collapse
+removes one vertex, three edges and two faces (interior) or one vertex, two edges and one face
+(boundary), so the Euler characteristic of every component is preserved and no component
+vanishes; with ``preserve_boundary`` no boundary vertex moves and no boundary edge changes. Locked
+vertices (non-manifold input) never move or merge; only manifold parts are simplified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from ..graph import group_rows
+from ..topology import Topology
+from .cavity import gather_rows, independent_claims, priority_keys
+
+#: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
+MIN_NORMAL_DOT = 0.2
+#: a created face whose quality (1 for equilateral) is below this, and worse than before, is
+#: near-degenerate
+MIN_QUALITY = 1e-3
+#: rejection reasons, in the order they are reported (a candidate gets the first that applies)
+REASONS = ("link", "long_edge", "fold", "degenerate")
+
+
+@dataclass
+class CollapseState:
+    """The mesh being simplified, in the working precision.
+
+    ``X (n, 3) float64`` positions (centred, see the ops), ``F (m, 3) int64`` faces, ``A (n, k)
+    float64`` stacked vertex attributes or None, ``origin (m,) int64`` the input face each face
+    is, ``locked (n,) bool`` vertices that never move or merge, ``Q (n, 10) float64`` per-vertex
+    quadrics (decimation) or None: summed when two vertices merge."""
+
+    X: Any
+    F: Any
+    A: Any
+    origin: Any
+    locked: Any
+    Q: Any = None
+
+    @property
+    def xp(self) -> ModuleType:
+        from ..backend import array_backend, xp_for
+
+        return xp_for(array_backend(self.X))
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_faces(self) -> int:
+        return int(self.F.shape[0])
+
+
+@dataclass
+class Candidates:
+    """Planned collapses: edge ids, survivor ``a``, removed ``b``, new position ``p (k, 3)``,
+    attribute parameter ``t`` (0 at ``a``, 1 at ``b``) and ``priority`` (smaller first)."""
+
+    edge: Any
+    a: Any
+    b: Any
+    p: Any
+    t: Any
+    priority: Any
+
+    def take(self, idx: Any) -> Candidates:
+        return Candidates(
+            self.edge[idx], self.a[idx], self.b[idx], self.p[idx], self.t[idx], self.priority[idx]
+        )
+
+    def __len__(self) -> int:
+        return int(self.edge.shape[0])
+
+
+@dataclass
+class Eligible:
+    """Edges that may be collapsed this round, oriented: ``a`` survives, ``b`` goes. ``snap``:
+    ``a`` is on the boundary and ``b`` is not, so ``a`` must stay where it is."""
+
+    edge: Any
+    a: Any
+    b: Any
+    snap: Any
+    boundary_edge: Any
+
+
+@dataclass
+class RoundLog:
+    collapses: list[int] = field(default_factory=list)
+    rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "rounds": len(self.collapses),
+            "collapses": int(sum(self.collapses)),
+            "collapses_per_round": list(self.collapses),
+            "rejected": dict(self.rejected),
+        }
+
+
+def locked_vertices(xp: ModuleType, topo: Topology, F: Any, n: int) -> Any:
+    """(n,) bool: vertices on a non-manifold edge, with several fans of faces (bow-ties), or on a
+    face with a repeated vertex. Such vertices never move or merge."""
+    locked = topo.vertex_fans() > 1
+    locked[topo.EV[topo.non_manifold_edges].ravel()] = True
+    bad = (F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])
+    locked[F[bad].ravel()] = True
+    return locked
+
+
+def boundary_vertex_mask(topo: Topology) -> Any:
+    xp = topo.xp
+    mask = xp.zeros(topo.n_vertices, dtype=bool)
+    mask[topo.EV[topo.boundary_edges].ravel()] = True
+    return mask
+
+
+def eligible_edges(
+    state: CollapseState, topo: Topology, bnd_v: Any, preserve_boundary: bool
+) -> Eligible:
+    """Edges with one or two faces and no locked end, oriented so that a boundary end survives."""
+    xp = state.xp
+    EV = topo.EV.astype(xp.int64)
+    efc = topo.edge_face_count
+    u, v = EV[:, 0], EV[:, 1]
+    ok = ((efc == 1) | (efc == 2)) & ~state.locked[u] & ~state.locked[v]
+    bu, bv = bnd_v[u], bnd_v[v]
+    if preserve_boundary:
+        ok &= (efc == 2) & ~(bu & bv)
+    e = xp.nonzero(ok)[0]
+    u, v, bu, bv = u[e], v[e], bu[e], bv[e]
+    swap = bv & ~bu  # the boundary end survives
+    a = xp.where(swap, v, u)
+    b = xp.where(swap, u, v)
+    snap = bu ^ bv
+    return Eligible(e, a, b, snap, efc[e] == 1)
+
+
+def check_candidates(
+    state: CollapseState,
+    topo: Topology,
+    bnd_v: Any,
+    c: Candidates,
+    max_edge_length: float | None,
+) -> tuple[Any, Any, Any]:
+    """Check every candidate's preconditions on the current mesh.
+
+    Returns ``(reason (k,) int8, claim_owner, claim_vertex)``: ``reason`` is 0 for a valid
+    candidate, else ``1 + REASONS.index(why)``; the claim pairs list ``a``, ``b`` and their
+    neighbours per candidate (the cavity's vertices), for :func:`independent_claims`.
+    """
+    xp = state.xp
+    X, F = state.X, state.F
+    n, k = state.n_vertices, len(c)
+    a, b, p = c.a, c.b, c.p
+    efc = topo.edge_face_count[c.edge]
+    is_bnd = efc == 1
+    cand = xp.arange(k, dtype=xp.int64)
+
+    # -- link condition: common neighbours of a and b == opposite vertices (with the virtual
+    #    boundary vertex counted on both sides)
+    vv_off, vv = topo.vv()
+    oa, na = gather_rows(xp, vv_off, vv, a)
+    ob, nb = gather_rows(xp, vv_off, vv, b)
+    owner = xp.concatenate([oa, ob])
+    nbr = xp.concatenate([na, nb]).astype(xp.int64)
+    ring = (nbr != a[owner]) & (nbr != b[owner])
+    owner, nbr = owner[ring], nbr[ring]
+    sk = xp.sort(owner * n + nbr)
+    dup = sk[1:] == sk[:-1]
+    common = xp.bincount(sk[1:][dup] // n, minlength=k)
+    common = common + (bnd_v[a] & bnd_v[b])
+    link_bad = common != efc + is_bnd
+    # a boundary edge whose face has only boundary edges is an isolated triangle
+    if bool(is_bnd.any()):
+        side = topo.ef_sides[topo.ef_offsets[c.edge]]
+        fe = topo.FE[side // 3] // 2
+        lonely = (topo.edge_face_count[fe] == 1).all(axis=1)
+        link_bad |= is_bnd & lonely
+
+    # -- longest edge created
+    long_bad = xp.zeros(k, dtype=bool)
+    if max_edge_length is not None and owner.shape[0]:
+        d2 = ((p[owner] - X[nbr]) ** 2).sum(axis=1)
+        long_bad[owner[d2 > max_edge_length**2]] = True
+
+    # -- fold-over and degenerate faces over the surviving cavity faces
+    vf_off, vf = topo.vf()
+    fa_o, fa = gather_rows(xp, vf_off, vf, a)
+    fb_o, fb = gather_rows(xp, vf_off, vf, b)
+    fo = xp.concatenate([fa_o, fb_o])
+    fid = xp.concatenate([fa, fb])
+    Fc = F[fid]
+    ma = Fc == a[fo][:, None]
+    mb = Fc == b[fo][:, None]
+    keep = ~(ma.any(axis=1) & mb.any(axis=1))  # faces of the edge itself go away
+    fo, Fc, ma, mb = fo[keep], Fc[keep], ma[keep], mb[keep]
+    P_old = X[Fc]
+    P_new = xp.where((ma | mb)[:, :, None], p[fo][:, None, :], P_old)
+    c_old, q_old = _cross_quality(xp, P_old)
+    c_new, q_new = _cross_quality(xp, P_new)
+    l_old = xp.linalg.norm(c_old, axis=1)
+    l_new = xp.linalg.norm(c_new, axis=1)
+    dot = (c_old * c_new).sum(axis=1)
+    flipped = (l_old > 0) & (dot < MIN_NORMAL_DOT * l_old * l_new)
+    fold_bad = xp.zeros(k, dtype=bool)
+    fold_bad[fo[flipped]] = True
+    degen = (q_new < MIN_QUALITY) & (q_new < q_old)
+    degen_bad = xp.zeros(k, dtype=bool)
+    degen_bad[fo[degen]] = True
+    # -- no face of the result repeats another (a tetrahedron's edge): every face that holds the
+    #    survivor after the collapse is a cavity face, so repeats are found within the cavity
+    if fo.shape[0]:
+        T = xp.sort(xp.where(mb, a[fo][:, None], Fc), axis=1)
+        lab = group_rows(xp, xp.concatenate([fo[:, None], T], axis=1))
+        rep = xp.bincount(lab)[lab] > 1
+        link_bad[fo[rep]] = True
+
+    reason = xp.zeros(k, dtype=xp.int8)
+    for i, bad in reversed(list(enumerate([link_bad, long_bad, fold_bad, degen_bad]))):
+        reason = xp.where(bad, xp.int8(i + 1), reason)
+    claim_owner = xp.concatenate([cand, cand, owner])
+    claim_vertex = xp.concatenate([a, b, nbr])
+    return reason, claim_owner, claim_vertex
+
+
+def _cross_quality(xp: ModuleType, P: Any) -> tuple[Any, Any]:
+    """Per triangle ``(k, 3, 3)``: the cross product ``(p1 - p0) x (p2 - p0)`` and the quality
+    ``2 sqrt(3) |cross| / sum of squared sides`` (1 for equilateral, 0 for degenerate)."""
+    e0 = P[:, 1] - P[:, 0]
+    e1 = P[:, 2] - P[:, 1]
+    e2 = P[:, 0] - P[:, 2]
+    cr = xp.cross(e0, -e2)
+    s = (e0 * e0).sum(axis=1) + (e1 * e1).sum(axis=1) + (e2 * e2).sum(axis=1)
+    q = 2.0 * 3.0**0.5 * xp.linalg.norm(cr, axis=1) / xp.where(s > 0, s, 1.0)
+    return cr, q
+
+
+def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> CollapseState:
+    """Apply collapses whose cavities are disjoint, all at once."""
+    xp = state.xp
+    n = state.n_vertices
+    a, b = c.a, c.b
+    X = state.X.copy()
+    X[a] = c.p
+    A = state.A
+    if A is not None:
+        A = A.copy()
+        t = c.t[:, None]
+        A[a] = (1.0 - t) * state.A[a] + t * state.A[b]
+    Q = state.Q
+    if Q is not None:
+        Q = Q.copy()
+        Q[a] = state.Q[a] + state.Q[b]
+    # faces of the collapsed edges go; the others are renamed b -> a
+    gone = xp.zeros(state.n_faces, dtype=bool)
+    _, side = gather_rows(xp, topo.ef_offsets, topo.ef_sides, c.edge)
+    gone[side // 3] = True
+    keep = xp.nonzero(~gone)[0]
+    remap = xp.arange(n, dtype=xp.int64)
+    remap[b] = a
+    F = remap[state.F[keep]]
+    return CollapseState(X, F, A, state.origin[keep], state.locked, Q)
+
+
+Planner = Callable[[CollapseState, Topology, Eligible], Candidates]
+
+
+def collapse_round(
+    state: CollapseState,
+    plan: Planner,
+    log: RoundLog,
+    *,
+    preserve_boundary: bool,
+    max_edge_length: float | None = None,
+    budget: int | None = None,
+    topo: Topology | None = None,
+) -> tuple[CollapseState, int, int]:
+    """One round: plan, check, resolve, apply. ``budget``: at most this many faces removed (the
+    accepted collapses are taken in priority order until it is spent).
+
+    Returns ``(state, collapses, valid candidates)``; rejections are added to ``log``."""
+    xp = state.xp
+    if topo is None:
+        topo = Topology.build(state.F, state.n_vertices)
+    bnd_v = boundary_vertex_mask(topo)
+    elig = eligible_edges(state, topo, bnd_v, preserve_boundary)
+    if elig.edge.shape[0] == 0:
+        return state, 0, 0
+    cands = plan(state, topo, elig)
+    if len(cands) == 0:
+        return state, 0, 0
+    reason, owner, vertex = check_candidates(state, topo, bnd_v, cands, max_edge_length)
+    counts = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1)
+    for i, name in enumerate(REASONS):
+        log.rejected[name] += int(counts[i + 1])
+    n_valid = int(counts[0])
+    if n_valid == 0:
+        return state, 0, 0
+    key = priority_keys(xp, cands.priority)
+    live = reason[owner] == 0
+    accepted = independent_claims(xp, state.n_vertices, len(cands), owner[live], vertex[live], key)
+    idx = xp.nonzero(accepted)[0]
+    if budget is not None and idx.shape[0]:
+        idx = idx[xp.argsort(key[idx])]
+        removes = topo.edge_face_count[cands.edge[idx]].astype(xp.int64)
+        idx = idx[xp.cumsum(removes) <= budget]
+    n_acc = int(idx.shape[0])
+    if n_acc == 0:
+        return state, 0, n_valid
+    return apply_collapses(state, topo, cands.take(idx)), n_acc, n_valid
+
+
+def finish(state: CollapseState) -> tuple[Any, Any, Any, Any]:
+    """Drop vertices no face uses: ``(X, F int32, A, vertex_take)``."""
+    xp = state.xp
+    used = xp.zeros(state.n_vertices, dtype=bool)
+    used[state.F.ravel()] = True
+    take = xp.nonzero(used)[0]
+    renum = xp.cumsum(used) - 1
+    F = renum[state.F].astype(xp.int32)
+    A = None if state.A is None else state.A[take]
+    return state.X[take], F, A, take

@@ -1,0 +1,105 @@
+"""What the collapse operations share: the working state made from a mesh, the round loop, and
+the mesh made back from the state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..dynamic.collapse import (
+    CollapseState,
+    Planner,
+    RoundLog,
+    collapse_round,
+    finish,
+    locked_vertices,
+)
+from ..mesh import TriMesh
+from ..topology import Topology
+from ._refine import stack_vertex_attrs, unstack_vertex_attrs
+
+
+def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
+    """``(state, shift, layout)``: positions in float64 moved by ``-shift`` (the bounding-box
+    centre of the used vertices, so quadrics and cross products lose no digits far from the
+    origin), vertex attributes stacked, non-manifold vertices locked."""
+    xp = mesh.xp
+    used = mesh.used_vertices()
+    X = mesh.V.astype(xp.float64)
+    Xu = X[used]
+    shift = 0.5 * (Xu.min(axis=0) + Xu.max(axis=0)) if Xu.shape[0] else xp.zeros(3)
+    A, layout = stack_vertex_attrs(mesh)
+    F = mesh.F.astype(xp.int64)
+    locked = locked_vertices(xp, mesh.topology, F, mesh.n_vertices)
+    origin = xp.arange(mesh.n_faces, dtype=xp.int64)
+    return CollapseState(X - shift, F, A, origin, locked), shift, layout
+
+
+def run_rounds(
+    state: CollapseState,
+    plan: Planner,
+    *,
+    preserve_boundary: bool,
+    max_rounds: int,
+    max_edge_length: float | None = None,
+    budget: Callable[[CollapseState], int | None] | None = None,
+    widen: Callable[[], bool] | None = None,
+) -> tuple[CollapseState, RoundLog, str]:
+    """Rounds until none is accepted, the budget is spent or ``max_rounds``. ``widen``: called
+    when a round accepts nothing; if it returns True (the planner now offers more candidates)
+    the round is tried again. Returns the state, the log and why it stopped: ``"goal"`` (budget
+    spent), ``"blocked"`` (no collapse accepted) or ``"max_rounds"``."""
+    log = RoundLog()
+    stopped = "max_rounds"
+    for _ in range(max_rounds):
+        left = budget(state) if budget is not None else None
+        if left is not None and left <= 0:
+            stopped = "goal"
+            break
+        topo = Topology.build(state.F, state.n_vertices)
+        state, n_acc, _ = collapse_round(
+            state,
+            plan,
+            log,
+            preserve_boundary=preserve_boundary,
+            max_edge_length=max_edge_length,
+            budget=left,
+            topo=topo,
+        )
+        if n_acc == 0 and widen is not None and widen():
+            state, n_acc, _ = collapse_round(
+                state,
+                plan,
+                log,
+                preserve_boundary=preserve_boundary,
+                max_edge_length=max_edge_length,
+                budget=left,
+                topo=topo,
+            )
+        if n_acc == 0:
+            stopped = "blocked"
+            break
+        log.collapses.append(n_acc)
+    else:
+        left = budget(state) if budget is not None else None
+        if left is not None and left <= 0:
+            stopped = "goal"
+    return state, log, stopped
+
+
+def result_mesh(mesh: TriMesh, state: CollapseState, shift: Any, layout: list[Any]) -> TriMesh:
+    """The output mesh: unused vertices dropped, positions in the input's dtype, interpolated
+    vertex attributes, face attributes of the surviving faces."""
+    xp = mesh.xp
+    X, F, A, _ = finish(state)
+    out = mesh.reindexed((X + shift).astype(mesh.V.dtype), F, face_take=state.origin)
+    out.vertex_attrs = {} if A is None else unstack_vertex_attrs(xp, A, layout)
+    return out
+
+
+def mean_edge_length(mesh: TriMesh) -> float:
+    """Mean length of the input's edges (host float: both backends use the same number)."""
+    xp = mesh.xp
+    EV = mesh.topology.EV
+    d = mesh.V[EV[:, 0]].astype(xp.float64) - mesh.V[EV[:, 1]].astype(xp.float64)
+    return float(xp.sqrt((d * d).sum(axis=1)).mean()) if EV.shape[0] else 0.0
