@@ -25,11 +25,14 @@ from workers.engine.dynamic._edges import edge_table
 from workers.engine.mesh import TriMesh
 from workers.engine.ops.isotropic_remesh import quality
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "meshes"
+#: where our remesher runs: "cpu" (the NumPy twin) or "gpu" (CuPy); set by --device
+DEVICE = {"name": "cpu"}
 
 
 def tessera(V: np.ndarray, F: np.ndarray, L: float, it: int, feat: float) -> Any:
     m = TriMesh.from_arrays(V, F, dtype="float64")
+    if DEVICE["name"] == "gpu":
+        m = m.to("cupy")
     out = m.run(
         [
             (
@@ -42,8 +45,13 @@ def tessera(V: np.ndarray, F: np.ndarray, L: float, it: int, feat: float) -> Any
                 },
             )
         ],
-        device="cpu",
+        device=DEVICE["name"],
     ).mesh
+    if DEVICE["name"] == "gpu":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+        out = out.to("numpy")
     return np.asarray(out.V), np.asarray(out.F)
 
 
@@ -74,7 +82,7 @@ def pymeshlab(V: np.ndarray, F: np.ndarray, L: float, it: int, feat: float) -> A
 
 
 REMESHERS: dict[str, Callable[..., Any]] = {
-    "tessera (numpy twin)": tessera,
+    "tessera": tessera,
     "gpytoolbox.remesh_botsch": gpytoolbox,
     "pymeshlab isotropic_explicit": pymeshlab,
 }
@@ -106,22 +114,34 @@ def main() -> None:
     ap.add_argument("--feature-angle", type=float, default=45.0)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="where ours runs")
+    ap.add_argument(
+        "--faces", default="0", help="midpoint-subdivide each mesh to at least this many faces"
+    )
+    ap.add_argument("--only", nargs="*", default=None, help="remeshers to run (default: all)")
     a = ap.parse_args()
+    DEVICE["name"] = a.device
+    from bench.meshes import bench_mesh
+    from tests.conftest import MESHES
+
     rows: list[dict[str, Any]] = []
     for name in a.meshes:
-        m = TriMesh.load(SHARED / name, dtype="float64")
-        m = m.run(["weld"], device="cpu").mesh
+        m = bench_mesh(MESHES / name, int(float(a.faces))).to("numpy")
         V, F = np.asarray(m.V), np.asarray(m.F, dtype=np.int64)
         E = edge_table(np, F)
         L = a.relative * float(np.linalg.norm(V[E.EV[:, 0]] - V[E.EV[:, 1]], axis=1).mean())
+        name = f"{name} ({len(F)} faces)"
         rows.append({"mesh": name, "remesher": "input", "seconds": 0.0, **measure(V, F, L)})
         for lib, fn in REMESHERS.items():
+            if a.only is not None and lib not in a.only:
+                continue
             best, out = float("inf"), None
             try:
                 for _ in range(a.repeat):
                     t = time.perf_counter()
                     out = fn(V, F, L, a.iterations, a.feature_angle)
                     best = min(best, time.perf_counter() - t)
+                    print(json.dumps({"mesh": name, "remesher": lib, "s": best}), flush=True)
             except ImportError as exc:
                 rows.append({"mesh": name, "remesher": lib, "skipped": str(exc)})
                 continue
