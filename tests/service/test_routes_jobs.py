@@ -90,10 +90,10 @@ def test_bunny_weld_normals_curvature_round_trip(client, workers):
     assert k.sum() == pytest.approx(2 * np.pi * -3, abs=1e-3)
 
 
-@pytest.mark.parametrize("fmt", ["obj", "stl", "glb", "npz"])
+@pytest.mark.parametrize("fmt", ["obj", "off", "stl", "glb", "npz"])
 def test_every_output_format_reloads(client, workers, fmt):
     workers.start("w1")
-    attrs = {"obj": ["vertex_normals"], "stl": [], "glb": ["vertex_normals"], "npz": None}[fmt]
+    attrs = {"obj": ["vertex_normals"], "off": [], "stl": [], "glb": ["vertex_normals"]}.get(fmt)
     r = submit(client, "rx-sphere3.obj", spec("vertex_normals", fmt=fmt, attributes=attrs))
     job = wait(client, r.json()["url"])
     assert job["state"] == "succeeded", job
@@ -112,6 +112,26 @@ def test_every_output_format_reloads(client, workers, fmt):
         n = int.from_bytes(data[12:16], "little")
         gltf = json.loads(data[20 : 20 + n])
         assert "NORMAL" in gltf["meshes"][0]["primitives"][0]["attributes"]
+
+
+def test_catmull_clark_job_downloads_quads(client, workers):
+    workers.start("w1")
+    cc = {"op": "subdivide", "scheme": "catmull_clark"}
+    quads = submit(client, "rx-cube.obj", spec(cc, fmt="obj")).json()
+    pipeline = [cc]
+    tris = json.dumps({"pipeline": pipeline, "output": {"format": "obj", "polygons": False}})
+    tris = submit(client, "rx-cube.obj", tris).json()
+    lines = {}
+    for name, job in (("quads", quads), ("tris", tris)):
+        job = wait(client, job["url"])
+        assert job["state"] == "succeeded", job
+        assert job["spec"]["output"]["polygons"] is (name == "quads")
+        res = client.get(job["result"]["url"])
+        assert res.headers["content-type"].startswith("model/obj")
+        lines[name] = [ln.split() for ln in res.content.splitlines() if ln.startswith(b"f ")]
+    # the cube's 12 triangles make 36 quads, held as 72 triangles
+    assert len(lines["quads"]) == 36 and all(len(f) == 5 for f in lines["quads"])
+    assert len(lines["tris"]) == 72 and all(len(f) == 4 for f in lines["tris"])
 
 
 def test_marching_cubes_job_needs_no_upload(client, workers):

@@ -8,8 +8,11 @@ buffer NumPy views (``ply.py``, ``stl.py``, ``glb.py``); the rest by trimesh aft
 checks.
 
 Outputs, all written by us: binary PLY (attributes as properties), OBJ (vertex normals as ``vn``),
-binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as
-``_name`` accessors), NPZ (every array).
+OFF (no attributes), binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other
+vertex attributes as ``_name`` accessors), NPZ (every array). OBJ, PLY and OFF write the quads of
+Catmull-Clark and the polygons of the dual mesh as polygons, rebuilt from the triangles' ``quad_id``
+or ``polygon_id`` (``polygons.py``); the other formats, and these when asked to triangulate,
+write the triangles the engine holds.
 """
 
 from __future__ import annotations
@@ -29,15 +32,20 @@ from ..mesh import TriMesh
 from . import glb, ply, stl
 from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
+from .off import read_off, write_off
+from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
 
 MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
-OUTPUT_FORMATS = ("ply", "obj", "stl", "glb", "npz")
+OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
+#: output formats that hold polygons (the others are written as triangles)
+POLYGON_FORMATS = ("ply", "obj", "off")
 #: which attributes each output format can hold
 OUTPUT_HOLDS: dict[str, str] = {
     "ply": "every vertex and face attribute",
     "npz": "every vertex and face attribute",
     "glb": "vertex attributes",
     "obj": "vertex_normals only",
+    "off": "no attributes",
     "stl": "no attributes",
 }
 DEFAULT_MAX_EXPANDED = 2 << 30
@@ -280,6 +288,10 @@ def _parse(
             return TriMesh.from_arrays(
                 p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
             )
+    if kind == "off":
+        o = read_off(data)
+        if o is not None:
+            return TriMesh.from_arrays(o[0], o[1], dtype=dtype)
     if kind == "glb":
         g = glb.read_simple(data)
         if g is not None:
@@ -443,8 +455,13 @@ def select_attributes(
     return va, fa
 
 
-def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) -> bytes:
-    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`)."""
+def serialize(
+    mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
+) -> bytes:
+    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`). With ``polygons``, the
+    formats of :data:`POLYGON_FORMATS` write the polygons the triangles' ``quad_id`` or
+    ``polygon_id`` describe (see :func:`mesh_polygons`); otherwise, and for the other formats,
+    the triangles."""
     from ..backend import to_numpy
 
     if fmt not in OUTPUT_FORMATS:
@@ -467,6 +484,19 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
                     holds=OUTPUT_HOLDS[fmt],
                 )
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
+    if poly is not None:
+        V = V[poly.vertices]
+        va = {k: v[poly.vertices] for k, v in va.items()}
+        fa = {k: v[poly.first_face] for k, v in fa.items()}
+        if fmt == "off":
+            return write_off(V, poly.corners, poly.offsets)
+        if fmt == "obj":
+            return write_obj(V, poly.corners, va.get("vertex_normals"), offsets=poly.offsets)
+        return ply.write_ply(V, poly.corners, va, fa, offsets=poly.offsets)
+    if fmt == "off":
+        tri = triangles_as_polygons(F, V.shape[0])
+        return write_off(V, tri.corners, tri.offsets)
     if fmt == "ply":
         return ply.write_ply(V, F, va, fa)
     if fmt == "obj":
@@ -494,6 +524,20 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
     return glb.write_glb(V, F, normals, colors, va)
 
 
+def mesh_polygons(mesh: TriMesh) -> Polygons | None:
+    """The polygons the mesh's triangles form according to its face attribute ``quad_id`` (from
+    ``subdivide`` with ``catmull_clark``) or else ``polygon_id`` (from ``dual_mesh``), or None:
+    no such attribute, or some group is not one triangulated simple polygon, and then the whole
+    mesh is written as triangles (see :mod:`.polygons`)."""
+    from ..backend import to_numpy
+
+    for name in GROUP_ATTRIBUTES:
+        if name in mesh.face_attrs:
+            group = to_numpy(mesh.face_attrs[name])
+            return group_polygons(to_numpy(mesh.F), group, mesh.n_vertices)
+    return None
+
+
 def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:
     """Whether glTF has an accessor type for per-vertex values of this shape."""
     if name == "vertex_normals":
@@ -504,9 +548,13 @@ def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:
 
 
 def save_path(
-    mesh: TriMesh, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None
+    mesh: TriMesh,
+    path: str | os.PathLike[str],
+    *,
+    attributes: Iterable[str] | None = None,
+    polygons: bool = True,
 ) -> None:
     fmt = _ext(os.fspath(path))
-    data = serialize(mesh, fmt, attributes)
+    data = serialize(mesh, fmt, attributes, polygons=polygons)
     with open(path, "wb") as fh:
         fh.write(data)
