@@ -168,6 +168,46 @@ def test_uploaded_volume_job(client, workers):
     assert job["stats_after"]["closed"] and job["stats_after"]["genus"] == 0
 
 
+def test_uploaded_nrrd_and_raw_volume_jobs(client, workers):
+    from tests.workers.engine.io.test_volumes import N, S, nrrd
+
+    mc = {"op": "marching_cubes", "field": {"type": "volume"}, "isovalue": 0.6}
+    raw_field = {"type": "volume", "shape": [N, N, N], "dtype": "float32", "order": "F"}
+    raw_mc = {**mc, "field": raw_field}
+    # the raw size is checked at submission, before anything is stored
+    r = client.post(
+        "/v1/jobs",
+        files={"mesh": ("s.raw", S.tobytes(order="F")[:-4])},
+        data={"spec": spec(raw_mc)},
+    )
+    assert_problem(r, 422, "format.raw_size_mismatch")
+    r = client.post(
+        "/v1/jobs", files={"mesh": ("s.raw", S.tobytes(order="F"))}, data={"spec": spec(mc)}
+    )
+    assert_problem(r, 422, "format.raw_needs_layout")
+    r = client.post(
+        "/v1/jobs",
+        files={"mesh": ("s.nrrd", nrrd(extra="data file: s.raw"))},
+        data={"spec": spec(mc)},
+    )
+    assert_problem(r, 422, "format.nrrd_detached")
+    workers.start("w1")
+    uploads = [(("s.nrrd", nrrd(encoding="gzip")), mc), (("s.raw", S.tobytes(order="F")), raw_mc)]
+    jobs = [client.post("/v1/jobs", files={"mesh": f}, data={"spec": spec(m)}) for f, m in uploads]
+    done = []
+    for r in jobs:
+        assert r.status_code == 202, r.text
+        job = wait(client, r.json()["url"])
+        assert job["state"] == "succeeded", job
+        done.append(load_bytes(client.get(job["result"]["url"]).content, "r.ply"))
+    assert done[0].n_faces == done[1].n_faces > 100
+    # NRRD places the samples by its header; the raw job, told nothing, at unit spacing
+    scale = (done[1].V.max(axis=0) - done[1].V.min(axis=0)) / (
+        done[0].V.max(axis=0) - done[0].V.min(axis=0)
+    )
+    np.testing.assert_allclose(scale, (N - 1) / 2, rtol=1e-4)
+
+
 def test_result_before_success_is_409(client):
     job = submit(client).json()
     assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")

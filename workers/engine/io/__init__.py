@@ -29,11 +29,12 @@ import numpy as np
 
 from ..errors import FormatError, MeshError, SpecError
 from ..mesh import TriMesh
-from . import glb, ply, stl
+from . import glb, ply, stl, volumes
 from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
 from .off import read_off, write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
+from .volumes import RawLayout as RawLayout
 
 MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
 OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
@@ -73,6 +74,8 @@ def sniff(data: bytes) -> str | None:
         return "gz"
     if head[:6] == b"\x93NUMPY":
         return "npy"  # a scalar volume for marching_cubes, not a mesh
+    if volumes.is_nrrd(head):
+        return "nrrd"  # a volume too
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         return "zip"  # also NPZ: told apart by its members
     if head[:3] == b"ply":
@@ -107,13 +110,21 @@ def load_bytes(
     *,
     dtype: str = "float32",
     max_expanded: int = DEFAULT_MAX_EXPANDED,
+    raw: RawLayout | None = None,
     _depth: int = 0,
 ) -> TriMesh:
-    """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`."""
+    """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`.
+
+    Volumes (``.npy``, NRRD, and ``.raw`` laid out as ``raw`` says) come back as the faceless
+    mesh that carries a volume to ``marching_cubes`` (:mod:`.volumes`)."""
     if not data:
         raise MeshError("file is empty", code="mesh.empty")
     kind = sniff(data)
     ext = _ext(filename)
+    if ext == "raw" and kind not in ("gz", "zip"):
+        mesh = volumes.read_raw(data, raw)
+        mesh.source = filename or None
+        return mesh
     if kind in ("gz", "zip"):
         if _depth >= MAX_ARCHIVE_DEPTH:
             raise FormatError(
@@ -126,6 +137,7 @@ def load_bytes(
                 inner,
                 dtype=dtype,
                 max_expanded=max_expanded,
+                raw=raw,
                 _depth=_depth + 1,
             )
         else:
@@ -141,6 +153,17 @@ def load_bytes(
                 detected="npy",
             )
         mesh = read_volume(data)
+        mesh.source = filename or None
+        return mesh
+    if kind == "nrrd":
+        if ext not in ("nrrd", ""):
+            raise FormatError(
+                f"file named .{ext} holds an NRRD volume",
+                code="format.mismatch",
+                extension=ext,
+                detected="nrrd",
+            )
+        mesh = volumes.read_nrrd(data, max_expanded)
         mesh.source = filename or None
         return mesh
     if kind is None and ext == "stl":
@@ -168,39 +191,9 @@ def load_bytes(
     return mesh
 
 
-#: largest volume side accepted from an upload (marching_cubes' own fields go to 512)
-MAX_VOLUME_SIDE = 1024
-
-
 def read_volume(data: bytes) -> TriMesh:
-    """A scalar volume from ``.npy`` bytes (a 3-D numeric array, ``S[i, j, k]``), as the faceless
-    one-vertex mesh that carries volumes through the pipeline (see
-    :func:`workers.engine.marching_cubes.volume_mesh`): only a source step can use it."""
-    from ..marching_cubes import volume_mesh
-
-    try:
-        a = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise FormatError(
-            "not a readable .npy array", code="format.invalid", reason=str(exc)
-        ) from None
-    if a.ndim != 3 or a.dtype.kind not in "biuf":
-        raise FormatError(
-            "a volume must be a 3-D numeric array",
-            code="format.bad_volume",
-            shape=list(a.shape),
-            dtype=str(a.dtype),
-        )
-    if min(a.shape) < 2 or max(a.shape) > MAX_VOLUME_SIDE:
-        raise FormatError(
-            f"each side of a volume must hold 2 to {MAX_VOLUME_SIDE} samples",
-            code="format.bad_volume",
-            shape=list(a.shape),
-        )
-    a = np.ascontiguousarray(a, dtype=np.float64 if a.dtype == np.float64 else np.float32)
-    if not bool(np.isfinite(a).all()):
-        raise FormatError("volume samples must be finite", code="format.bad_volume")
-    return volume_mesh(a)
+    """A scalar volume from ``.npy`` bytes (see :mod:`.volumes`)."""
+    return volumes.read_npy(data)
 
 
 def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: int) -> TriMesh:
