@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tessera.cli import add_commands, parse_op
+from tessera.cli import TRIANGULATE_HELP, add_commands, parse_op
 
 __all__ = ["build_parser", "main", "parse_op"]
 
@@ -270,7 +270,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             t1 = time.perf_counter()
             result = mesh.run(steps, device=args.device)
         t2 = time.perf_counter()
-        result.mesh.save(args.output, attributes=args.attribute or None)
+        result.mesh.save(
+            args.output, attributes=args.attribute or None, polygons=not args.triangulate
+        )
         written = save_artifacts(result.artifacts, args.output)
         t3 = time.perf_counter()
     except EngineError as exc:
@@ -333,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--attribute", action="append", metavar="NAME", help="attribute to write (default: all)"
     )
+    run.add_argument("--triangulate", action="store_true", help=TRIANGULATE_HELP)
     run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(fn=cmd_run)

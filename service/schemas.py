@@ -30,6 +30,14 @@ class OutputSpec(BaseModel):
         description="Attributes to write into the result; all of them when omitted. Each must be "
         "produced by the pipeline (or present in the input) and fit the format.",
     )
+    polygons: bool = Field(
+        True,
+        description="Write the quads of Catmull-Clark subdivision (face attribute quad_id) and "
+        "the polygons of dual_mesh (polygon_id) as polygons in OBJ, PLY and OFF; the triangles "
+        "that only triangulate a polygon are merged and a dual polygon's centre vertex is left "
+        "out. false: write the triangles the engine holds, as STL, GLB and NPZ always do. A "
+        "mesh where some group is not one simple polygon is written as triangles.",
+    )
     matrix_format: MatrixFormat = Field(
         "npz",
         description="File format of matrix artifacts (e.g. from laplacian_matrix): SciPy "

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from workers.engine.errors import SpecError
-from workers.engine.io import OUTPUT_HOLDS, format_can_hold, load_bytes
+from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes
 from workers.engine.mesh import TriMesh
 from workers.engine.ops import OPS
 from workers.engine.pipeline import starts_with_source
@@ -82,7 +82,18 @@ def body_hash(spec_text: str, files: list[tuple[str, bytes]]) -> str:
     return h.hexdigest()
 
 
-def load_files(files: list[tuple[str, bytes]], max_expanded: int) -> TriMesh:
+def raw_layout(spec: JobCreate) -> RawLayout | None:
+    """How an uploaded ``.raw`` volume is laid out: the first step's volume field says."""
+    if not spec.pipeline:
+        return None
+    field = getattr(spec.pipeline[0], "field", None)
+    layout = getattr(field, "raw_layout", None)
+    return layout() if callable(layout) else None
+
+
+def load_files(
+    files: list[tuple[str, bytes]], max_expanded: int, raw: RawLayout | None = None
+) -> TriMesh:
     """One mesh from the uploaded files: the file itself, or all of them side by side."""
     if len(files) > MAX_FILES:
         raise ProblemError(
@@ -92,7 +103,7 @@ def load_files(files: list[tuple[str, bytes]], max_expanded: int) -> TriMesh:
             files=len(files),
             limit=MAX_FILES,
         )
-    meshes = [load_bytes(data, name, max_expanded=max_expanded) for name, data in files]
+    meshes = [load_bytes(data, name, max_expanded=max_expanded, raw=raw) for name, data in files]
     if len(meshes) > 1 and any(m.n_faces == 0 for m in meshes):
         raise ProblemError(
             422, "upload.volume_alone", "a volume (.npy) must be the job's only file"
@@ -155,7 +166,7 @@ def accept(
         )
     t = time.perf_counter()
     if files:
-        mesh = load_files(files, max_expanded)
+        mesh = load_files(files, max_expanded, raw_layout(spec))
         if mesh.n_faces == 0 and not starts_with_source(spec.pipeline):
             raise ProblemError(
                 422,

@@ -31,7 +31,11 @@ from .client import AsyncClient
 # what the engine reads (MESH_FORMATS, plus archives) and writes (OUTPUT_FORMATS); a test keeps
 # these equal to the engine's lists without the client importing the engine
 INPUT_SUFFIXES = (".obj", ".ply", ".stl", ".off", ".glb", ".gltf", ".npz", ".zip", ".gz")
-OUTPUT_FORMATS = ("ply", "obj", "stl", "glb", "npz")
+OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
+TRIANGULATE_HELP = (
+    "write Catmull-Clark quads and dual polygons as triangles (OBJ, PLY and OFF write polygons "
+    "by default)"
+)
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -289,6 +293,8 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     out = dict(spec.get("output") or {})
     if getattr(args, "attribute", None):
         out["attributes"] = args.attribute
+    if getattr(args, "triangulate", False):
+        out["polygons"] = False
     return build_spec(
         (spec.get("pipeline", []) + steps) if steps or "pipeline" in spec else None,
         spec=spec,
@@ -379,6 +385,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default=None, help="the service (default $TESSERA_URL or :8000)")
     p.add_argument("--api-key", default=None, help="API key (default $TESSERA_API_KEY)")
     p.add_argument("--format", choices=OUTPUT_FORMATS, help="result format (default ply)")
+    p.add_argument("--triangulate", action="store_true", help=TRIANGULATE_HELP)
     p.add_argument(
         "--attribute", action="append", metavar="NAME", help="attribute to write (default: all)"
     )

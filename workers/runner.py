@@ -26,6 +26,7 @@ Progress = Callable[[float, str], None]
 MEDIA_TYPES = {
     "ply": "application/x-ply",
     "obj": "model/obj",
+    "off": "application/x-off",
     "stl": "model/stl",
     "glb": "model/gltf-binary",
     "npz": "application/x-npz",
@@ -98,7 +99,7 @@ def execute(
     output = spec.get("output") or {}
     fmt = output.get("format", "ply")
     t = time.perf_counter()
-    data = serialize(out, fmt, output.get("attributes"))
+    data = serialize(out, fmt, output.get("attributes"), polygons=output.get("polygons", True))
     timings["serialize"] = time.perf_counter() - t
 
     report(0.95, "store")

@@ -70,6 +70,17 @@ def test_run_writes_ply_with_attributes(tmp_path):
     )
 
 
+def test_run_writes_quads_unless_asked_to_triangulate(tmp_path):
+    out = tmp_path / "cc.off"
+    for flags, corners, faces in (([], 4, 36), (["--triangulate"], 3, 72)):
+        cmd = ("run", str(mesh_path("rx-cube.obj")), "--op", "subdivide:scheme=catmull_clark")
+        r = tessera(*cmd, "-o", str(out), *flags)
+        assert r.returncode == 0, r.stderr
+        lines = out.read_bytes().splitlines()
+        assert lines[1].split()[1] == str(faces).encode()
+        assert all(ln.split()[0] == str(corners).encode() for ln in lines[-faces:])
+
+
 def test_run_without_input_from_a_source_step(tmp_path):
     out = tmp_path / "sphere.ply"
     mc = 'marching_cubes:field={"resolution":24},isovalue=0.6'

@@ -90,10 +90,10 @@ def test_bunny_weld_normals_curvature_round_trip(client, workers):
     assert k.sum() == pytest.approx(2 * np.pi * -3, abs=1e-3)
 
 
-@pytest.mark.parametrize("fmt", ["obj", "stl", "glb", "npz"])
+@pytest.mark.parametrize("fmt", ["obj", "off", "stl", "glb", "npz"])
 def test_every_output_format_reloads(client, workers, fmt):
     workers.start("w1")
-    attrs = {"obj": ["vertex_normals"], "stl": [], "glb": ["vertex_normals"], "npz": None}[fmt]
+    attrs = {"obj": ["vertex_normals"], "off": [], "stl": [], "glb": ["vertex_normals"]}.get(fmt)
     r = submit(client, "rx-sphere3.obj", spec("vertex_normals", fmt=fmt, attributes=attrs))
     job = wait(client, r.json()["url"])
     assert job["state"] == "succeeded", job
@@ -112,6 +112,26 @@ def test_every_output_format_reloads(client, workers, fmt):
         n = int.from_bytes(data[12:16], "little")
         gltf = json.loads(data[20 : 20 + n])
         assert "NORMAL" in gltf["meshes"][0]["primitives"][0]["attributes"]
+
+
+def test_catmull_clark_job_downloads_quads(client, workers):
+    workers.start("w1")
+    cc = {"op": "subdivide", "scheme": "catmull_clark"}
+    quads = submit(client, "rx-cube.obj", spec(cc, fmt="obj")).json()
+    pipeline = [cc]
+    tris = json.dumps({"pipeline": pipeline, "output": {"format": "obj", "polygons": False}})
+    tris = submit(client, "rx-cube.obj", tris).json()
+    lines = {}
+    for name, job in (("quads", quads), ("tris", tris)):
+        job = wait(client, job["url"])
+        assert job["state"] == "succeeded", job
+        assert job["spec"]["output"]["polygons"] is (name == "quads")
+        res = client.get(job["result"]["url"])
+        assert res.headers["content-type"].startswith("model/obj")
+        lines[name] = [ln.split() for ln in res.content.splitlines() if ln.startswith(b"f ")]
+    # the cube's 12 triangles make 36 quads, held as 72 triangles
+    assert len(lines["quads"]) == 36 and all(len(f) == 5 for f in lines["quads"])
+    assert len(lines["tris"]) == 72 and all(len(f) == 4 for f in lines["tris"])
 
 
 def test_marching_cubes_job_needs_no_upload(client, workers):
@@ -146,6 +166,46 @@ def test_uploaded_volume_job(client, workers):
     job = wait(client, r.json()["url"])
     assert job["state"] == "succeeded", job
     assert job["stats_after"]["closed"] and job["stats_after"]["genus"] == 0
+
+
+def test_uploaded_nrrd_and_raw_volume_jobs(client, workers):
+    from tests.workers.engine.io.test_volumes import N, S, nrrd
+
+    mc = {"op": "marching_cubes", "field": {"type": "volume"}, "isovalue": 0.6}
+    raw_field = {"type": "volume", "shape": [N, N, N], "dtype": "float32", "order": "F"}
+    raw_mc = {**mc, "field": raw_field}
+    # the raw size is checked at submission, before anything is stored
+    r = client.post(
+        "/v1/jobs",
+        files={"mesh": ("s.raw", S.tobytes(order="F")[:-4])},
+        data={"spec": spec(raw_mc)},
+    )
+    assert_problem(r, 422, "format.raw_size_mismatch")
+    r = client.post(
+        "/v1/jobs", files={"mesh": ("s.raw", S.tobytes(order="F"))}, data={"spec": spec(mc)}
+    )
+    assert_problem(r, 422, "format.raw_needs_layout")
+    r = client.post(
+        "/v1/jobs",
+        files={"mesh": ("s.nrrd", nrrd(extra="data file: s.raw"))},
+        data={"spec": spec(mc)},
+    )
+    assert_problem(r, 422, "format.nrrd_detached")
+    workers.start("w1")
+    uploads = [(("s.nrrd", nrrd(encoding="gzip")), mc), (("s.raw", S.tobytes(order="F")), raw_mc)]
+    jobs = [client.post("/v1/jobs", files={"mesh": f}, data={"spec": spec(m)}) for f, m in uploads]
+    done = []
+    for r in jobs:
+        assert r.status_code == 202, r.text
+        job = wait(client, r.json()["url"])
+        assert job["state"] == "succeeded", job
+        done.append(load_bytes(client.get(job["result"]["url"]).content, "r.ply"))
+    assert done[0].n_faces == done[1].n_faces > 100
+    # NRRD places the samples by its header; the raw job, told nothing, at unit spacing
+    scale = (done[1].V.max(axis=0) - done[1].V.min(axis=0)) / (
+        done[0].V.max(axis=0) - done[0].V.min(axis=0)
+    )
+    np.testing.assert_allclose(scale, (N - 1) / 2, rtol=1e-4)
 
 
 def test_result_before_success_is_409(client):

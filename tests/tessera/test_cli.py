@@ -72,6 +72,15 @@ def test_client_lists_match_the_engine():
 
 
 @pytest.mark.slow
+def test_triangulate_flag_asks_for_triangles():
+    from service.cli import build_parser
+    from tessera.cli import _spec
+
+    for argv, polygons in (([], None), (["--triangulate"], False)):
+        args = build_parser().parse_args(["submit", "m.obj", "--op", "subdivide", *argv])
+        assert (_spec(args).get("output") or {}).get("polygons") == polygons
+
+
 def test_submit_one_file(service, tmp_path):
     out = tmp_path / "cube.obj"
     r = tessera(

@@ -256,13 +256,16 @@ def sphere_distance(
     return S, (-1.0, -1.0, -1.0), (h, h, h)
 
 
-def volume_mesh(S: Any) -> TriMesh:
+def volume_mesh(S: Any, origin: Any = None, spacing: Any = None) -> TriMesh:
     """An uploaded volume as the pipeline carries it: a faceless mesh of one vertex whose
     ``volume`` attribute is the grid (shape ``(1, nx, ny, nz)``), so that it is stored, queued
-    and moved between backends like any mesh. Only a source step reads it."""
+    and moved between backends like any mesh. Only a source step reads it. When the file gave
+    them (NRRD), ``volume_origin`` and ``volume_spacing`` (``(1, 3)`` float64) say where the
+    samples lie."""
     xp = xp_for(array_backend(S))
-    return TriMesh(
-        xp.zeros((1, 3), dtype=xp.float32),
-        xp.zeros((0, 3), dtype=xp.int32),
-        {"volume": S[None]},
-    )
+    attrs = {"volume": S[None]}
+    if origin is not None:
+        attrs["volume_origin"] = xp.asarray(origin, dtype=xp.float64).reshape(1, 3)
+    if spacing is not None:
+        attrs["volume_spacing"] = xp.asarray(spacing, dtype=xp.float64).reshape(1, 3)
+    return TriMesh(xp.zeros((1, 3), dtype=xp.float32), xp.zeros((0, 3), dtype=xp.int32), attrs)

@@ -271,12 +271,17 @@ class TriMesh:
         return load_path(path, dtype=dtype)
 
     def save(
-        self, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        attributes: Iterable[str] | None = None,
+        polygons: bool = True,
     ) -> None:
-        """Write the mesh; the format is taken from the file name's extension."""
+        """Write the mesh; the format is taken from the file name's extension. OBJ, PLY and OFF
+        write Catmull-Clark quads and dual polygons as polygons unless ``polygons`` is False."""
         from .io import save_path
 
-        save_path(self, path, attributes=attributes)
+        save_path(self, path, attributes=attributes, polygons=polygons)
 
     def run(self, pipeline: Iterable[Any], *, device: str = "auto") -> PipelineResult:
         """Run operations in order, e.g. ``mesh.run(["weld", ("vertex_normals", {"weighting":

@@ -50,7 +50,7 @@ def _same_mesh(a: TriMesh, b: TriMesh) -> None:
 
 
 # ------------------------------------------------------------------------------ round trips
-@pytest.mark.parametrize("fmt", ["ply", "obj", "glb", "npz"])
+@pytest.mark.parametrize("fmt", ["ply", "obj", "off", "glb", "npz"])
 def test_round_trip_keeps_positions_and_faces(rich: TriMesh, fmt: str) -> None:
     data = serialize(rich, fmt)
     assert sniff(data) == ("zip" if fmt == "npz" else fmt)
@@ -81,6 +81,7 @@ def test_stl_round_trip_is_a_soup(rich: TriMesh) -> None:
         ("npz", ["vertex_normals", "gaussian_curvature"], ["face_normals"]),
         ("glb", ["vertex_normals", "gaussian_curvature"], []),
         ("obj", ["vertex_normals"], []),
+        ("off", [], []),
         ("stl", [], []),
     ],
 )
@@ -205,7 +206,7 @@ def test_selected_attributes_only(rich: TriMesh) -> None:
         ("obj", ["gaussian_curvature"], "spec.attribute_not_supported"),  # OBJ holds normals only
         ("stl", ["vertex_normals"], "spec.attribute_not_supported"),  # STL holds nothing
         ("glb", ["face_normals"], "spec.attribute_not_supported"),  # GLB holds vertex attributes
-        ("off", None, "spec.unknown_format"),  # readable but not an output format
+        ("off", ["vertex_normals"], "spec.attribute_not_supported"),  # OFF holds nothing
         ("vtk", None, "spec.unknown_format"),  # neither
     ],
 )
@@ -816,8 +817,9 @@ def test_binary_ply_is_read_as_trimesh_reads_it(data: bytes) -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        _binary_ply(XYZ, k=[3, 4, 3, 3, 3]),  # polygons of several sizes
-        _binary_ply(XYZ, k=[4, 3, 3, 3, 3]),
+        _binary_ply(XYZ, k=[3, 4, 3, 3, 3], face_first=True),  # several sizes, faces first
+        _binary_ply(XYZ, k=[4, 3, 5, 3, 3])[:-1],  # several sizes, a byte short
+        _binary_ply(XYZ, k=[4, 3, 5, 3, 3]) + b"\x00",  # several sizes, a byte over
         _binary_ply(XYZ)[:-1],  # a byte short
         _binary_ply(XYZ) + b"\x00",  # a byte over
         _binary_ply(XYZ).replace(b"end_header", b"element edge 0\nend_header"),
@@ -830,6 +832,36 @@ def test_binary_ply_of_other_shapes_goes_to_trimesh(data: bytes) -> None:
 
     expect_fast = b"comment" not in data
     assert (ply.read_binary(data) is not None) == expect_fast
+
+
+@pytest.mark.parametrize(
+    ("ks", "kw"),
+    [
+        ([3, 4, 3, 3, 3], {}),
+        ([4, 3, 7, 3, 5], {"big": True, "count": "int", "index": "ushort"}),
+        ([6, 3, 3, 4, 3], {"face": NORMALS, "count": "ushort"}),
+    ],
+)
+def test_binary_ply_polygons_of_several_sizes_are_fanned(ks: list[int], kw: Any) -> None:
+    # trimesh cannot read these (its binary reader needs one row size): read by us
+    from workers.engine.io import ply
+
+    data = _binary_ply(XYZ, k=ks, **kw)
+    body = data[data.index(b"end_header\n") + len(b"end_header\n") :]
+    e = ">" if kw.get("big") else "<"
+    c = np.dtype(e + _PLY_TYPES[kw.get("count", "uchar")])
+    i = np.dtype(e + _PLY_TYPES[kw.get("index", "int")])
+    rest = sum(np.dtype(_PLY_TYPES[t]).itemsize for t, _ in kw.get("face", [("int", "r")]))
+    at, expected = 7 * 3 * 4, []
+    for k in ks:  # the reference: one row at a time
+        assert int(np.frombuffer(body, c, 1, at)[0]) == k
+        idx = np.frombuffer(body, i, k, at + c.itemsize).astype(np.int64)
+        expected += [[idx[0], idx[j], idx[j + 1]] for j in range(1, k - 1)]
+        at += c.itemsize + k * i.itemsize + rest
+    assert ply.read_binary(data) is not None
+    mesh = load_bytes(data, "x.ply")
+    np.testing.assert_array_equal(mesh.F, np.array(expected))
+    assert mesh.n_vertices == 7 and mesh.face_attrs == {}
 
 
 def test_ply_rows_are_packed_as_the_header_says(rich: TriMesh) -> None:

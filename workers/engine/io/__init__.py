@@ -8,8 +8,11 @@ buffer NumPy views (``ply.py``, ``stl.py``, ``glb.py``); the rest by trimesh aft
 checks.
 
 Outputs, all written by us: binary PLY (attributes as properties), OBJ (vertex normals as ``vn``),
-binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as
-``_name`` accessors), NPZ (every array).
+OFF (no attributes), binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other
+vertex attributes as ``_name`` accessors), NPZ (every array). OBJ, PLY and OFF write the quads of
+Catmull-Clark and the polygons of the dual mesh as polygons, rebuilt from the triangles' ``quad_id``
+or ``polygon_id`` (``polygons.py``); the other formats, and these when asked to triangulate,
+write the triangles the engine holds.
 """
 
 from __future__ import annotations
@@ -26,18 +29,24 @@ import numpy as np
 
 from ..errors import FormatError, MeshError, SpecError
 from ..mesh import TriMesh
-from . import glb, ply, stl
+from . import glb, ply, stl, volumes
 from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
+from .off import read_off, write_off
+from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
+from .volumes import RawLayout as RawLayout
 
 MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
-OUTPUT_FORMATS = ("ply", "obj", "stl", "glb", "npz")
+OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
+#: output formats that hold polygons (the others are written as triangles)
+POLYGON_FORMATS = ("ply", "obj", "off")
 #: which attributes each output format can hold
 OUTPUT_HOLDS: dict[str, str] = {
     "ply": "every vertex and face attribute",
     "npz": "every vertex and face attribute",
     "glb": "vertex attributes",
     "obj": "vertex_normals only",
+    "off": "no attributes",
     "stl": "no attributes",
 }
 DEFAULT_MAX_EXPANDED = 2 << 30
@@ -65,6 +74,8 @@ def sniff(data: bytes) -> str | None:
         return "gz"
     if head[:6] == b"\x93NUMPY":
         return "npy"  # a scalar volume for marching_cubes, not a mesh
+    if volumes.is_nrrd(head):
+        return "nrrd"  # a volume too
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         return "zip"  # also NPZ: told apart by its members
     if head[:3] == b"ply":
@@ -99,13 +110,21 @@ def load_bytes(
     *,
     dtype: str = "float32",
     max_expanded: int = DEFAULT_MAX_EXPANDED,
+    raw: RawLayout | None = None,
     _depth: int = 0,
 ) -> TriMesh:
-    """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`."""
+    """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`.
+
+    Volumes (``.npy``, NRRD, and ``.raw`` laid out as ``raw`` says) come back as the faceless
+    mesh that carries a volume to ``marching_cubes`` (:mod:`.volumes`)."""
     if not data:
         raise MeshError("file is empty", code="mesh.empty")
     kind = sniff(data)
     ext = _ext(filename)
+    if ext == "raw" and kind not in ("gz", "zip"):
+        mesh = volumes.read_raw(data, raw)
+        mesh.source = filename or None
+        return mesh
     if kind in ("gz", "zip"):
         if _depth >= MAX_ARCHIVE_DEPTH:
             raise FormatError(
@@ -118,6 +137,7 @@ def load_bytes(
                 inner,
                 dtype=dtype,
                 max_expanded=max_expanded,
+                raw=raw,
                 _depth=_depth + 1,
             )
         else:
@@ -133,6 +153,17 @@ def load_bytes(
                 detected="npy",
             )
         mesh = read_volume(data)
+        mesh.source = filename or None
+        return mesh
+    if kind == "nrrd":
+        if ext not in ("nrrd", ""):
+            raise FormatError(
+                f"file named .{ext} holds an NRRD volume",
+                code="format.mismatch",
+                extension=ext,
+                detected="nrrd",
+            )
+        mesh = volumes.read_nrrd(data, max_expanded)
         mesh.source = filename or None
         return mesh
     if kind is None and ext == "stl":
@@ -160,39 +191,9 @@ def load_bytes(
     return mesh
 
 
-#: largest volume side accepted from an upload (marching_cubes' own fields go to 512)
-MAX_VOLUME_SIDE = 1024
-
-
 def read_volume(data: bytes) -> TriMesh:
-    """A scalar volume from ``.npy`` bytes (a 3-D numeric array, ``S[i, j, k]``), as the faceless
-    one-vertex mesh that carries volumes through the pipeline (see
-    :func:`workers.engine.marching_cubes.volume_mesh`): only a source step can use it."""
-    from ..marching_cubes import volume_mesh
-
-    try:
-        a = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise FormatError(
-            "not a readable .npy array", code="format.invalid", reason=str(exc)
-        ) from None
-    if a.ndim != 3 or a.dtype.kind not in "biuf":
-        raise FormatError(
-            "a volume must be a 3-D numeric array",
-            code="format.bad_volume",
-            shape=list(a.shape),
-            dtype=str(a.dtype),
-        )
-    if min(a.shape) < 2 or max(a.shape) > MAX_VOLUME_SIDE:
-        raise FormatError(
-            f"each side of a volume must hold 2 to {MAX_VOLUME_SIDE} samples",
-            code="format.bad_volume",
-            shape=list(a.shape),
-        )
-    a = np.ascontiguousarray(a, dtype=np.float64 if a.dtype == np.float64 else np.float32)
-    if not bool(np.isfinite(a).all()):
-        raise FormatError("volume samples must be finite", code="format.bad_volume")
-    return volume_mesh(a)
+    """A scalar volume from ``.npy`` bytes (see :mod:`.volumes`)."""
+    return volumes.read_npy(data)
 
 
 def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: int) -> TriMesh:
@@ -280,6 +281,10 @@ def _parse(
             return TriMesh.from_arrays(
                 p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
             )
+    if kind == "off":
+        o = read_off(data)
+        if o is not None:
+            return TriMesh.from_arrays(o[0], o[1], dtype=dtype)
     if kind == "glb":
         g = glb.read_simple(data)
         if g is not None:
@@ -443,8 +448,13 @@ def select_attributes(
     return va, fa
 
 
-def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) -> bytes:
-    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`)."""
+def serialize(
+    mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
+) -> bytes:
+    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`). With ``polygons``, the
+    formats of :data:`POLYGON_FORMATS` write the polygons the triangles' ``quad_id`` or
+    ``polygon_id`` describe (see :func:`mesh_polygons`); otherwise, and for the other formats,
+    the triangles."""
     from ..backend import to_numpy
 
     if fmt not in OUTPUT_FORMATS:
@@ -467,6 +477,19 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
                     holds=OUTPUT_HOLDS[fmt],
                 )
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
+    if poly is not None:
+        V = V[poly.vertices]
+        va = {k: v[poly.vertices] for k, v in va.items()}
+        fa = {k: v[poly.first_face] for k, v in fa.items()}
+        if fmt == "off":
+            return write_off(V, poly.corners, poly.offsets)
+        if fmt == "obj":
+            return write_obj(V, poly.corners, va.get("vertex_normals"), offsets=poly.offsets)
+        return ply.write_ply(V, poly.corners, va, fa, offsets=poly.offsets)
+    if fmt == "off":
+        tri = triangles_as_polygons(F, V.shape[0])
+        return write_off(V, tri.corners, tri.offsets)
     if fmt == "ply":
         return ply.write_ply(V, F, va, fa)
     if fmt == "obj":
@@ -494,6 +517,20 @@ def serialize(mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None) 
     return glb.write_glb(V, F, normals, colors, va)
 
 
+def mesh_polygons(mesh: TriMesh) -> Polygons | None:
+    """The polygons the mesh's triangles form according to its face attribute ``quad_id`` (from
+    ``subdivide`` with ``catmull_clark``) or else ``polygon_id`` (from ``dual_mesh``), or None:
+    no such attribute, or some group is not one triangulated simple polygon, and then the whole
+    mesh is written as triangles (see :mod:`.polygons`)."""
+    from ..backend import to_numpy
+
+    for name in GROUP_ATTRIBUTES:
+        if name in mesh.face_attrs:
+            group = to_numpy(mesh.face_attrs[name])
+            return group_polygons(to_numpy(mesh.F), group, mesh.n_vertices)
+    return None
+
+
 def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:
     """Whether glTF has an accessor type for per-vertex values of this shape."""
     if name == "vertex_normals":
@@ -504,9 +541,13 @@ def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:
 
 
 def save_path(
-    mesh: TriMesh, path: str | os.PathLike[str], *, attributes: Iterable[str] | None = None
+    mesh: TriMesh,
+    path: str | os.PathLike[str],
+    *,
+    attributes: Iterable[str] | None = None,
+    polygons: bool = True,
 ) -> None:
     fmt = _ext(os.fspath(path))
-    data = serialize(mesh, fmt, attributes)
+    data = serialize(mesh, fmt, attributes, polygons=polygons)
     with open(path, "wb") as fh:
         fh.write(data)

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import FormatError, MeshError
 from ._obj_scan import Scan, scan_arrays
 from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
+from .polygons import fan
 
 _ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
@@ -45,7 +46,7 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     N = None
     if scan.normals is not None and scan.normals.shape[0] and idx.shape[0]:
         N = _vertex_normals(scan, idx, V.shape[0])
-    return V, _fan(idx, scan.k), N
+    return V, fan(idx, scan.k), N
 
 
 def _scan_lines(data: bytes) -> Scan:
@@ -148,21 +149,6 @@ def _corner_indices(
     return idx
 
 
-def _fan(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Triangles of the polygons with ``k`` corners each, corners flattened in ``idx``."""
-    if k.shape[0] == 0:
-        return np.zeros((0, 3), dtype=np.int64)
-    if bool((k == 3).all()):
-        return idx.reshape(-1, 3)
-    # fan polygons: (c0, c_i, c_i+1) for i = 1 .. k-2
-    start = np.cumsum(k) - k
-    ntri = k - 2
-    line = np.repeat(np.arange(k.shape[0]), ntri)
-    i = np.arange(int(ntri.sum())) - np.repeat(np.cumsum(ntri) - ntri, ntri) + 1
-    s = start[line]
-    return np.stack([idx[s], idx[s + i], idx[s + i + 1]], axis=1)
-
-
 def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray | None:
     """One normal per vertex from the corners' ``vn`` references, or None when some corner has
     none, a reference or a ``vn`` line is malformed, or the corners of one vertex disagree."""
@@ -190,19 +176,32 @@ def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray 
     return out.astype(np.float32)
 
 
-def write_obj(V: np.ndarray, F: np.ndarray, normals: Any | None = None) -> bytes:
+def write_obj(
+    V: np.ndarray,
+    F: np.ndarray,
+    normals: Any | None = None,
+    offsets: np.ndarray | None = None,
+) -> bytes:
     """OBJ text with ``v`` lines, ``vn`` lines when normals are given (one per vertex, so faces
-    read ``f a//a b//b c//c``), and 1-based faces. Numbers are written as ``"%.9g"`` writes
-    them, formatted a block of rows at a time (see ``_text.py``)."""
-    parts = _number_lines(b"v", np.asarray(V))
+    read ``f a//a b//b c//c``), and 1-based faces: the triangles ``F (m, 3)``, or with
+    ``offsets (n + 1,)`` the polygons ``F[offsets[p]:offsets[p + 1]]`` of the flat corner array
+    ``F``. Numbers are written as ``"%.9g"`` writes them, formatted a block of rows at a time
+    (see ``_text.py``)."""
+    parts = number_lines(b"v", np.asarray(V))
     if normals is not None:
-        parts += _number_lines(b"vn", np.asarray(normals))
-    parts += _face_lines(np.asarray(F), with_normals=normals is not None)
+        parts += number_lines(b"vn", np.asarray(normals))
+    if offsets is None:
+        parts += _face_lines(np.asarray(F), with_normals=normals is not None)
+    else:
+        parts += polygon_lines(
+            np.asarray(offsets), np.asarray(F), lead=b"f", base=1, with_normals=normals is not None
+        )
     return b"".join([b"# written by tessera\n", *(p.data for p in parts)])
 
 
-def _number_lines(tag: bytes, a: np.ndarray) -> list[np.ndarray]:
-    """``tag x y z`` lines, one per row of ``a``, in blocks of text."""
+def number_lines(tag: bytes, a: np.ndarray) -> list[np.ndarray]:
+    """``tag x y z`` lines (``x y z`` when ``tag`` is empty), one per row of ``a``, in blocks of
+    text."""
     if a.shape[0] == 0:
         return []
     a = a.reshape(a.shape[0], -1)
@@ -214,7 +213,7 @@ def _number_lines(tag: bytes, a: np.ndarray) -> list[np.ndarray]:
         rows[:, : len(tag)] = np.frombuffer(tag, dtype=np.uint8)
         for j in range(a.shape[1]):
             at = len(tag) + j * (1 + NUMBER_WIDTH)
-            rows[:, at] = ord(" ")
+            rows[:, at] = ord(" ") if tag or j else 0  # 0 bytes are left out
             format_g9(block[:, j], rows[:, at + 1 : at + 1 + NUMBER_WIDTH])
         rows[:, -1] = ord("\n")
         out.append(compact_rows(rows))
@@ -249,6 +248,67 @@ def _face_lines(F: np.ndarray, with_normals: bool) -> list[np.ndarray]:
         rows[:, -1] = ord("\n")
         out.append(compact_rows(rows))
     return out
+
+
+def polygon_lines(
+    offsets: np.ndarray,
+    corners: np.ndarray,
+    *,
+    lead: bytes | None,
+    base: int,
+    with_normals: bool = False,
+) -> list[np.ndarray]:
+    """One line per polygon, ``lead i j k ...`` (OBJ: ``f``, 1-based) or, when ``lead`` is None,
+    the corner count first (OFF: ``4 i j k l``, 0-based): ``i = corner + base``, ``i//i`` with
+    normals. Polygons ``p`` have the corners ``corners[offsets[p]:offsets[p + 1]]``.
+
+    Polygons differ in size, so the text is built a corner at a time: each corner is one row
+    holding `` i``, its polygon's lead only in the polygon's first row and the line feed only in
+    its last, unused bytes 0 (dropped when the rows are compacted). Memory and time are linear
+    in the corner count whatever the sizes."""
+    sizes = np.diff(offsets)
+    n_corners = int(corners.shape[0])
+    if n_corners == 0:
+        return []
+    first = np.zeros(n_corners, dtype=bool)
+    first[offsets[:-1][sizes > 0]] = True
+    last = np.zeros(n_corners, dtype=bool)
+    last[offsets[1:][sizes > 0] - 1] = True
+    table, idx = _index_tokens(corners.astype(np.int64) + base)
+    token = 8 * table.shape[1]
+    if lead is None:
+        lead_table = _tokens(sizes.astype(np.int64)).view(np.uint8)
+        polygon = np.repeat(np.arange(sizes.shape[0]), sizes)
+    else:
+        lead_table = np.frombuffer(lead, dtype=np.uint8)[None, :]
+        polygon = np.zeros(n_corners, dtype=np.int64)
+    lw = lead_table.shape[1]
+    corner = 1 + token + (2 + token if with_normals else 0)
+    width = lw + corner + 1
+    out = []
+    for s in range(0, n_corners, _ROWS):
+        tokens = np.take(table, idx[s : s + _ROWS], axis=0)  # (c, words)
+        rows = np.zeros((tokens.shape[0], width), dtype=np.uint8)
+        starts = np.flatnonzero(first[s : s + _ROWS])
+        rows[starts, :lw] = lead_table[polygon[s + starts]]
+        rows[:, lw] = ord(" ")
+        rows[:, lw + 1 : lw + 1 + token].view(np.uint64)[...] = tokens
+        if with_normals:
+            at = lw + 1 + token
+            rows[:, at : at + 2] = np.frombuffer(b"//", dtype=np.uint8)
+            rows[:, at + 2 : at + 2 + token].view(np.uint64)[...] = tokens
+        rows[last[s : s + _ROWS], -1] = ord("\n")
+        out.append(compact_rows(rows))
+    return out
+
+
+def _index_tokens(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(table, idx)``: the text of every value is ``table[idx]`` (each distinct value in a
+    dense range formatted once, else every value)."""
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo < values.shape[0]:
+        return _tokens(np.arange(lo, hi + 1)), values - lo
+    return _tokens(values), np.arange(values.shape[0])
 
 
 def _tokens(values: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import FormatError
 from . import _records
+from .polygons import fan
 
 _SIZES = {
     "char": 1,
@@ -100,13 +101,20 @@ def write_ply(
     F: np.ndarray,
     vertex_attrs: dict[str, np.ndarray],
     face_attrs: dict[str, np.ndarray],
+    offsets: np.ndarray | None = None,
 ) -> bytes:
-    """Binary little-endian PLY with attributes as properties."""
+    """Binary little-endian PLY with attributes as properties. Faces are the triangles ``F (m,
+    3)``, or with ``offsets (n + 1,)`` the polygons ``F[offsets[p]:offsets[p + 1]]`` of the
+    flat corner array ``F`` (one ``vertex_indices`` list per polygon, its length in a ``uchar``,
+    or an ``int`` when some polygon has more than 255 corners)."""
     vblocks: list[tuple[list[str], np.ndarray]] = [(["x", "y", "z"], V)]
     vblocks += _blocks(vertex_attrs)
     fblocks = _blocks(face_attrs)
     _check_names(vblocks, "vertex", taken=set())
     _check_names(fblocks, "face", taken={"vertex_indices"})
+    sizes = None if offsets is None else np.diff(offsets)
+    count_dt = np.dtype("<i4") if sizes is not None and int(sizes.max(initial=0)) > 255 else None
+    n_faces = F.shape[0] if sizes is None else sizes.shape[0]
     header = [
         "ply",
         "format binary_little_endian 1.0",
@@ -114,16 +122,53 @@ def write_ply(
         f"element vertex {V.shape[0]}",
     ]
     header += [f"property {_ply_type(a)} {n}" for names, a in vblocks for n in names]
-    header += [f"element face {F.shape[0]}", "property list uchar int vertex_indices"]
+    header += [
+        f"element face {n_faces}",
+        f"property list {'uchar' if count_dt is None else 'int'} int vertex_indices",
+    ]
     header += [f"property {_ply_type(a)} {n}" for names, a in fblocks for n in names]
     header.append("end_header")
-    count = np.full((F.shape[0], 1), 3, dtype=np.uint8)
     vertex_rows = _records.pack([_little(a) for _, a in vblocks])
-    face_rows = _records.pack(
-        [count, _little(F.astype(np.int32, copy=False))] + [_little(a) for _, a in fblocks]
-    )
     head = ("\n".join(header) + "\n").encode()
-    return b"".join([head, vertex_rows.data, face_rows.data])
+    if sizes is None:
+        count = np.full((F.shape[0], 1), 3, dtype=np.uint8)
+        face_rows = _records.pack(
+            [count, _little(F.astype(np.int32, copy=False))] + [_little(a) for _, a in fblocks]
+        )
+        return b"".join([head, vertex_rows.data, face_rows.data])
+    rest = _records.pack([_little(a) for _, a in fblocks]) if fblocks else None
+    faces = _polygon_rows(F, sizes, count_dt or np.dtype("u1"), rest)
+    return b"".join([head, vertex_rows.data, faces.data])
+
+
+def _polygon_rows(
+    corners: np.ndarray, sizes: np.ndarray, count_dt: np.dtype, rest: np.ndarray | None
+) -> np.ndarray:
+    """The face element's bytes for polygons of ``sizes`` corners: per polygon its count
+    (``count_dt``), its corners (int32) and its row of ``rest`` (packed properties), rows of
+    varying length placed by scatter (no loop over polygons). Returns uint8 ``(total,)``."""
+    n = sizes.shape[0]
+    c = count_dt.itemsize
+    w = 0 if rest is None else rest.dtype.itemsize
+    length = c + 4 * sizes + w
+    start = np.zeros(n, dtype=np.int64)
+    np.cumsum(length[:-1], out=start[1:])
+    out = np.zeros(int(length.sum()), dtype=np.uint8)
+    counts = sizes.astype(count_dt.newbyteorder("<")).view(np.uint8).reshape(n, c)
+    out[start[:, None] + np.arange(c)] = counts
+    polygon = np.repeat(np.arange(n), sizes)
+    j = np.arange(corners.shape[0]) - np.repeat(start_of(sizes), sizes)
+    at = start[polygon] + c + 4 * j
+    out[at[:, None] + np.arange(4)] = corners.astype("<i4").view(np.uint8).reshape(-1, 4)
+    if rest is not None:
+        tail = start + c + 4 * sizes
+        out[tail[:, None] + np.arange(w)] = rest.view(np.uint8).reshape(n, w)
+    return out
+
+
+def start_of(sizes: np.ndarray) -> np.ndarray:
+    """Where each run of ``sizes`` items starts in the flat array: exclusive cumulative sum."""
+    return np.asarray(np.cumsum(sizes) - sizes, dtype=np.int64)
 
 
 def _little(a: np.ndarray) -> np.ndarray:
@@ -256,10 +301,12 @@ def read_binary(data: bytes) -> BinaryPly | None:
     either order, every list holding the same number ``k >= 3`` of indices, and nothing after the
     last row. Triangles are used as stored; polygons are triangulated as trimesh does (quads as
     ``(0 1 2) (2 3 0)``, all first halves, then all second halves; larger polygons as fans), and
-    their face properties, one per polygon, are left out as on trimesh's path. Properties become
-    attributes as :func:`extra_vertex_properties` and :func:`extra_face_properties` make them on
-    trimesh's path, in native byte order. Call :func:`check_header` first. Returned arrays are
-    copies, never views of ``data``.
+    their face properties, one per polygon, are left out as on trimesh's path. Polygons of
+    several sizes (which trimesh does not read in binary PLY) are read when the face element
+    comes last (see :func:`_read_polygons`), fanned polygon by polygon, properties left out.
+    Properties become attributes as :func:`extra_vertex_properties` and
+    :func:`extra_face_properties` make them on trimesh's path, in native byte order. Call
+    :func:`check_header` first. Returned arrays are copies, never views of ``data``.
     """
     header = _parse_header(data)
     if header is None:
@@ -294,24 +341,32 @@ def read_binary(data: bytes) -> BinaryPly | None:
             row += fields[prop][1].itemsize
         layout[name] = _Element(at, count, row, fields)
         at += count * row
-    if at != len(data):  # trimesh refuses a body of another size, and so do we
-        return None
     vertex, face = layout["vertex"], layout["face"]
     count_at, count_dt = face.props[" count"]
-    if not bool((_records.take(data, face.start, face.rows, face.row, 0, count_dt, 1) == k).all()):
-        return None  # polygons of several sizes: trimesh's path
     index_at, index_dt = face.props[" indices"]
-    idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
-    if not idx.dtype.isnative:
-        idx = idx.astype(idx.dtype.newbyteorder("="))
+    same = at == len(data) and bool(
+        (_records.take(data, face.start, face.rows, face.row, 0, count_dt, 1) == k).all()
+    )
+    if same:
+        idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
+        if not idx.dtype.isnative:
+            idx = idx.astype(idx.dtype.newbyteorder("="))
+    elif elements[-1][0] == "face":
+        # polygons of several sizes: rows of varying length, found by pointer jumping
+        rest = face.row - count_dt.itemsize - k * index_dt.itemsize
+        polys = _read_polygons(data, face.start, face.rows, count_dt, index_dt, rest)
+        if polys is None:
+            return None
+        V = vertex.take(data, ["x", "y", "z"])
+        return BinaryPly(V, fan(*polys), _attributes(data, vertex, skip={"x", "y", "z"}), {})
+    else:
+        return None  # trimesh refuses a body of another size, and so do we
     if k == 3:
         F = idx
     elif k == 4:
         F = np.concatenate([idx[:, [0, 1, 2]], idx[:, [2, 3, 0]]])
     else:
-        fan = np.arange(1, k - 1)
-        corners = np.stack([np.zeros_like(fan), fan, fan + 1], axis=1).ravel()
-        F = idx[:, corners].reshape(-1, 3)
+        F = fan(idx.reshape(-1), np.full(idx.shape[0], k))
     V = vertex.take(data, ["x", "y", "z"])
     va = _attributes(data, vertex, skip={"x", "y", "z"})
     fa: dict[str, np.ndarray] = {}
@@ -319,6 +374,80 @@ def read_binary(data: bytes) -> BinaryPly | None:
         renames = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
         fa = {renames.get(n, n): a for n, a in _attributes(data, face, skip=set()).items()}
     return BinaryPly(V, F, va, fa)
+
+
+#: bytes of a polygon face element searched for row starts at a time (bounds the memory the
+#: search takes to some 30 bytes per byte of window)
+_ROW_WINDOW = 1 << 22
+
+
+def _read_polygons(
+    data: bytes, start: int, rows: int, count_dt: np.dtype, index_dt: np.dtype, rest: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The polygons of a face element that runs from ``start`` to the end of ``data``, its rows
+    ``count, count indices, rest bytes``: ``(corners (n_corners,) int64, sizes (rows,))``, or
+    None when the rows do not end exactly at the end of the data.
+
+    A row's start depends on every count before it. Without a loop over rows: in a window of
+    bytes, every position ``p`` gets the position its row would end at if a row started there
+    (its count read at ``p``), and the chain from the window's first row is followed by pointer
+    doubling (after round ``r`` the first ``2^r`` starts are known); the next window begins where
+    the last row found ends."""
+    c, isz = count_dt.itemsize, index_dt.itemsize
+    body = np.frombuffer(data, dtype=np.uint8, offset=start)
+    size = int(body.shape[0])
+    found: list[np.ndarray] = []
+    at = 0
+    while at < size:
+        window = body[at : at + _ROW_WINDOW + c - 1]
+        n = min(_ROW_WINDOW, size - at)
+        count = _counts_at_every_byte(window, n, count_dt)
+        end = np.arange(n, dtype=np.int64) + c + count * isz + rest  # relative to `at`
+        jump = np.minimum(end, n)  # n: the chain leaves the window
+        jump = np.concatenate([jump, [n]])
+        reached = np.zeros(n + 1, dtype=bool)
+        reached[0] = True
+        while not reached[n]:
+            reached[jump[reached]] = True
+            jump = jump[jump]
+        starts = np.flatnonzero(reached[:n])
+        found.append(starts + at)
+        at += int(end[starts[-1]])
+        if sum(f.shape[0] for f in found) > rows:
+            return None
+    starts = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    if at != size or starts.shape[0] != rows:
+        return None
+    sizes = body[starts].astype(np.int64) if c == 1 else _counts_at(body, starts, count_dt)
+    if bool((sizes < 3).any()):
+        return None
+    n_corners = int(sizes.sum())
+    j = np.arange(n_corners, dtype=np.int64) - np.repeat(start_of(sizes), sizes)
+    corner_at = np.repeat(starts, sizes) + c + isz * j
+    raw = np.ascontiguousarray(body[corner_at[:, None] + np.arange(isz)])
+    corners = raw.view(index_dt).reshape(-1).astype(np.int64)
+    return corners, sizes
+
+
+def _counts_at_every_byte(window: np.ndarray, n: int, count_dt: np.dtype) -> np.ndarray:
+    """The list count a row starting at each of the first ``n`` bytes of ``window`` would have,
+    as int64 (negative counts read as large unsigned ones: they run past the end)."""
+    c = count_dt.itemsize
+    if c == 1:
+        return window[:n].astype(np.int64)
+    padded = np.zeros(n + c - 1, dtype=np.int64)
+    padded[: window.shape[0]] = window
+    little = count_dt.byteorder in ("<", "=", "|")
+    count = np.zeros(n, dtype=np.int64)
+    for byte in range(c):
+        shift = byte if little else c - 1 - byte
+        count |= padded[byte : byte + n] << (8 * shift)
+    return count
+
+
+def _counts_at(body: np.ndarray, starts: np.ndarray, count_dt: np.dtype) -> np.ndarray:
+    raw = np.ascontiguousarray(body[starts[:, None] + np.arange(count_dt.itemsize)])
+    return raw.view(count_dt).reshape(-1).astype(np.int64)
 
 
 def _attributes(data: bytes, element: _Element, skip: set[str]) -> dict[str, np.ndarray]:

@@ -14,9 +14,11 @@ from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
 class Params(OpParams):
     triangulation: Literal["centroid", "fan"] = Field(
         "centroid",
-        description="How each dual polygon becomes triangles: 'centroid': a new vertex at the "
-        "polygon's centroid and one triangle per side (k triangles for k sides); 'fan': "
-        "triangles from the polygon's first vertex (k - 2 triangles, no new vertex).",
+        description="How the mesh holds each dual polygon as triangles: 'centroid': a new vertex "
+        "at the polygon's centroid and one triangle per side (k triangles for k sides); 'fan': "
+        "triangles from the polygon's first vertex (k - 2 triangles, no new vertex). OBJ, PLY and "
+        "OFF write the polygons themselves (centre vertices left out) unless the output asks "
+        "for triangles.",
     )
 
 
@@ -182,6 +184,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     The polygons are triangulated (the mesh holds triangles): around a new vertex at the
     polygon's centroid (default), or as a fan from the polygon's first corner; each triangle
     carries ``polygon_id`` (the polygon's index; polygons are numbered in primal vertex order).
+    OBJ, PLY and OFF output writes the polygons back, first corner first, without the centre
+    vertices (``workers/engine/io/polygons.py``), unless the job asks for triangles.
     Attributes swap roles: a primal face attribute becomes a vertex attribute of its centroid
     (centroid vertices: mean over the polygon), a primal vertex attribute a face attribute of its
     polygon's triangles. Reports ``polygons``, ``polygon_sides``, ``dual_vertices``,
@@ -197,7 +201,7 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 
 OP = Operation(
     name="dual_mesh",
-    summary="Dual mesh: face centroids joined around every interior vertex (triangulated).",
+    summary="Dual mesh: face centroids joined around every interior vertex (polygons).",
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,

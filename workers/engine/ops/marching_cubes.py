@@ -2,8 +2,10 @@
 
 A source operation makes the pipeline's mesh instead of transforming one (``OpKind.source``): it
 must be the first step. It receives the job's input: with no input (or a mesh, which it ignores)
-it contours an analytic field; an uploaded ``.npy`` volume arrives as a faceless one-vertex mesh
-carrying the grid in its ``volume`` attribute (``marching_cubes.volume_mesh``).
+it contours an analytic field; an uploaded volume (``.npy``, NRRD or ``.raw``, read by
+``io/volumes.py``) arrives as a faceless one-vertex mesh carrying the grid in its ``volume``
+attribute and, from NRRD, its placement in ``volume_origin``/``volume_spacing``
+(``marching_cubes.volume_mesh``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import OpParamsError
+from ..io.volumes import RAW_DTYPES, RawLayout
 from ..marching_cubes import extract, sphere_distance
 from ..mesh import TriMesh
 from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
@@ -35,24 +38,52 @@ class SphereDistance(BaseModel):
 
 
 class UploadedVolume(BaseModel):
-    """The volume uploaded with the job (a 3-D ``.npy`` array, ``S[i, j, k]``), its samples at
-    ``origin + spacing * (i, j, k)``."""
+    """The volume uploaded with the job (``.npy``, NRRD, or ``.raw`` with ``shape`` and
+    ``dtype``), ``S[i, j, k]``, its samples at ``origin + spacing * (i, j, k)``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["volume"] = Field(description="Field kind.")
-    origin: list[float] = Field(
-        default_factory=lambda: [0.0, 0.0, 0.0],
+    origin: list[float] | None = Field(
+        None,
         min_length=3,
         max_length=3,
-        description="Position of sample (0, 0, 0).",
+        description="Position of sample (0, 0, 0). Default: the file's (NRRD space origin), "
+        "else (0, 0, 0).",
     )
-    spacing: list[Annotated[float, Field(gt=0.0, le=1e9)]] = Field(
-        default_factory=lambda: [1.0, 1.0, 1.0],
+    spacing: list[Annotated[float, Field(gt=0.0, le=1e9)]] | None = Field(
+        None,
         min_length=3,
         max_length=3,
-        description="Distance between samples along each axis.",
+        description="Distance between samples along each axis. Default: the file's (NRRD space "
+        "directions or spacings), else (1, 1, 1).",
     )
+    shape: list[Annotated[int, Field(ge=2, le=1024)]] | None = Field(
+        None,
+        min_length=3,
+        max_length=3,
+        description="Samples along each axis (nx, ny, nz): needed for a .raw upload, checked "
+        "against the volume otherwise.",
+    )
+    dtype: Literal[RAW_DTYPES] | None = Field(  # type: ignore[valid-type]
+        None, description="Sample type of a .raw upload (needed for .raw, ignored otherwise)."
+    )
+    order: Literal["C", "F"] = Field(
+        "C",
+        description="Sample order of a .raw upload: 'C': the last index varies fastest (NumPy's "
+        "default), 'F': the first (Fortran, NRRD).",
+    )
+    endian: Literal["little", "big"] = Field(
+        "little", description="Byte order of a .raw upload's multi-byte samples."
+    )
+
+    def raw_layout(self) -> RawLayout | None:
+        """How a ``.raw`` upload is laid out, or None when the spec does not say."""
+        if self.shape is None or self.dtype is None:
+            return None
+        return RawLayout(
+            (self.shape[0], self.shape[1], self.shape[2]), self.dtype, self.order, self.endian
+        )
 
 
 class Params(OpParams):
@@ -60,7 +91,7 @@ class Params(OpParams):
     field: SphereDistance | UploadedVolume = Field(
         default_factory=SphereDistance,  # type: ignore[arg-type]
         description='The scalar volume to contour: an analytic field, or `{"type": "volume"}` '
-        "for the uploaded `.npy` array.",
+        "for the uploaded volume (`.npy`, NRRD, or `.raw` with `shape` and `dtype`).",
     )
     isovalue: float = Field(
         0.5,
@@ -101,12 +132,20 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
         vol = mesh.vertex_attrs.get("volume")
         if vol is None or mesh.n_faces or vol.ndim != 4:
             raise OpParamsError(
-                "no volume was uploaded: send a 3-D .npy array as the job's file",
+                "no volume was uploaded: send a .npy, .nrrd or .raw volume as the job's file",
                 code="op.no_volume",
             )
         S = vol[0]
-        origin, spacing = tuple(f.origin), tuple(f.spacing)
         resolution: list[int] | int = [int(x) for x in S.shape]
+        if f.shape is not None and list(f.shape) != resolution:
+            raise OpParamsError(
+                "field shape does not match the uploaded volume",
+                code="op.volume_shape_mismatch",
+                shape=list(f.shape),
+                volume_shape=resolution,
+            )
+        origin = _placement(mesh, f.origin, "volume_origin", 0.0)
+        spacing = _placement(mesh, f.spacing, "volume_spacing", 1.0)
     else:
         S, origin, spacing = sphere_distance(xp, f.resolution, tuple(f.center))  # type: ignore[arg-type]
         resolution = f.resolution
@@ -124,6 +163,20 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
         "faces": out.n_faces,
     }
     return OpResult(out, report)
+
+
+def _placement(
+    mesh: TriMesh, given: list[float] | None, attr: str, default: float
+) -> tuple[float, ...]:
+    """The spec's origin or spacing, else the file's (carried as a vertex attribute), else
+    ``default`` on every axis."""
+    if given is not None:
+        return tuple(float(x) for x in given)
+    if attr in mesh.vertex_attrs:
+        from ..backend import to_numpy
+
+        return tuple(float(x) for x in to_numpy(mesh.vertex_attrs[attr]).reshape(-1)[:3])
+    return (default, default, default)
 
 
 OP = Operation(

@@ -23,7 +23,8 @@ class Params(OpParams):
         description="'loop': Loop's approximating scheme (smooth limit surface); 'midpoint': the "
         "same 1-to-4 split with new vertices at edge midpoints and no vertex moved (the surface "
         "is unchanged); 'catmull_clark': Catmull-Clark, each triangle becomes three quads, each "
-        "quad four; the quads are written as two triangles each, face attribute 'quad_id'.",
+        "quad four; the mesh holds each quad as two triangles (face attribute 'quad_id'); OBJ, PLY "
+        "and OFF write them as quads unless the output asks for triangles.",
     )
     levels: int = Field(
         1,
@@ -228,8 +229,9 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     ``catmull_clark`` (Catmull and Clark 1978, for any polygons): face points (centroids), edge
     points (a + b + f1 + f2) / 4, vertex points (Q + 2R + (k - 3) v) / k; the first step turns
     each triangle into three quads, later steps each quad into four. The mesh holds triangles, so
-    every quad (v, e1, f, e2) is written as the triangles (v, e1, f) and (v, f, e2), both carrying
-    the face attribute ``quad_id`` (the quad's index, int32).
+    every quad (v, e1, f, e2) is held as the triangles (v, e1, f) and (v, f, e2), both carrying
+    the face attribute ``quad_id`` (the quad's index, int32); OBJ, PLY and OFF output writes the
+    quads back (``workers/engine/io/polygons.py``) unless the job asks for triangles.
 
     Creases: every edge without exactly two faces (boundary edges, and non-manifold edges with
     three or more) is a crease. A crease edge's new point is its midpoint (the cubic B-spline
@@ -256,7 +258,7 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 
 OP = Operation(
     name="subdivide",
-    summary="Loop, midpoint or Catmull-Clark subdivision (quads as triangle pairs).",
+    summary="Loop, midpoint or Catmull-Clark subdivision (quads written as quads).",
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,
