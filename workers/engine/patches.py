@@ -218,8 +218,12 @@ def _bfs_split(xp: ModuleType, label: Any, src: Any, dst: Any, limit: int) -> tu
             level += 1
         # rank faces in each big patch by (level, face id); the first ``limit`` stay
         faces = xp.nonzero(in_big)[0]
-        o = np.lexsort((to_numpy(faces), to_numpy(order_key[faces]), to_numpy(label[faces])))
-        o = xp.asarray(o)
+        lv, lb = order_key[faces], label[faces]
+        span = level + 2  # order keys run from -1 (unreached) to level
+        if (int(sizes.shape[0]) * span) * m < 2**62:  # one int64 key: a single device sort
+            o = xp.argsort((lb * span + (lv + 1)) * m + faces)
+        else:
+            o = xp.asarray(np.lexsort((to_numpy(faces), to_numpy(lv), to_numpy(lb))))
         f_sorted = faces[o]
         l_sorted = label[f_sorted]
         start = xp.ones(f_sorted.shape[0], dtype=bool)

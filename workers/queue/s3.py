@@ -32,15 +32,15 @@ class S3BlobStore:
         multipart_threshold: int = 64 << 20,
         create_bucket: bool = False,
     ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "s3" or not parts.netloc:
+            raise ValueError(f"not an S3 URL: {url!r} (s3://bucket/prefix)")
         try:
             import boto3
             from boto3.s3.transfer import TransferConfig
             from botocore.config import Config
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise RuntimeError("the S3 blob store needs boto3: pip install 'tessera[s3]'") from exc
-        parts = urlsplit(url)
-        if parts.scheme != "s3" or not parts.netloc:
-            raise ValueError(f"not an S3 URL: {url!r} (s3://bucket/prefix)")
         self.bucket = parts.netloc
         prefix = parts.path.strip("/")
         self.prefix = f"{check_key(prefix)}/" if prefix else ""
