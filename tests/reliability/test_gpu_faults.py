@@ -66,3 +66,23 @@ def test_out_of_gpu_memory_is_a_clear_failure_and_the_worker_goes_on(client, wor
     assert job["error"]["code"] == "resources.out_of_memory"
     cpu = wait(client, submit(client, spec_text=spec("stats", device="cpu")).json()["url"])
     assert cpu["state"] == "succeeded"
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_a_sticky_cuda_error_replaces_only_the_child(client, workers):
+    # a kernel storing through an invalid pointer poisons the child's CUDA context: the job
+    # fails, the supervisor replaces its child, and the next GPU job runs on the same worker
+    workers.start("w1")
+    bad = spec({"op": "sleep", "params": {"fail": "illegal_address"}}, device="gpu")
+    job = wait(client, submit(client, spec_text=bad).json()["url"], timeout=120)
+    assert job["state"] == "failed", job
+    assert job["error"]["code"] != "worker.lost", job
+    good = wait(
+        client,
+        submit(client, "spot.obj", spec("weld", "vertex_normals", device="gpu")).json()["url"],
+        timeout=120,
+    )
+    assert good["state"] == "succeeded", good
+    assert workers.procs["w1"].poll() is None  # the supervisor itself lived on
+    assert "replacing it" in workers.log("w1")  # the poisoned child was replaced

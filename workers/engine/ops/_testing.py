@@ -10,6 +10,7 @@ import os
 import time
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from ..errors import MeshError
@@ -19,10 +20,11 @@ from .registry import Operation, OpKind, OpParams, OpResult
 
 class Params(OpParams):
     seconds: float = Field(0.0, ge=0.0, le=600.0, description="How long to sleep.")
-    fail: Literal["none", "input", "error", "crash"] = Field(
+    fail: Literal["none", "input", "error", "crash", "illegal_address"] = Field(
         "none",
-        description="After sleeping: succeed, raise an input error, raise an internal error, or "
-        "kill the process.",
+        description="After sleeping: succeed, raise an input error, raise an internal error, "
+        "kill the process, or (GPU only) write through an invalid device pointer: a sticky CUDA "
+        "error that leaves the process's context unusable.",
     )
 
 
@@ -35,6 +37,21 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
         raise RuntimeError("test internal error")
     if p.fail == "crash":
         os._exit(70)
+    if p.fail == "illegal_address":
+        raise MeshError("an illegal address needs the GPU", code="mesh.test_needs_gpu")
+    return OpResult(mesh, {"slept": p.seconds})
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """As on the CPU; ``illegal_address`` launches a kernel that stores through address 8."""
+    if p.fail != "illegal_address":
+        return _numpy(mesh, p)
+    import cupy as cp
+
+    time.sleep(p.seconds)
+    poke = cp.RawKernel(r'extern "C" __global__ void poke(int* p) { p[threadIdx.x] = 1; }', "poke")
+    poke((1,), (1,), (np.uint64(8),))
+    cp.cuda.Device().synchronize()  # raises cudaErrorIllegalAddress
     return OpResult(mesh, {"slept": p.seconds})
 
 
@@ -44,6 +61,7 @@ OP = Operation(
     kind=OpKind.report,
     params=Params,
     numpy=_numpy,
+    cupy=_cupy,
 )
 
 
