@@ -19,9 +19,12 @@ One round (:func:`collapse_round`):
    fails; no face of the result repeats another), no fold-over (every surviving cavity face keeps
    its normal within ``acos(0.2)``), no near-degenerate face created (quality below ``1e-3`` and
    worse than before), no new edge longer than ``max_edge_length`` when one is given.
-4. **independent cavities** (:mod:`.cavity`): each valid candidate claims ``a``, ``b`` and their
-   neighbours; the accepted ones have pairwise disjoint claims, so their cavities are disjoint
-   and their preconditions, checked on the mesh before the round, still hold after it.
+4. **independent cavities** (:mod:`.cavity`): a valid candidate is accepted when its priority
+   is the best among the valid candidates with an end in the closed one-rings of its ends
+   (:func:`.cavity.edge_local_minima`, a few passes); then no accepted end is another accepted
+   collapse's end or neighbour, so their cavities share no face, no vertex of one cavity moves or
+   merges in another, and their preconditions, checked on the mesh before the round, still hold
+   after it.
 5. **apply** all accepted at once: ``b -> a`` in the faces, ``a`` moved, per-vertex attributes
    interpolated ``(1 - t) A[a] + t A[b]``, the edges' faces removed; surviving faces keep their
    order, their orientation and their face attributes.
@@ -44,7 +47,7 @@ from typing import Any
 
 from ..graph import group_rows
 from ..topology import Topology
-from .cavity import gather_rows, independent_claims, priority_keys
+from .cavity import blocked_by, edge_local_minima, gather_rows, priority_keys
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
 MIN_NORMAL_DOT = 0.2
@@ -301,6 +304,11 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]
 
 
+#: passes of conflict resolution and checking per round: each accepts the valid local minima
+#: among the candidates not yet blocked by an accepted collapse
+PASSES = 4
+
+
 def collapse_round(
     state: CollapseState,
     plan: Planner,
@@ -310,9 +318,18 @@ def collapse_round(
     max_edge_length: float | None = None,
     budget: int | None = None,
     topo: Topology | None = None,
+    passes: int = PASSES,
 ) -> tuple[CollapseState, int, int]:
-    """One round: plan, check, resolve, apply. ``budget``: at most this many faces removed (the
-    accepted collapses are taken in priority order until it is spent).
+    """One round: plan, check every candidate, resolve conflicts in ``passes`` passes, apply.
+    ``budget``: at most this many faces removed (the accepted collapses are taken in priority
+    order until it is spent).
+
+    Each pass accepts the valid candidates left that hold the smallest key in their
+    neighbourhood (:func:`.cavity.edge_local_minima`) and drops every candidate next to an
+    accepted one (:func:`.cavity.blocked_by`); the passes are scatter-mins over the edge list
+    and need no host synchronisation. Candidates are checked before the resolution, not after:
+    the cheapest edges include many that stay invalid round after round (fold-overs and slivers
+    on flat parts), and winners checked afterwards would block their neighbourhoods for nothing.
 
     Returns ``(state, collapses, valid candidates)``; rejections are added to ``log``."""
     xp = state.xp
@@ -323,20 +340,27 @@ def collapse_round(
     if elig.edge.shape[0] == 0:
         return state, 0, 0
     cands = plan(state, topo, elig)
-    if len(cands) == 0:
+    k = len(cands)
+    if k == 0:
         return state, 0, 0
-    reason, owner, vertex = check_candidates(state, topo, bnd_v, cands, max_edge_length)
-    counts = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1)
+    n = state.n_vertices
+    EV = topo.EV.astype(xp.int64)
+    reason, _, _ = check_candidates(state, topo, bnd_v, cands, max_edge_length)
+    counts_h = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1).tolist()
     for i, name in enumerate(REASONS):
-        log.rejected[name] += int(counts[i + 1])
-    n_valid = int(counts[0])
+        log.rejected[name] += int(counts_h[i + 1])
+    n_valid = int(counts_h[0])
     if n_valid == 0:
         return state, 0, 0
     key = priority_keys(xp, cands.priority)
-    live = reason[owner] == 0
-    accepted = independent_claims(xp, state.n_vertices, len(cands), owner[live], vertex[live], key)
+    alive = reason == 0
+    accepted = xp.zeros(k, dtype=bool)
+    for _ in range(passes):
+        won = edge_local_minima(xp, n, EV, cands.a, cands.b, key, alive)
+        accepted |= won
+        alive &= ~won & ~blocked_by(xp, n, EV, cands.a, cands.b, accepted)
     idx = xp.nonzero(accepted)[0]
-    if budget is not None and idx.shape[0]:
+    if budget is not None and budget < 2 * int(idx.shape[0]):
         idx = idx[xp.argsort(key[idx])]
         removes = topo.edge_face_count[cands.edge[idx]].astype(xp.int64)
         idx = idx[xp.cumsum(removes) <= budget]
