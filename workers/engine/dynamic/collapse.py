@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..graph import group_rows
+from ..graph import scatter_min
 from ..topology import Topology
 from .cavity import blocked_by, edge_local_minima, gather_rows, priority_keys
 
@@ -210,11 +210,9 @@ def check_candidates(
     common = common + (bnd_v[a] & bnd_v[b])
     link_bad = common != efc + is_bnd
     # a boundary edge whose face has only boundary edges is an isolated triangle
-    if bool(is_bnd.any()):
-        side = topo.ef_sides[topo.ef_offsets[c.edge]]
-        fe = topo.FE[side // 3] // 2
-        lonely = (topo.edge_face_count[fe] == 1).all(axis=1)
-        link_bad |= is_bnd & lonely
+    side = topo.ef_sides[topo.ef_offsets[c.edge]]
+    fe = topo.FE[side // 3] // 2
+    link_bad |= is_bnd & (topo.edge_face_count[fe] == 1).all(axis=1)
 
     # -- longest edge created
     long_bad = xp.zeros(k, dtype=bool)
@@ -247,12 +245,20 @@ def check_candidates(
     degen_bad = xp.zeros(k, dtype=bool)
     degen_bad[fo[degen]] = True
     # -- no face of the result repeats another (a tetrahedron's edge): every face that holds the
-    #    survivor after the collapse is a cavity face, so repeats are found within the cavity
-    if fo.shape[0]:
-        T = xp.sort(xp.where(mb, a[fo][:, None], Fc), axis=1)
-        lab = group_rows(xp, xp.concatenate([fo[:, None], T], axis=1))
-        rep = xp.bincount(lab)[lab] > 1
-        link_bad[fo[rep]] = True
+    #    survivor after the collapse is a cavity face, and two of them coincide only as
+    #    (a, c, d) and (b, c, d) with c, d common neighbours of a and b, which the link
+    #    condition makes the edge's opposite vertices
+    first = topo.ef_offsets[c.edge]
+    second = xp.minimum(first + 1, topo.ef_sides.shape[0] - 1)
+    fs = xp.stack([topo.ef_sides[first], topo.ef_sides[second]], axis=1)
+    opp = F[fs // 3, (fs % 3 + 2) % 3]
+    opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
+    both = (Fc == opp[fo, 0][:, None]).any(axis=1) & (Fc == opp[fo, 1][:, None]).any(axis=1)
+    side_a = xp.ones(k, dtype=xp.int8)
+    side_b = xp.ones(k, dtype=xp.int8)
+    scatter_min(xp, side_a, fo, xp.where(both & ma.any(axis=1), xp.int8(0), xp.int8(1)))
+    scatter_min(xp, side_b, fo, xp.where(both & mb.any(axis=1), xp.int8(0), xp.int8(1)))
+    link_bad |= (side_a == 0) & (side_b == 0)
 
     reason = xp.zeros(k, dtype=xp.int8)
     for i, bad in reversed(list(enumerate([link_bad, long_bad, fold_bad, degen_bad]))):
