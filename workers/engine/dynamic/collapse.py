@@ -198,16 +198,18 @@ def check_candidates(
     # -- link condition: common neighbours of a and b == opposite vertices (with the virtual
     #    boundary vertex counted on both sides)
     vv_off, vv = topo.vv()
-    oa, na = gather_rows(xp, vv_off, vv, a)
-    ob, nb = gather_rows(xp, vv_off, vv, b)
-    owner = xp.concatenate([oa, ob])
-    nbr = xp.concatenate([na, nb]).astype(xp.int64)
+    owner, nbr = gather_rows(xp, vv_off, vv, xp.concatenate([a, b]))
+    owner = owner % k
+    nbr = nbr.astype(xp.int64)
     ring = (nbr != a[owner]) & (nbr != b[owner])
-    owner, nbr = owner[ring], nbr[ring]
-    sk = xp.sort(owner * n + nbr)
-    dup = sk[1:] == sk[:-1]
-    common = xp.bincount(sk[1:][dup] // n, minlength=k)
-    common = common + (bnd_v[a] & bnd_v[b])
+    # a and b themselves (once each, in the other's row) all map to the key n: one extra pair
+    sk = xp.sort(owner * (n + 1) + xp.where(ring, nbr, n))
+    same = xp.zeros(sk.shape[0] + 1, dtype=xp.int64)
+    same[2:] = xp.cumsum(sk[1:] == sk[:-1])  # same[j]: equal neighbours among sk[:j]
+    rows = sk // (n + 1)
+    start = xp.searchsorted(rows, cand, side="left")
+    end = xp.searchsorted(rows, cand, side="right")
+    common = same[end] - same[start + 1] - 1 + (bnd_v[a] & bnd_v[b])
     link_bad = common != efc + is_bnd
     # a boundary edge whose face has only boundary edges is an isolated triangle
     side = topo.ef_sides[topo.ef_offsets[c.edge]]
@@ -216,21 +218,18 @@ def check_candidates(
 
     # -- longest edge created
     long_bad = xp.zeros(k, dtype=bool)
-    if max_edge_length is not None and owner.shape[0]:
+    if max_edge_length is not None:
         d2 = ((p[owner] - X[nbr]) ** 2).sum(axis=1)
-        long_bad[owner[d2 > max_edge_length**2]] = True
+        long_bad = _any_per(xp, k, owner, ring & (d2 > max_edge_length**2))
 
     # -- fold-over and degenerate faces over the surviving cavity faces
     vf_off, vf = topo.vf()
-    fa_o, fa = gather_rows(xp, vf_off, vf, a)
-    fb_o, fb = gather_rows(xp, vf_off, vf, b)
-    fo = xp.concatenate([fa_o, fb_o])
-    fid = xp.concatenate([fa, fb])
+    fo, fid = gather_rows(xp, vf_off, vf, xp.concatenate([a, b]))
+    fo = fo % k
     Fc = F[fid]
     ma = Fc == a[fo][:, None]
     mb = Fc == b[fo][:, None]
     keep = ~(ma.any(axis=1) & mb.any(axis=1))  # faces of the edge itself go away
-    fo, Fc, ma, mb = fo[keep], Fc[keep], ma[keep], mb[keep]
     P_old = X[Fc]
     P_new = xp.where((ma | mb)[:, :, None], p[fo][:, None, :], P_old)
     c_old, q_old = _cross_quality(xp, P_old)
@@ -238,12 +237,9 @@ def check_candidates(
     l_old = xp.linalg.norm(c_old, axis=1)
     l_new = xp.linalg.norm(c_new, axis=1)
     dot = (c_old * c_new).sum(axis=1)
-    flipped = (l_old > 0) & (dot < MIN_NORMAL_DOT * l_old * l_new)
-    fold_bad = xp.zeros(k, dtype=bool)
-    fold_bad[fo[flipped]] = True
-    degen = (q_new < MIN_QUALITY) & (q_new < q_old)
-    degen_bad = xp.zeros(k, dtype=bool)
-    degen_bad[fo[degen]] = True
+    flipped = keep & (l_old > 0) & (dot < MIN_NORMAL_DOT * l_old * l_new)
+    fold_bad = _any_per(xp, k, fo, flipped)
+    degen_bad = _any_per(xp, k, fo, keep & (q_new < MIN_QUALITY) & (q_new < q_old))
     # -- no face of the result repeats another (a tetrahedron's edge): every face that holds the
     #    survivor after the collapse is a cavity face, and two of them coincide only as
     #    (a, c, d) and (b, c, d) with c, d common neighbours of a and b, which the link
@@ -253,12 +249,10 @@ def check_candidates(
     fs = xp.stack([topo.ef_sides[first], topo.ef_sides[second]], axis=1)
     opp = F[fs // 3, (fs % 3 + 2) % 3]
     opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
-    both = (Fc == opp[fo, 0][:, None]).any(axis=1) & (Fc == opp[fo, 1][:, None]).any(axis=1)
-    side_a = xp.ones(k, dtype=xp.int8)
-    side_b = xp.ones(k, dtype=xp.int8)
-    scatter_min(xp, side_a, fo, xp.where(both & ma.any(axis=1), xp.int8(0), xp.int8(1)))
-    scatter_min(xp, side_b, fo, xp.where(both & mb.any(axis=1), xp.int8(0), xp.int8(1)))
-    link_bad |= (side_a == 0) & (side_b == 0)
+    both = keep & (Fc == opp[fo, 0][:, None]).any(axis=1) & (Fc == opp[fo, 1][:, None]).any(axis=1)
+    link_bad |= _any_per(xp, k, fo, both & ma.any(axis=1)) & _any_per(
+        xp, k, fo, both & mb.any(axis=1)
+    )
 
     reason = xp.zeros(k, dtype=xp.int8)
     for i, bad in reversed(list(enumerate([link_bad, long_bad, fold_bad, degen_bad]))):
@@ -266,6 +260,14 @@ def check_candidates(
     claim_owner = xp.concatenate([cand, cand, owner])
     claim_vertex = xp.concatenate([a, b, nbr])
     return reason, claim_owner, claim_vertex
+
+
+def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:
+    """(k,) bool: some ``flag`` of each owner is set (a scatter-min, no host synchronisation,
+    unlike a boolean mask)."""
+    out = xp.ones(k, dtype=xp.int8)
+    scatter_min(xp, out, owner, xp.where(flag, xp.int8(0), xp.int8(1)))
+    return out == 0
 
 
 def _cross_quality(xp: ModuleType, P: Any) -> tuple[Any, Any]:
