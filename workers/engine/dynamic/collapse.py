@@ -19,9 +19,12 @@ One round (:func:`collapse_round`):
    fails; no face of the result repeats another), no fold-over (every surviving cavity face keeps
    its normal within ``acos(0.2)``), no near-degenerate face created (quality below ``1e-3`` and
    worse than before), no new edge longer than ``max_edge_length`` when one is given.
-4. **independent cavities** (:mod:`.cavity`): each valid candidate claims ``a``, ``b`` and their
-   neighbours; the accepted ones have pairwise disjoint claims, so their cavities are disjoint
-   and their preconditions, checked on the mesh before the round, still hold after it.
+4. **independent cavities** (:mod:`.cavity`): a valid candidate is accepted when its priority
+   is the best among the valid candidates with an end in the closed one-rings of its ends
+   (:func:`.cavity.edge_local_minima`, a few passes); then no accepted end is another accepted
+   collapse's end or neighbour, so their cavities share no face, no vertex of one cavity moves or
+   merges in another, and their preconditions, checked on the mesh before the round, still hold
+   after it.
 5. **apply** all accepted at once: ``b -> a`` in the faces, ``a`` moved, per-vertex attributes
    interpolated ``(1 - t) A[a] + t A[b]``, the edges' faces removed; surviving faces keep their
    order, their orientation and their face attributes.
@@ -42,9 +45,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..graph import group_rows
+from ..graph import scatter_min
 from ..topology import Topology
-from .cavity import gather_rows, independent_claims, priority_keys
+from .cavity import blocked_by, edge_local_minima, gather_rows, priority_keys
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
 MIN_NORMAL_DOT = 0.2
@@ -195,41 +198,38 @@ def check_candidates(
     # -- link condition: common neighbours of a and b == opposite vertices (with the virtual
     #    boundary vertex counted on both sides)
     vv_off, vv = topo.vv()
-    oa, na = gather_rows(xp, vv_off, vv, a)
-    ob, nb = gather_rows(xp, vv_off, vv, b)
-    owner = xp.concatenate([oa, ob])
-    nbr = xp.concatenate([na, nb]).astype(xp.int64)
+    owner, nbr = gather_rows(xp, vv_off, vv, xp.concatenate([a, b]))
+    owner = owner % k
+    nbr = nbr.astype(xp.int64)
     ring = (nbr != a[owner]) & (nbr != b[owner])
-    owner, nbr = owner[ring], nbr[ring]
-    sk = xp.sort(owner * n + nbr)
-    dup = sk[1:] == sk[:-1]
-    common = xp.bincount(sk[1:][dup] // n, minlength=k)
-    common = common + (bnd_v[a] & bnd_v[b])
+    # a and b themselves (once each, in the other's row) all map to the key n: one extra pair
+    sk = xp.sort(owner * (n + 1) + xp.where(ring, nbr, n))
+    same = xp.zeros(sk.shape[0] + 1, dtype=xp.int64)
+    same[2:] = xp.cumsum(sk[1:] == sk[:-1])  # same[j]: equal neighbours among sk[:j]
+    rows = sk // (n + 1)
+    start = xp.searchsorted(rows, cand, side="left")
+    end = xp.searchsorted(rows, cand, side="right")
+    common = same[end] - same[start + 1] - 1 + (bnd_v[a] & bnd_v[b])
     link_bad = common != efc + is_bnd
     # a boundary edge whose face has only boundary edges is an isolated triangle
-    if bool(is_bnd.any()):
-        side = topo.ef_sides[topo.ef_offsets[c.edge]]
-        fe = topo.FE[side // 3] // 2
-        lonely = (topo.edge_face_count[fe] == 1).all(axis=1)
-        link_bad |= is_bnd & lonely
+    side = topo.ef_sides[topo.ef_offsets[c.edge]]
+    fe = topo.FE[side // 3] // 2
+    link_bad |= is_bnd & (topo.edge_face_count[fe] == 1).all(axis=1)
 
     # -- longest edge created
     long_bad = xp.zeros(k, dtype=bool)
-    if max_edge_length is not None and owner.shape[0]:
+    if max_edge_length is not None:
         d2 = ((p[owner] - X[nbr]) ** 2).sum(axis=1)
-        long_bad[owner[d2 > max_edge_length**2]] = True
+        long_bad = _any_per(xp, k, owner, ring & (d2 > max_edge_length**2))
 
     # -- fold-over and degenerate faces over the surviving cavity faces
     vf_off, vf = topo.vf()
-    fa_o, fa = gather_rows(xp, vf_off, vf, a)
-    fb_o, fb = gather_rows(xp, vf_off, vf, b)
-    fo = xp.concatenate([fa_o, fb_o])
-    fid = xp.concatenate([fa, fb])
+    fo, fid = gather_rows(xp, vf_off, vf, xp.concatenate([a, b]))
+    fo = fo % k
     Fc = F[fid]
     ma = Fc == a[fo][:, None]
     mb = Fc == b[fo][:, None]
     keep = ~(ma.any(axis=1) & mb.any(axis=1))  # faces of the edge itself go away
-    fo, Fc, ma, mb = fo[keep], Fc[keep], ma[keep], mb[keep]
     P_old = X[Fc]
     P_new = xp.where((ma | mb)[:, :, None], p[fo][:, None, :], P_old)
     c_old, q_old = _cross_quality(xp, P_old)
@@ -237,19 +237,22 @@ def check_candidates(
     l_old = xp.linalg.norm(c_old, axis=1)
     l_new = xp.linalg.norm(c_new, axis=1)
     dot = (c_old * c_new).sum(axis=1)
-    flipped = (l_old > 0) & (dot < MIN_NORMAL_DOT * l_old * l_new)
-    fold_bad = xp.zeros(k, dtype=bool)
-    fold_bad[fo[flipped]] = True
-    degen = (q_new < MIN_QUALITY) & (q_new < q_old)
-    degen_bad = xp.zeros(k, dtype=bool)
-    degen_bad[fo[degen]] = True
+    flipped = keep & (l_old > 0) & (dot < MIN_NORMAL_DOT * l_old * l_new)
+    fold_bad = _any_per(xp, k, fo, flipped)
+    degen_bad = _any_per(xp, k, fo, keep & (q_new < MIN_QUALITY) & (q_new < q_old))
     # -- no face of the result repeats another (a tetrahedron's edge): every face that holds the
-    #    survivor after the collapse is a cavity face, so repeats are found within the cavity
-    if fo.shape[0]:
-        T = xp.sort(xp.where(mb, a[fo][:, None], Fc), axis=1)
-        lab = group_rows(xp, xp.concatenate([fo[:, None], T], axis=1))
-        rep = xp.bincount(lab)[lab] > 1
-        link_bad[fo[rep]] = True
+    #    survivor after the collapse is a cavity face, and two of them coincide only as
+    #    (a, c, d) and (b, c, d) with c, d common neighbours of a and b, which the link
+    #    condition makes the edge's opposite vertices
+    first = topo.ef_offsets[c.edge]
+    second = xp.minimum(first + 1, topo.ef_sides.shape[0] - 1)
+    fs = xp.stack([topo.ef_sides[first], topo.ef_sides[second]], axis=1)
+    opp = F[fs // 3, (fs % 3 + 2) % 3]
+    opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
+    both = keep & (Fc == opp[fo, 0][:, None]).any(axis=1) & (Fc == opp[fo, 1][:, None]).any(axis=1)
+    link_bad |= _any_per(xp, k, fo, both & ma.any(axis=1)) & _any_per(
+        xp, k, fo, both & mb.any(axis=1)
+    )
 
     reason = xp.zeros(k, dtype=xp.int8)
     for i, bad in reversed(list(enumerate([link_bad, long_bad, fold_bad, degen_bad]))):
@@ -257,6 +260,14 @@ def check_candidates(
     claim_owner = xp.concatenate([cand, cand, owner])
     claim_vertex = xp.concatenate([a, b, nbr])
     return reason, claim_owner, claim_vertex
+
+
+def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:
+    """(k,) bool: some ``flag`` of each owner is set (a scatter-min, no host synchronisation,
+    unlike a boolean mask)."""
+    out = xp.ones(k, dtype=xp.int8)
+    scatter_min(xp, out, owner, xp.where(flag, xp.int8(0), xp.int8(1)))
+    return out == 0
 
 
 def _cross_quality(xp: ModuleType, P: Any) -> tuple[Any, Any]:
@@ -301,6 +312,11 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]
 
 
+#: passes of conflict resolution and checking per round: each accepts the valid local minima
+#: among the candidates not yet blocked by an accepted collapse
+PASSES = 4
+
+
 def collapse_round(
     state: CollapseState,
     plan: Planner,
@@ -310,9 +326,18 @@ def collapse_round(
     max_edge_length: float | None = None,
     budget: int | None = None,
     topo: Topology | None = None,
+    passes: int = PASSES,
 ) -> tuple[CollapseState, int, int]:
-    """One round: plan, check, resolve, apply. ``budget``: at most this many faces removed (the
-    accepted collapses are taken in priority order until it is spent).
+    """One round: plan, check every candidate, resolve conflicts in ``passes`` passes, apply.
+    ``budget``: at most this many faces removed (the accepted collapses are taken in priority
+    order until it is spent).
+
+    Each pass accepts the valid candidates left that hold the smallest key in their
+    neighbourhood (:func:`.cavity.edge_local_minima`) and drops every candidate next to an
+    accepted one (:func:`.cavity.blocked_by`); the passes are scatter-mins over the edge list
+    and need no host synchronisation. Candidates are checked before the resolution, not after:
+    the cheapest edges include many that stay invalid round after round (fold-overs and slivers
+    on flat parts), and winners checked afterwards would block their neighbourhoods for nothing.
 
     Returns ``(state, collapses, valid candidates)``; rejections are added to ``log``."""
     xp = state.xp
@@ -323,20 +348,27 @@ def collapse_round(
     if elig.edge.shape[0] == 0:
         return state, 0, 0
     cands = plan(state, topo, elig)
-    if len(cands) == 0:
+    k = len(cands)
+    if k == 0:
         return state, 0, 0
-    reason, owner, vertex = check_candidates(state, topo, bnd_v, cands, max_edge_length)
-    counts = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1)
+    n = state.n_vertices
+    EV = topo.EV.astype(xp.int64)
+    reason, _, _ = check_candidates(state, topo, bnd_v, cands, max_edge_length)
+    counts_h = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1).tolist()
     for i, name in enumerate(REASONS):
-        log.rejected[name] += int(counts[i + 1])
-    n_valid = int(counts[0])
+        log.rejected[name] += int(counts_h[i + 1])
+    n_valid = int(counts_h[0])
     if n_valid == 0:
         return state, 0, 0
     key = priority_keys(xp, cands.priority)
-    live = reason[owner] == 0
-    accepted = independent_claims(xp, state.n_vertices, len(cands), owner[live], vertex[live], key)
+    alive = reason == 0
+    accepted = xp.zeros(k, dtype=bool)
+    for _ in range(passes):
+        won = edge_local_minima(xp, n, EV, cands.a, cands.b, key, alive)
+        accepted |= won
+        alive &= ~won & ~blocked_by(xp, n, EV, cands.a, cands.b, accepted)
     idx = xp.nonzero(accepted)[0]
-    if budget is not None and idx.shape[0]:
+    if budget is not None and budget < 2 * int(idx.shape[0]):
         idx = idx[xp.argsort(key[idx])]
         removes = topo.edge_face_count[cands.edge[idx]].astype(xp.int64)
         idx = idx[xp.cumsum(removes) <= budget]

@@ -3,13 +3,13 @@ parallel rounds of independent cavities.
 
 Design: each round takes the eligible edges shorter than the threshold as candidates, ranked by
 length; the candidates that pass the preconditions (link condition, no fold-over, no
-near-degenerate face, optionally no edge longer than ``max_edge_length`` created) claim their
-cavity's vertices, and an independent set of them is collapsed at once
+near-degenerate face, optionally no edge longer than ``max_edge_length`` created) and are the
+shortest among those with an end in the one-rings of their ends are collapsed at once
 (:mod:`workers.engine.dynamic.collapse`). A collapse moves the survivor to the edge's midpoint, or
 keeps the boundary end where it is when only one end is on the boundary. Rounds repeat until no
 candidate is accepted. The sequential alternative (a priority queue, one collapse at a time) gives
-a slightly different result: here an edge waits for the next round when a shorter edge within two
-rings is collapsed first, and is then re-measured.
+a slightly different result: here an edge waits for the next round when a shorter edge with an
+end at or next to one of its ends is collapsed first, and is then re-measured.
 """
 
 from __future__ import annotations
@@ -118,11 +118,12 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     Each round: candidates are the eligible edges (one or two faces, no non-manifold end, with
     ``preserve_boundary`` not on the boundary) shorter than the threshold; each is checked on the
     current mesh (link condition, no face normal turned by more than acos(0.2), no
-    near-degenerate face created, no edge longer than ``max_edge_length`` created); the valid ones
-    claim the vertices of their cavity (both ends and their neighbours) by scatter-min of their
-    length rank, and those that own all their claims are collapsed together. The survivor moves
-    to the midpoint (a boundary end stays where it is); vertex attributes are interpolated
-    linearly, faces keep their face attributes and orientation; unused vertices are dropped.
+    near-degenerate face created, no edge longer than ``max_edge_length`` created); a valid one
+    whose length rank is the smallest among the valid ones with an end in the one-rings of its
+    ends (scatter-min over the edges, a few passes) collapses with the others so chosen. The
+    survivor moves to the midpoint (a boundary end stays where it is); vertex attributes are
+    interpolated linearly, faces keep their face attributes and orientation; unused vertices are
+    dropped.
 
     Manifold input stays manifold, the Euler characteristic of every component is kept, and with
     ``preserve_boundary`` the boundary is unchanged. Non-manifold parts are left alone: only

@@ -5,8 +5,11 @@ needs thousands of collapses per step. Design: every round ranks the eligible ed
 quadric cost, keeps the cheapest ``CANDIDATE_FRACTION`` of them as candidates (so a round does
 not collapse expensive edges where cheap ones exist elsewhere: the closer to the sequential
 order, the better the quality), checks each candidate's preconditions (link condition, no
-fold-over, no near-degenerate face) and collapses an independent set of them at once
-(:mod:`workers.engine.dynamic.collapse`). The merged vertex's quadric is the sum of the two.
+fold-over, no near-degenerate face) and collapses at once the valid candidates that are the
+cheapest among those touching their ends' one-rings (:mod:`workers.engine.dynamic.collapse`).
+A fifth of the edges as candidates takes about 23 rounds to 10 % of a 278K-face bunny, with the
+same sampled distance to the input as a tenth (32 rounds); two fifths saves five more rounds
+for about 5 % more mean error. The merged vertex's quadric is the sum of the two.
 In the last round the accepted collapses are taken cheapest first until the target is met, so
 the face count lands on the target (one face above it at most).
 
@@ -38,7 +41,7 @@ from ._collapse import initial_state, result_mesh, run_rounds
 from .registry import Operation, OpKind, OpParams, OpResult
 
 #: share of the eligible edges (cheapest first) that are candidates in a round
-CANDIDATE_FRACTION = 0.1
+CANDIDATE_FRACTION = 0.2
 #: a round considers at least this many candidates (small meshes)
 MIN_CANDIDATES = 256
 #: weight of the planes that hold an unlocked boundary in place, against one face's plane
@@ -178,12 +181,13 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     an edge's cost is the smallest value of its two ends' summed quadric, at the point that
     solves the 3x3 system, or, where that system is ill-conditioned (flat or cylindrical
     neighbourhoods) or the optimum lies more than two edge lengths away, at the best of the two
-    ends and the midpoint. Each round: the cheapest tenth of the eligible edges (one or two
+    ends and the midpoint. Each round: the cheapest fifth of the eligible edges (one or two
     faces, manifold ends; with ``preserve_boundary`` no boundary edge, and a boundary end stays
     where it is) are candidates; each is checked on the current mesh (link condition, no face
-    normal turned by more than acos(0.2), no near-degenerate face created); the valid ones claim
-    both ends and their neighbours by scatter-min of their cost rank, and the owners of all their
-    claims collapse together, cheapest first until the target is met. The merged vertex carries
+    normal turned by more than acos(0.2), no near-degenerate face created); a valid one whose
+    cost rank is the smallest among the valid ones with an end in the one-rings of its ends
+    (scatter-min over the edges, a few passes) collapses with the others so chosen, cheapest
+    first until the target is met. The merged vertex carries
     both quadrics. Vertex attributes are interpolated linearly by where the new position projects
     onto the edge; faces keep their face attributes and orientation; unused vertices are dropped.
 
