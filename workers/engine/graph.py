@@ -51,7 +51,8 @@ def label_propagation(xp: ModuleType, n: int, i: Any, j: Any) -> Any:
 
 
 def scatter_min(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
-    """``out[idx[k]] = min(out[idx[k]], val[k])`` in place, repeated indices included."""
+    """``out[idx[k]] = min(out[idx[k]], val[k])`` in place, repeated indices included. ``out``
+    must be a 32- or 64-bit type (CuPy refuses int8, bool...)."""
     at = getattr(xp.minimum, "at", None)
     if at is not None:  # NumPy, and CuPy from version 14
         at(out, idx, val)

@@ -140,8 +140,8 @@ def edge_local_minima(
 def blocked_by(xp: ModuleType, n_vertices: int, EV: Any, a: Any, b: Any, accepted: Any) -> Any:
     """(k,) bool: candidates ``(a, b)`` with an end in the closed one-ring of an accepted
     candidate's end (they conflict with it)."""
-    mark = xp.ones(n_vertices, dtype=xp.int8)
-    z = xp.where(accepted, xp.int8(0), xp.int8(1))
+    mark = xp.ones(n_vertices, dtype=xp.int32)  # CuPy's minimum.at takes 32/64-bit types only
+    z = xp.where(accepted, xp.int32(0), xp.int32(1))
     scatter_min(xp, mark, a, z)
     scatter_min(xp, mark, b, z)
     free = neighbourhood_min(xp, EV, mark)

@@ -265,8 +265,8 @@ def check_candidates(
 def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:
     """(k,) bool: some ``flag`` of each owner is set (a scatter-min, no host synchronisation,
     unlike a boolean mask)."""
-    out = xp.ones(k, dtype=xp.int8)
-    scatter_min(xp, out, owner, xp.where(flag, xp.int8(0), xp.int8(1)))
+    out = xp.ones(k, dtype=xp.int32)  # CuPy's minimum.at takes 32/64-bit types only
+    scatter_min(xp, out, owner, xp.where(flag, xp.int32(0), xp.int32(1)))
     return out == 0
 
 
