@@ -137,6 +137,19 @@ def angle_at(xp: ModuleType, p: Any, q: Any, r: Any) -> Any:
     return xp.arctan2(xp.linalg.norm(xp.cross(u, w), axis=1), (u * w).sum(axis=1))
 
 
+def sin_min_angle(xp: ModuleType, p: Any, q: Any, r: Any) -> Any:
+    """Sine (k,) of the smallest angle of the triangles ``(p, q, r)`` (k, 3): twice the area over
+    the product of the two longest sides (the smallest angle lies between them and is at most 60
+    degrees, where the sine is increasing, so comparing sines compares angles); 0 where
+    degenerate."""
+    l2 = xp.stack(
+        [((q - p) ** 2).sum(axis=1), ((r - q) ** 2).sum(axis=1), ((p - r) ** 2).sum(axis=1)]
+    )
+    two_area = xp.linalg.norm(xp.cross(q - p, r - p), axis=1)
+    den = xp.sqrt(l2.max(axis=0) * (l2.sum(axis=0) - l2.max(axis=0) - l2.min(axis=0)))
+    return xp.where(den > 0, two_area / xp.where(den > 0, den, 1.0), 0.0)
+
+
 def normals(xp: ModuleType, V: Any, F: Any) -> Any:
     """(m, 3) float64 ``(b - a) x (c - a)`` (twice the area times the unit normal)."""
     a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]

@@ -12,6 +12,10 @@ Design: each of ``iterations`` runs
    first, cavities = closed one-rings);
 3. flip edges that bring the valences of their four vertices closer to 6 (4 on the boundary)
    (``dynamic.flip``; cavities = the four vertices);
+
+   collapses and flips may lower the smallest angle of their cavity only while it stays above
+   10 degrees: without that guard, flat quads of nearly collinear vertices (every midpoint-
+   subdivided input is full of them) turned into zero-angle faces;
 4. tangential relaxation toward the area-weighted (or uniform) one-ring centroid
    (``dynamic.relax``);
 5. projection of the moved vertices onto the input triangles (uniform-grid hash of the input
