@@ -31,6 +31,7 @@ from typing import Any
 from ._edges import (
     EdgeTable,
     angle_at,
+    bucket_priority,
     claim,
     edge_keys,
     edge_lookup,
@@ -199,6 +200,10 @@ def valence_flip_round(
     gain = before - after
     is_feature = edge_lookup(xp, feature, E.key)[0]
     cand = (Q.reason == OK) & ~is_feature & (gain > 0)
-    cand &= keeps_angles(xp, V, Q, math.sin(math.radians(min_angle)))
-    acc = select_flips(xp, Q, cand, (1 << 20) - gain, int(F.shape[0]), n, claim_vertices=True)
+    idx = xp.nonzero(cand)[0]
+    sub = Quads(Q.a[idx], Q.b[idx], Q.c[idx], Q.d[idx], Q.f0[idx], Q.f1[idx], Q.reason[idx])
+    cand[idx] = keeps_angles(xp, V, sub, math.sin(math.radians(min_angle)))
+    # largest gain first, hashed ties (:func:`~._edges.bucket_priority`)
+    priority = bucket_priority(xp, 8 - gain, xp.arange(int(gain.shape[0]), dtype=xp.int64))
+    acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
     return apply_flips(xp, F, Q, acc), int(acc.shape[0])

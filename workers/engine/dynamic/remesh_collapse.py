@@ -32,11 +32,11 @@ from ..graph import csr_from_pairs, expand_counts, scatter_min
 from ._edges import (
     SHIFT,
     Surface,
+    bucket_priority,
     claim_pairs,
     edge_keys,
     edge_lookup,
     edge_table,
-    float_priority,
     opposite_corner,
     side_ends,
     sin_min_angle,
@@ -117,9 +117,9 @@ def collapse_round(
     remap = xp.full(int(cand.shape[0]), -1, dtype=xp.int64)
     remap[sel] = xp.arange(int(sel.shape[0]), dtype=xp.int64)
     elements = xp.concatenate([u[sel], nxt[pick]])
-    won = claim_pairs(
-        xp, remap[owner], elements, float_priority(xp, length[cand[sel]], larger_first=False), n
-    )
+    # shortest first by eighths of min_length, hashed ties (:func:`~._edges.bucket_priority`)
+    level = xp.floor(8.0 * length[cand[sel]] / min_length)
+    won = claim_pairs(xp, remap[owner], elements, bucket_priority(xp, level, u[sel]), n)
     ua, wa = u[sel][won], w[sel][won]
     return apply_collapses(xp, S, ua, wa), int(ua.shape[0])
 
@@ -152,15 +152,23 @@ def apply_collapses(xp: ModuleType, S: Surface, u: Any, w: Any) -> Surface:
 
 
 def collapse_short_edges_rounds(
-    xp: ModuleType, S: Surface, min_length: float, max_length: float, max_rounds: int = 50
+    xp: ModuleType,
+    S: Surface,
+    min_length: float,
+    max_length: float,
+    max_rounds: int = 50,
+    tail: float = 0.0,
 ) -> tuple[Surface, dict[str, Any]]:
     """Collapse rounds until none is accepted; returns the surface and ``{"collapses",
     "rounds"}``."""
-    total, rounds = 0, 0
+    total, rounds, first = 0, 0, 0
     while rounds < max_rounds:
         S, k = collapse_round(xp, S, min_length, max_length)
         if k == 0:
             break
         total += k
         rounds += 1
+        first = first or k
+        if k < tail * first:  # a thin tail: leave it to the next iteration
+            break
     return S, {"collapses": total, "rounds": rounds}
