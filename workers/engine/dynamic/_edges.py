@@ -125,17 +125,20 @@ def claim_pairs(
     accepted = xp.zeros(k, dtype=bool)
     live = xp.ones(k, dtype=bool)
     pair_key = key[owner]
+    # scatter-mins of 0/1 flags instead of bincounts and boolean masks: no device-to-host sync
     for _ in range(passes):
         in_play = live[owner]
         best = xp.full(n_elements, big, dtype=xp.int64)
         scatter_min(xp, best, elements, xp.where(in_play, pair_key, big))
-        lost = in_play & (best[elements] != pair_key)
-        won = live & (xp.bincount(owner[lost], minlength=k) == 0)
+        kept_all = xp.ones(k, dtype=xp.int8)
+        scatter_min(xp, kept_all, owner, (~in_play | (best[elements] == pair_key)).astype(xp.int8))
+        won = live & (kept_all == 1)
         accepted |= won
-        taken = xp.zeros(n_elements, dtype=bool)
-        taken[elements[won[owner]]] = True
-        blocked = xp.bincount(owner[taken[elements]], minlength=k) > 0
-        live &= ~(won | blocked)
+        free = xp.ones(n_elements, dtype=xp.int8)
+        scatter_min(xp, free, elements, (~won[owner]).astype(xp.int8))
+        untouched = xp.ones(k, dtype=xp.int8)
+        scatter_min(xp, untouched, owner, free[elements])
+        live &= ~won & (untouched == 1)
     return accepted
 
 
