@@ -87,31 +87,59 @@ def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
     return xp.bincount(E.EV.ravel(), minlength=n)
 
 
-def claim(xp: ModuleType, elements: Any, priority: Any, n_elements: int) -> Any:
+#: Luby passes per claim: later passes fill in around the earlier winners without a rebuild
+CLAIM_PASSES = 6
+
+
+def claim(xp: ModuleType, elements: Any, priority: Any, n_elements: int, passes: int = 1) -> Any:
     """Accepted mask (k,) of ``k`` candidates each claiming the elements ``elements (k, j)`` int64
     (``-1``: no element). ``priority (k,)`` int64 in ``[0, 2^31)``: smaller wins; ties go to the
-    smaller candidate index. Accepted candidates never share an element."""
-    k = int(elements.shape[0])
-    if k == 0:
-        return xp.zeros(0, dtype=bool)
-    key = (priority.astype(xp.int64) << SHIFT) | xp.arange(k, dtype=xp.int64)
-    keys = xp.broadcast_to(key[:, None], elements.shape)
-    valid = elements >= 0
-    owner = xp.full(n_elements, xp.iinfo(xp.int64).max, dtype=xp.int64)
-    scatter_min(xp, owner, elements[valid], keys[valid])
-    won = xp.where(valid, owner[xp.maximum(elements, 0)] == keys, True)
-    return won.all(axis=1)
+    smaller candidate index. Accepted candidates never share an element. ``passes``: as in
+    :func:`claim_pairs` (one: only the scatter-min winners)."""
+    k, j = int(elements.shape[0]), int(elements.shape[1])
+    owner = xp.repeat(xp.arange(k, dtype=xp.int64), j)
+    flat = elements.ravel()
+    valid = flat >= 0
+    return claim_pairs(xp, owner[valid], flat[valid], priority, n_elements, passes)
 
 
-def claim_pairs(xp: ModuleType, owner: Any, elements: Any, priority: Any, n_elements: int) -> Any:
+def claim_pairs(
+    xp: ModuleType,
+    owner: Any,
+    elements: Any,
+    priority: Any,
+    n_elements: int,
+    passes: int = CLAIM_PASSES,
+) -> Any:
     """:func:`claim` for ragged cavities: candidate ``owner[i]`` claims ``elements[i]`` (pairs,
-    (p,) int64); ``priority (k,)`` as in :func:`claim`. Returns the accepted mask (k,)."""
+    (p,) int64); ``priority (k,)`` as in :func:`claim`. Returns the accepted mask (k,).
+
+    Pass one accepts every candidate that owns all it claimed (the scatter-min winners; the
+    global minimum always wins). Each further pass drops the candidates that touch an element
+    of an accepted one and lets the rest claim again, so a round accepts close to a maximal
+    disjoint set (Luby) instead of only the first pass's local minima; a fixed number of passes,
+    so no host round trip decides when to stop."""
     k = int(priority.shape[0])
     key = (priority.astype(xp.int64) << SHIFT) | xp.arange(k, dtype=xp.int64)
-    best = xp.full(n_elements, xp.iinfo(xp.int64).max, dtype=xp.int64)
-    scatter_min(xp, best, elements, key[owner])
-    lost = best[elements] != key[owner]
-    return xp.bincount(owner[lost], minlength=k) == 0
+    big = xp.iinfo(xp.int64).max
+    accepted = xp.zeros(k, dtype=bool)
+    live = xp.ones(k, dtype=bool)
+    pair_key = key[owner]
+    # scatter-mins of 0/1 flags instead of bincounts and boolean masks: no device-to-host sync
+    for _ in range(passes):
+        in_play = live[owner]
+        best = xp.full(n_elements, big, dtype=xp.int64)
+        scatter_min(xp, best, elements, xp.where(in_play, pair_key, big))
+        kept_all = xp.ones(k, dtype=xp.int8)
+        scatter_min(xp, kept_all, owner, (~in_play | (best[elements] == pair_key)).astype(xp.int8))
+        won = live & (kept_all == 1)
+        accepted |= won
+        free = xp.ones(n_elements, dtype=xp.int8)
+        scatter_min(xp, free, elements, (~won[owner]).astype(xp.int8))
+        untouched = xp.ones(k, dtype=xp.int8)
+        scatter_min(xp, untouched, owner, free[elements])
+        live &= ~won & (untouched == 1)
+    return accepted
 
 
 def float_priority(xp: ModuleType, x: Any, *, larger_first: bool) -> Any:
@@ -119,6 +147,22 @@ def float_priority(xp: ModuleType, x: Any, *, larger_first: bool) -> Any:
     bit pattern of a non-negative float is monotone in its value)."""
     bits = xp.maximum(x, 0.0).astype(xp.float32).view(xp.int32).astype(xp.int64)
     return ((1 << 31) - 1 - bits) if larger_first else bits
+
+
+#: bits of :func:`bucket_priority`'s hashed tie-break
+HASH_BITS = 20
+
+
+def bucket_priority(xp: ModuleType, level: Any, ids: Any) -> Any:
+    """int64 priorities in ``[0, 2^31)``: ``level (k,)`` (non-negative ints, smaller first, clipped
+    to 2^11 - 1) then a multiplicative hash of ``ids (k,)`` int64 (Knuth's 2654435761).
+
+    A strict order by a smooth quantity (edge length) makes the accepted set of a round the local
+    minima of a smooth field: few per round, so many rounds. Coarse levels with hashed ties keep
+    the order roughly (short edges still go first) and give Luby's random-priority rounds, which
+    accept a constant fraction of the candidates each time. Deterministic on both backends."""
+    h = ((ids.astype(xp.int64) * 2654435761) >> 7) & ((1 << HASH_BITS) - 1)
+    return (xp.clip(level.astype(xp.int64), 0, (1 << (31 - HASH_BITS)) - 1) << HASH_BITS) | h
 
 
 def opposite_corner(F: Any, side: Any) -> Any:
@@ -135,6 +179,19 @@ def angle_at(xp: ModuleType, p: Any, q: Any, r: Any) -> Any:
     """Angle (k,) at ``p`` of the triangles ``(p, q, r)``, ``atan2(|u x w|, u . w)``."""
     u, w = q - p, r - p
     return xp.arctan2(xp.linalg.norm(xp.cross(u, w), axis=1), (u * w).sum(axis=1))
+
+
+def sin_min_angle(xp: ModuleType, p: Any, q: Any, r: Any) -> Any:
+    """Sine (k,) of the smallest angle of the triangles ``(p, q, r)`` (k, 3): twice the area over
+    the product of the two longest sides (the smallest angle lies between them and is at most 60
+    degrees, where the sine is increasing, so comparing sines compares angles); 0 where
+    degenerate."""
+    l2 = xp.stack(
+        [((q - p) ** 2).sum(axis=1), ((r - q) ** 2).sum(axis=1), ((p - r) ** 2).sum(axis=1)]
+    )
+    two_area = xp.linalg.norm(xp.cross(q - p, r - p), axis=1)
+    den = xp.sqrt(l2.max(axis=0) * (l2.sum(axis=0) - l2.max(axis=0) - l2.min(axis=0)))
+    return xp.where(den > 0, two_area / xp.where(den > 0, den, 1.0), 0.0)
 
 
 def normals(xp: ModuleType, V: Any, F: Any) -> Any:

@@ -31,18 +31,23 @@ from typing import Any
 from ._edges import (
     EdgeTable,
     angle_at,
+    bucket_priority,
     claim,
     edge_keys,
     edge_lookup,
     edge_table,
     opposite_corner,
     side_ends,
+    sin_min_angle,
     valence,
 )
 
 #: reason codes of :func:`flip_quads`; 0 means the flip is allowed
 REASONS = ("ok", "boundary", "feature", "exists", "fold")
 OK, BOUNDARY, FEATURE, EXISTS, FOLD = range(5)
+
+#: degrees: a valence flip may lower the smallest angle of its quad only while it stays above this
+MIN_ANGLE = 10.0
 
 
 @dataclass(eq=False)
@@ -160,11 +165,25 @@ def apply_flips(xp: ModuleType, F: Any, Q: Quads, edges: Any) -> Any:
     return F
 
 
-def valence_flip_round(xp: ModuleType, V: Any, F: Any, feature: Any) -> tuple[Any, int]:
+def keeps_angles(xp: ModuleType, V: Any, Q: Quads, sin_bound: float) -> Any:
+    """(E,) bool: the flip leaves the quad's smallest angle at least ``min(before, bound)``
+    (``sin_bound``: the sine of the bound), so a flip never makes a sliver out of a good quad
+    nor a worse sliver out of a bad one."""
+    Pa, Pb, Pc, Pd = V[Q.a], V[Q.b], V[Q.c], V[Q.d]
+    old = xp.minimum(sin_min_angle(xp, Pa, Pb, Pc), sin_min_angle(xp, Pb, Pa, Pd))
+    new = xp.minimum(sin_min_angle(xp, Pa, Pd, Pc), sin_min_angle(xp, Pb, Pc, Pd))
+    return new >= xp.minimum(old, sin_bound)
+
+
+def valence_flip_round(
+    xp: ModuleType, V: Any, F: Any, feature: Any, min_angle: float = MIN_ANGLE
+) -> tuple[Any, int]:
     """One round of flips toward valence 6 inside and 4 on the boundary (Botsch and Kobbelt
     2004): an allowed flip of a non-feature edge (``feature``: sorted edge keys) is a candidate
-    when it lowers the summed deviation of its four vertices from their targets; candidates claim
-    their four vertices (valences are read), largest gain first. Returns ``(F, flips)``."""
+    when it lowers the summed deviation of its four vertices from their targets and keeps the
+    quad's smallest angle at least ``min(before, min_angle)`` degrees (:func:`keeps_angles`);
+    candidates claim their four vertices (valences are read), largest gain first. Returns
+    ``(F, flips)``."""
     E = edge_table(xp, F)
     n = int(V.shape[0])
     Q = flip_quads(xp, V, F, E)
@@ -181,5 +200,10 @@ def valence_flip_round(xp: ModuleType, V: Any, F: Any, feature: Any) -> tuple[An
     gain = before - after
     is_feature = edge_lookup(xp, feature, E.key)[0]
     cand = (Q.reason == OK) & ~is_feature & (gain > 0)
-    acc = select_flips(xp, Q, cand, (1 << 20) - gain, int(F.shape[0]), n, claim_vertices=True)
+    idx = xp.nonzero(cand)[0]
+    sub = Quads(Q.a[idx], Q.b[idx], Q.c[idx], Q.d[idx], Q.f0[idx], Q.f1[idx], Q.reason[idx])
+    cand[idx] = keeps_angles(xp, V, sub, math.sin(math.radians(min_angle)))
+    # largest gain first, hashed ties (:func:`~._edges.bucket_priority`)
+    priority = bucket_priority(xp, 8 - gain, xp.arange(int(gain.shape[0]), dtype=xp.int64))
+    acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
     return apply_flips(xp, F, Q, acc), int(acc.shape[0])

@@ -14,7 +14,10 @@ Checked per candidate, never assumed:
   and each of those keeps at least three edges (no tetrahedron collapses flat);
 * no fold-over: every face of ``u`` that survives keeps a non-degenerate normal turned by less than
   :data:`MAX_NORMAL_TURN` degrees;
-* no new edge longer than ``max_length`` (Botsch-Kobbelt's guard against collapse/split cycles).
+* no new edge longer than ``max_length`` (Botsch-Kobbelt's guard against collapse/split cycles);
+* no sliver: the smallest angle of the surviving faces stays at least ``min(before, min_angle)``
+  (the fold-over test alone lets a face of three nearly collinear vertices through, and where
+  those are locked feature vertices no later relaxation can repair it).
 
 The Euler characteristic is kept (one vertex, three edges, two faces fewer).
 """
@@ -25,26 +28,31 @@ import math
 from types import ModuleType
 from typing import Any
 
-from ..graph import csr_from_pairs, expand_counts
+from ..graph import csr_from_pairs, expand_counts, scatter_min
 from ._edges import (
     SHIFT,
     Surface,
+    bucket_priority,
     claim_pairs,
     edge_keys,
     edge_lookup,
     edge_table,
-    float_priority,
     opposite_corner,
     side_ends,
+    sin_min_angle,
     valence,
 )
 
 #: the largest turn of a surviving face's normal a collapse may cause, degrees
 MAX_NORMAL_TURN = 60.0
 
+#: degrees: a collapse may lower the smallest angle of the surviving faces only while it stays
+#: above this
+MIN_ANGLE = 10.0
+
 
 def collapse_round(
-    xp: ModuleType, S: Surface, min_length: float, max_length: float
+    xp: ModuleType, S: Surface, min_length: float, max_length: float, min_angle: float = MIN_ANGLE
 ) -> tuple[Surface, int]:
     """One round of disjoint collapses of interior edges shorter than ``min_length``."""
     E = edge_table(xp, S.F)
@@ -94,6 +102,12 @@ def collapse_round(
     good &= xp.linalg.norm(Pn - Pw, axis=1) <= max_length
     bad = survives & ~good
     ok &= xp.bincount(own[bad], minlength=int(cand.shape[0])) == 0
+    # smallest angle of the surviving faces: at least min(before, MIN_ANGLE)
+    k_c = int(cand.shape[0])
+    q_old, q_new = xp.ones(k_c), xp.ones(k_c)
+    scatter_min(xp, q_old, own[survives], sin_min_angle(xp, Pu, Pn, Pp)[survives])
+    scatter_min(xp, q_new, own[survives], sin_min_angle(xp, Pw, Pn, Pp)[survives])
+    ok &= q_new >= xp.minimum(q_old, math.sin(math.radians(min_angle)))
     sel = xp.nonzero(ok)[0]
     if sel.shape[0] == 0:
         return S, 0
@@ -103,9 +117,9 @@ def collapse_round(
     remap = xp.full(int(cand.shape[0]), -1, dtype=xp.int64)
     remap[sel] = xp.arange(int(sel.shape[0]), dtype=xp.int64)
     elements = xp.concatenate([u[sel], nxt[pick]])
-    won = claim_pairs(
-        xp, remap[owner], elements, float_priority(xp, length[cand[sel]], larger_first=False), n
-    )
+    # shortest first by eighths of min_length, hashed ties (:func:`~._edges.bucket_priority`)
+    level = xp.floor(8.0 * length[cand[sel]] / min_length)
+    won = claim_pairs(xp, remap[owner], elements, bucket_priority(xp, level, u[sel]), n)
     ua, wa = u[sel][won], w[sel][won]
     return apply_collapses(xp, S, ua, wa), int(ua.shape[0])
 
@@ -138,15 +152,23 @@ def apply_collapses(xp: ModuleType, S: Surface, u: Any, w: Any) -> Surface:
 
 
 def collapse_short_edges_rounds(
-    xp: ModuleType, S: Surface, min_length: float, max_length: float, max_rounds: int = 50
+    xp: ModuleType,
+    S: Surface,
+    min_length: float,
+    max_length: float,
+    max_rounds: int = 50,
+    tail: float = 0.0,
 ) -> tuple[Surface, dict[str, Any]]:
     """Collapse rounds until none is accepted; returns the surface and ``{"collapses",
     "rounds"}``."""
-    total, rounds = 0, 0
+    total, rounds, first = 0, 0, 0
     while rounds < max_rounds:
         S, k = collapse_round(xp, S, min_length, max_length)
         if k == 0:
             break
         total += k
         rounds += 1
+        first = first or k
+        if k < tail * first:  # a thin tail: leave it to the next iteration
+            break
     return S, {"collapses": total, "rounds": rounds}

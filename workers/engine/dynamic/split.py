@@ -17,7 +17,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from ._edges import Surface, claim, edge_keys, edge_lookup, edge_table, float_priority
+from ._edges import Surface, bucket_priority, claim, edge_keys, edge_lookup, edge_table
 
 
 def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface, int]:
@@ -30,7 +30,10 @@ def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface,
     if cand.shape[0] == 0:
         return S, 0
     elements = xp.stack([E.s0[cand] // 3, xp.where(E.s1[cand] >= 0, E.s1[cand] // 3, -1)], axis=1)
-    won = claim(xp, elements, float_priority(xp, length[cand], larger_first=True), S.n_faces)
+    # longest first by quarters of max_length, hashed ties (:func:`~._edges.bucket_priority`)
+    scale = 4.0 / max_length if max_length > 0 else 0.0
+    level = xp.maximum(64.0 - xp.floor(scale * length[cand]), 0.0)
+    won = claim(xp, elements, bucket_priority(xp, level, cand), S.n_faces)
     acc = cand[won]
     k = int(acc.shape[0])
     n = S.n_vertices
@@ -61,16 +64,19 @@ def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface,
 
 
 def split_long_edges(
-    xp: ModuleType, S: Surface, max_length: float, max_rounds: int = 50
+    xp: ModuleType, S: Surface, max_length: float, max_rounds: int = 50, tail: float = 0.0
 ) -> tuple[Surface, dict[str, Any]]:
     """Split rounds until no edge (with at most two faces) is longer than ``max_length``.
 
     Returns the surface and ``{"splits", "rounds"}``."""
-    total, rounds = 0, 0
+    total, rounds, first = 0, 0, 0
     while rounds < max_rounds:
         S, k = split_round(xp, S, max_length)
         if k == 0:
             break
         total += k
         rounds += 1
+        first = first or k
+        if k < tail * first:  # a thin tail: leave it to the next iteration
+            break
     return S, {"splits": total, "rounds": rounds}

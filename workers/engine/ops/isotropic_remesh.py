@@ -12,6 +12,10 @@ Design: each of ``iterations`` runs
    first, cavities = closed one-rings);
 3. flip edges that bring the valences of their four vertices closer to 6 (4 on the boundary)
    (``dynamic.flip``; cavities = the four vertices);
+
+   collapses and flips may lower the smallest angle of their cavity only while it stays above
+   10 degrees: without that guard, flat quads of nearly collinear vertices (every midpoint-
+   subdivided input is full of them) turned into zero-angle faces;
 4. tangential relaxation toward the area-weighted (or uniform) one-ring centroid
    (``dynamic.relax``);
 5. projection of the moved vertices onto the input triangles (uniform-grid hash of the input
@@ -55,6 +59,11 @@ from .registry import Operation, OpKind, OpParams, OpResult
 
 #: rounds per step and iteration at most (each step usually settles in a few)
 MAX_ROUNDS = 30
+
+#: a step stops once a round accepts fewer than this fraction of its first round's cavities: the
+#: long thin tail of rounds (a few edits each, a full edge table rebuild each) is left to the next
+#: iteration, as a sequential remesher's single sweep over the edges would leave it
+TAIL = 1.0 / 32.0
 
 
 class Params(OpParams):
@@ -149,19 +158,26 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
     l0 = float(xp.linalg.norm(V0[E0.EV[:, 0]] - V0[E0.EV[:, 1]], axis=1).mean())
     L = p.target_edge_length * (l0 if p.relative else 1.0)
     hi, lo = 4.0 / 3.0 * L, 4.0 / 5.0 * L
-    projector = SurfaceProjector(xp, V0, F0, 2.0 * max(l0, 0.25 * L))
+    # relaxation is tangential: moved vertices stay far closer to the input than l0 / 2
+    projector = SurfaceProjector(xp, V0, F0, max(l0, 0.25 * L))
     before = quality(xp, V0, F0)
     totals = {"splits": 0, "collapses": 0, "flips": 0, "projection_misses": 0}
+    rounds: dict[str, list[int]] = {"split": [], "collapse": [], "flip": []}
     for _ in range(p.iterations):
-        S, rs = split_long_edges(xp, S, hi, MAX_ROUNDS)
-        S, rc = collapse_short_edges_rounds(xp, S, lo, hi, MAX_ROUNDS)
-        F, flips = S.F, 0
+        S, rs = split_long_edges(xp, S, hi, MAX_ROUNDS, TAIL)
+        S, rc = collapse_short_edges_rounds(xp, S, lo, hi, MAX_ROUNDS, TAIL)
+        F, flips, first, n_flip_rounds = S.F, 0, 0, 0
         for _ in range(MAX_ROUNDS):
             F, k = valence_flip_round(xp, S.V, F, S.feature)
             flips += k
-            if k == 0:
+            n_flip_rounds += k > 0
+            first = first or k
+            if k < max(TAIL * first, 1):
                 break
         S.F = F
+        rounds["split"].append(rs["rounds"])
+        rounds["collapse"].append(rc["rounds"])
+        rounds["flip"].append(n_flip_rounds)
         V = tangential_relax(xp, S.V, S.F, ~S.locked, p.relaxation)
         if p.project:
             free = xp.nonzero(~S.locked)[0]
@@ -175,9 +191,9 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
     F, kept = compact_vertices(xp, S.F, S.n_vertices)
     V = S.V[kept]
     # attributes: sampled on the input face nearest each output vertex / face centroid
-    Q, vface, bary, vfound = projector.nearest(V)
     out = mesh.reindexed(V.astype(mesh.V.dtype), F.astype(xp.int32), face_take=S.face_src)
     if S.A is not None:
+        _, vface, bary, vfound = projector.nearest(V)
         Ain, _ = stack_vertex_attrs(mesh)
         T = F0[xp.maximum(vface, 0)]
         sampled = (bary[:, :, None] * Ain[T]).sum(axis=1)
@@ -199,6 +215,7 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         "feature_edges": int(S.feature.shape[0]),
         "locked_vertices": int(S.locked[kept].sum()),
         **totals,
+        "rounds": rounds,
         "quality_before": before,
         "quality_after": after,
     }
@@ -220,7 +237,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     from the input face nearest each new face's centroid.
 
     Reports the target length, counts before and after, the numbers of splits, collapses, flips,
-    projection misses (a vertex with no input face within reach is left where it was), and the
+    projection misses (a vertex with no input face within reach is left where it was), the rounds
+    each step took in each iteration, and the
     quality before and after: edge length mean and coefficient of variation, minimum angle, mean
     of the per-face minimum angle, interior valence histogram and the fraction at valence 6."""
     return remesh(mesh, p)
@@ -239,7 +257,8 @@ OP = Operation(
     numpy=_numpy,
     cupy=_cupy,
     reports="target_edge_length, input_mean_edge_length, iterations, vertices/faces before and "
-    "after, feature_edges, locked_vertices, splits, collapses, flips, projection_misses, "
+    "after, feature_edges, locked_vertices, splits, collapses, flips, projection_misses, rounds "
+    "(per step and iteration), "
     "quality_before and quality_after (edge_length_mean, edge_length_cv, min_angle, "
     "mean_min_angle, valence_histogram, valence_6_fraction)",
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.meshes import midpoint_subdivide
 from tests.workers.engine.shapes import cube, grid, run, stats, welded
 from workers.engine import TriMesh
 from workers.engine.dynamic.relax import closest_points
@@ -115,3 +116,12 @@ def test_attributes_carried() -> None:
     )
     lab = np.asarray(out.face_attrs["label"])
     assert lab.shape == (out.n_faces,) and set(np.unique(lab)) <= set(range(7))
+
+
+def test_no_slivers_on_a_subdivided_mesh() -> None:
+    # spot midpoint-subdivided once (23K faces, min angle 10.2): its flat quads of nearly collinear
+    # vertices invited valence flips and collapses that made zero-angle faces, which relaxation
+    # cannot repair where all three corners are locked feature vertices
+    m = midpoint_subdivide(welded("spot.obj"))
+    _, rep = _remesh(m, iterations=2)
+    assert rep["quality_after"]["min_angle"] > 5.0
