@@ -126,17 +126,18 @@ def claim_pairs(
     live = xp.ones(k, dtype=bool)
     pair_key = key[owner]
     # scatter-mins of 0/1 flags instead of bincounts and boolean masks: no device-to-host sync
+    # (int32 flags: CuPy's minimum.at takes 32/64-bit types only)
     for _ in range(passes):
         in_play = live[owner]
         best = xp.full(n_elements, big, dtype=xp.int64)
         scatter_min(xp, best, elements, xp.where(in_play, pair_key, big))
-        kept_all = xp.ones(k, dtype=xp.int8)
-        scatter_min(xp, kept_all, owner, (~in_play | (best[elements] == pair_key)).astype(xp.int8))
+        kept_all = xp.ones(k, dtype=xp.int32)
+        scatter_min(xp, kept_all, owner, (~in_play | (best[elements] == pair_key)).astype(xp.int32))
         won = live & (kept_all == 1)
         accepted |= won
-        free = xp.ones(n_elements, dtype=xp.int8)
-        scatter_min(xp, free, elements, (~won[owner]).astype(xp.int8))
-        untouched = xp.ones(k, dtype=xp.int8)
+        free = xp.ones(n_elements, dtype=xp.int32)
+        scatter_min(xp, free, elements, (~won[owner]).astype(xp.int32))
+        untouched = xp.ones(k, dtype=xp.int32)
         scatter_min(xp, untouched, owner, free[elements])
         live &= ~won & (untouched == 1)
     return accepted
