@@ -74,7 +74,7 @@ def test_a_sticky_cuda_error_replaces_only_the_child(client, workers):
     # a kernel storing through an invalid pointer poisons the child's CUDA context: the job
     # fails, the supervisor replaces its child, and the next GPU job runs on the same worker
     workers.start("w1")
-    bad = spec({"op": "sleep", "params": {"fail": "illegal_address"}}, device="gpu")
+    bad = spec({"op": "sleep", "fail": "illegal_address"}, device="gpu")
     job = wait(client, submit(client, spec_text=bad).json()["url"], timeout=120)
     assert job["state"] == "failed", job
     assert job["error"]["code"] != "worker.lost", job

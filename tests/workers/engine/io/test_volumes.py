@@ -33,7 +33,7 @@ def nrrd(
     order = "<" if endian == "little" else ">"
     body = a.astype(a.dtype.newbyteorder(order)).tobytes(order="F")
     if encoding == "gzip":
-        body = gzip.compress(body)
+        body = gzip.compress(body, mtime=0)
     dirs = "({},0,0) (0,{},0) (0,0,{})".format(*SPACING)
     space = (
         space
@@ -131,9 +131,7 @@ def test_raw_layout_errors() -> None:
     assert e2.value.code == "op.volume_shape_mismatch"
 
 
-@pytest.mark.parametrize(
-    ("data", "code"),
-    [
+NRRD_ERRORS = [
         (nrrd(extra="data file: sphere.raw"), "format.nrrd_detached"),  # detached data
         (
             nrrd(S[:, :, 0:1].reshape(N, N, 1), sizes=f"{N} {N}").replace(
@@ -155,7 +153,12 @@ def test_raw_layout_errors() -> None:
         (nrrd(space="space directions: (0,1,0) (1,0,0) (0,0,1)\n"), "format.nrrd_unsupported"),
         (nrrd(space="space origin: (1,2)\n"), "format.nrrd_bad_header"),
         (nrrd().replace(b"\n\n", b"\n", 1).split(b"key:=value")[0], "format.nrrd_bad_header"),
-    ],
+]  # fmt: skip
+
+
+# ids by position and code: the same on every pytest-xdist worker (bytes ids are not readable)
+@pytest.mark.parametrize(
+    ("data", "code"), NRRD_ERRORS, ids=[f"{i}-{c}" for i, (_, c) in enumerate(NRRD_ERRORS)]
 )
 def test_nrrd_errors(data: bytes, code: str) -> None:
     with pytest.raises(FormatError) as e:
