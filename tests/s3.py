@@ -25,20 +25,22 @@ SECRET_KEY = "tessera-test-secret-key"
 BUCKET = "tessera-test"
 
 
-def _port_pair() -> int:
-    """A free port p whose gRPC twin p + 10000 (SeaweedFS's convention) is free too."""
+def _port_pair(taken: set[int]) -> int:
+    """A free port p whose gRPC twin p + 10000 (SeaweedFS's convention) is free too, neither of
+    them in ``taken`` (which gets both)."""
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             p = int(s.getsockname()[1])
-        if p + 10000 > 65535:
+        if p + 10000 > 65535 or {p, p + 10000} & taken:
             continue
         try:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", p + 10000))
-            return p
         except OSError:
             continue
+        taken |= {p, p + 10000}
+        return p
     raise RuntimeError("no free port pair")
 
 
@@ -65,8 +67,76 @@ def _weed() -> str:
     return exe
 
 
+def _start(root: Path, config: Path) -> tuple[subprocess.Popen[bytes], str] | str:
+    """One try at starting SeaweedFS on fresh ports: the server and its endpoint once a bucket
+    can be made and written to, else the end of its log (it is stopped)."""
+    taken: set[int] = set()
+    ports = {name: _port_pair(taken) for name in ("master", "volume", "filer", "s3")}
+    data = root / f"data-{ports['s3']}"
+    data.mkdir()
+    log_path = data / "weed.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                _weed(),
+                "server",
+                f"-dir={data}",
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                f"-master.port={ports['master']}",
+                "-master.volumeSizeLimitMB=64",
+                f"-volume.port={ports['volume']}",
+                "-volume.max=8",
+                "-filer",
+                f"-filer.port={ports['filer']}",
+                "-s3",
+                f"-s3.port={ports['s3']}",
+                f"-s3.config={config}",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    endpoint = f"http://127.0.0.1:{ports['s3']}"
+    import boto3
+    from botocore.config import Config
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+    deadline = time.time() + 60
+    while True:  # up when a bucket can be made and written to
+        with contextlib.suppress(Exception):  # not up yet, or made already
+            s3.create_bucket(Bucket=BUCKET)
+        try:
+            s3.put_object(Bucket=BUCKET, Key="ready", Body=b"1")
+            return proc, endpoint
+        except Exception as e:
+            if proc.poll() is not None or time.time() > deadline:
+                _stop(proc)
+                tail = log_path.read_bytes()[-3000:].decode(errors="replace")
+                return f"exit status {proc.returncode}, last error {e!r}; its log ends:\n{tail}"
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # its group is gone already
+        os.killpg(proc.pid, signal.SIGKILL)  # its data is thrown away: no need to wait for it
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10)
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """Started once; a start that fails (a port taken between choosing and binding it, say) is
+    tried again on other ports, and the third failure shows the server's own log."""
     root = tmp_path_factory.mktemp("seaweedfs")
     config = root / "s3.json"
     config.write_text(
@@ -82,57 +152,16 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
             }
         )
     )
-    ports = {name: _port_pair() for name in ("master", "volume", "filer", "s3")}
-    log = open(root / "weed.log", "wb")  # noqa: SIM115  (open for the server's life)
-    proc = subprocess.Popen(
-        [
-            _weed(),
-            "server",
-            f"-dir={root}",
-            "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1",
-            f"-master.port={ports['master']}",
-            "-master.volumeSizeLimitMB=64",
-            f"-volume.port={ports['volume']}",
-            "-volume.max=8",
-            "-filer",
-            f"-filer.port={ports['filer']}",
-            "-s3",
-            f"-s3.port={ports['s3']}",
-            f"-s3.config={config}",
-            "-s3.port.iceberg=0",
-            "-s3.port.lance=0",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    endpoint = f"http://127.0.0.1:{ports['s3']}"
-    try:
-        import boto3
-        from botocore.config import Config
-
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            region_name="us-east-1",
-            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-        )
-        deadline = time.time() + 60
-        while True:  # up when a bucket can be made and written to
-            with contextlib.suppress(Exception):  # not up yet, or made already
-                s3.create_bucket(Bucket=BUCKET)
-            try:
-                s3.put_object(Bucket=BUCKET, Key="ready", Body=b"1")
-                break
-            except Exception:
-                if proc.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"SeaweedFS did not start: see {root / 'weed.log'}")
-                time.sleep(0.1)
-        yield S3Server(endpoint)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its data is thrown away: no need to wait for it
-        proc.wait(10)
-        log.close()
+    failures: list[str] = []
+    for _ in range(3):
+        started = _start(root, config)
+        if isinstance(started, str):
+            failures.append(started)
+            continue
+        proc, endpoint = started
+        try:
+            yield S3Server(endpoint)
+        finally:
+            _stop(proc)
+        return
+    pytest.fail("SeaweedFS did not start in three tries:\n" + "\n---\n".join(failures))
