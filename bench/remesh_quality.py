@@ -88,6 +88,11 @@ REMESHERS: dict[str, Callable[..., Any]] = {
 }
 
 
+def mean_edge_length(V: np.ndarray, F: np.ndarray) -> float:
+    E = edge_table(np, F)
+    return float(np.linalg.norm(V[E.EV[:, 0]] - V[E.EV[:, 1]], axis=1).mean())
+
+
 def measure(V: np.ndarray, F: np.ndarray, L: float) -> dict[str, Any]:
     V = np.asarray(V, dtype=np.float64)
     F = np.asarray(F, dtype=np.int64)
@@ -128,8 +133,7 @@ def main() -> None:
     for name in a.meshes:
         m = bench_mesh(MESHES / name, int(float(a.faces))).to("numpy")
         V, F = np.asarray(m.V), np.asarray(m.F, dtype=np.int64)
-        E = edge_table(np, F)
-        L = a.relative * float(np.linalg.norm(V[E.EV[:, 0]] - V[E.EV[:, 1]], axis=1).mean())
+        L = a.relative * mean_edge_length(V, F)
         name = f"{name} ({len(F)} faces)"
         rows.append({"mesh": name, "remesher": "input", "seconds": 0.0, **measure(V, F, L)})
         for lib, fn in REMESHERS.items():

@@ -317,6 +317,34 @@ Planner = Callable[[CollapseState, Topology, Eligible], Candidates]
 PASSES = 4
 
 
+def plan_round(
+    state: CollapseState, plan: Planner, preserve_boundary: bool, topo: Topology | None = None
+) -> tuple[Topology, Any, Candidates] | None:
+    """A round's start: ``(topology, boundary vertex mask, planned candidates)``, or None when no
+    edge is eligible or the plan offers none."""
+    if topo is None:
+        topo = Topology.build(state.F, state.n_vertices)
+    bnd_v = boundary_vertex_mask(topo)
+    elig = eligible_edges(state, topo, bnd_v, preserve_boundary)
+    if elig.edge.shape[0] == 0:
+        return None
+    cands = plan(state, topo, elig)
+    if len(cands) == 0:
+        return None
+    return topo, bnd_v, cands
+
+
+def within_budget(topo: Topology, cands: Candidates, key: Any, idx: Any, budget: int | None) -> Any:
+    """The accepted candidates ``idx`` cut, smallest key first, to those removing at most
+    ``budget`` faces (all of them when that is more than they remove)."""
+    xp = topo.xp
+    if budget is None or budget >= 2 * int(idx.shape[0]):
+        return idx
+    idx = idx[xp.argsort(key[idx])]
+    removes = topo.edge_face_count[cands.edge[idx]].astype(xp.int64)
+    return idx[xp.cumsum(removes) <= budget]
+
+
 def collapse_round(
     state: CollapseState,
     plan: Planner,
@@ -341,16 +369,11 @@ def collapse_round(
 
     Returns ``(state, collapses, valid candidates)``; rejections are added to ``log``."""
     xp = state.xp
-    if topo is None:
-        topo = Topology.build(state.F, state.n_vertices)
-    bnd_v = boundary_vertex_mask(topo)
-    elig = eligible_edges(state, topo, bnd_v, preserve_boundary)
-    if elig.edge.shape[0] == 0:
+    planned = plan_round(state, plan, preserve_boundary, topo)
+    if planned is None:
         return state, 0, 0
-    cands = plan(state, topo, elig)
+    topo, bnd_v, cands = planned
     k = len(cands)
-    if k == 0:
-        return state, 0, 0
     n = state.n_vertices
     EV = topo.EV.astype(xp.int64)
     reason, _, _ = check_candidates(state, topo, bnd_v, cands, max_edge_length)
@@ -367,11 +390,7 @@ def collapse_round(
         won = edge_local_minima(xp, n, EV, cands.a, cands.b, key, alive)
         accepted |= won
         alive &= ~won & ~blocked_by(xp, n, EV, cands.a, cands.b, accepted)
-    idx = xp.nonzero(accepted)[0]
-    if budget is not None and budget < 2 * int(idx.shape[0]):
-        idx = idx[xp.argsort(key[idx])]
-        removes = topo.edge_face_count[cands.edge[idx]].astype(xp.int64)
-        idx = idx[xp.cumsum(removes) <= budget]
+    idx = within_budget(topo, cands, key, xp.nonzero(accepted)[0], budget)
     n_acc = int(idx.shape[0])
     if n_acc == 0:
         return state, 0, n_valid

@@ -7,16 +7,16 @@ modeling", SGP 2004) reach that with a simple loop on a target edge length ``L``
 Design: each of ``iterations`` runs
 
 1. split every edge longer than 4/3 L at its midpoint (``dynamic.split``: rounds, longest first);
-2. collapse every interior edge shorter than 4/5 L whose collapse passes the link condition and
-   the fold-over test and makes no edge longer than 4/3 L (``dynamic.remesh_collapse``; shortest
-   first, cavities = closed one-rings);
+2. collapse every interior edge shorter than 4/5 L (to its midpoint, or onto a locked end) whose
+   collapse passes the link condition and the fold-over test and makes no edge longer than 4/3 L
+   (``dynamic.remesh_collapse``; shortest first, cavities = closed one-rings of both ends);
 3. flip edges that bring the valences of their four vertices closer to 6 (4 on the boundary)
    (``dynamic.flip``; cavities = the four vertices);
 
    collapses and flips may lower the smallest angle of their cavity only while it stays above
    10 degrees: without that guard, flat quads of nearly collinear vertices (every midpoint-
    subdivided input is full of them) turned into zero-angle faces;
-4. tangential relaxation toward the area-weighted (or uniform) one-ring centroid
+4. tangential relaxation toward the mean of the one-ring (or its area-weighted centroid)
    (``dynamic.relax``);
 5. projection of the moved vertices onto the input triangles (uniform-grid hash of the input
    faces, exact point-triangle distance).
@@ -88,9 +88,10 @@ class Params(OpParams):
         "(split but never collapsed or flipped) and their vertices never move; 180: none.",
     )
     relaxation: Literal["area", "uniform"] = Field(
-        "area",
-        description="Tangential relaxation target: the area-weighted centroid of the one-ring's "
-        "faces, or the plain mean of the neighbours.",
+        "uniform",
+        description="Tangential relaxation target: the plain mean of the neighbours (rounder "
+        "triangles and more even edges on the benchmark meshes), or the area-weighted centroid "
+        "of the one-ring's faces.",
     )
     project: bool = Field(
         True, description="Project relaxed vertices onto the input surface after every iteration."

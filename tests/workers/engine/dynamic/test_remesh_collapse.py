@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.workers.engine.shapes import grid, mesh, stats, tetrahedron, welded
 from workers.engine.dynamic._edges import Surface
@@ -14,6 +15,14 @@ def surface(m, locked=None) -> Surface:
     F = np.asarray(m.F, dtype=np.int64)
     lk = np.zeros(len(V), bool) if locked is None else locked
     return Surface(V, F, None, np.arange(len(F)), lk, np.zeros(0, np.int64))
+
+
+def assert_tiles_unit_square(S: Surface) -> None:
+    """Every face of a surface in z = 0 is counter-clockwise and together they tile [0, 1]^2."""
+    V, F = S.V, S.F
+    z = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])[:, 2]
+    assert (z > 0).all()
+    assert abs(0.5 * z.sum() - 1.0) < 1e-12
 
 
 def test_tetrahedron_is_not_collapsed_flat() -> None:
@@ -47,7 +56,60 @@ def test_no_fold_over_on_a_plane() -> None:
     S = surface(m, np.asarray(m.topology.boundary_vertices).copy())
     S2, rep = collapse_short_edges_rounds(np, S, 0.15, 0.3)
     assert rep["collapses"] > 0
-    V, F = S2.V, S2.F
-    z = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])[:, 2]
-    assert (z > 0).all()
-    assert abs(0.5 * z.sum() - 1.0) < 1e-12  # still tiles the unit square
+    assert_tiles_unit_square(S2)
+
+
+def _one_short_edge() -> tuple[Surface, int, int]:
+    """An 8 x 8 grid whose interior vertex (3, 3) moved 0.4 cells toward (4, 3): that edge is the
+    only one shorter than 0.09."""
+    m = grid(8)
+    V = np.asarray(m.V, dtype=np.float64).copy()
+    u, w = 3 * 9 + 3, 4 * 9 + 3
+    V[u, 0] += 0.4 / 8
+    S = surface(mesh(V, m.F), np.asarray(m.topology.boundary_vertices).copy())
+    return S, u, w
+
+
+def test_both_ends_free_merge_at_the_midpoint() -> None:
+    S, u, w = _one_short_edge()
+    mid = 0.5 * (S.V[u] + S.V[w])
+    S2, k = collapse_round(np, S, 0.09, 1.0)
+    assert k == 1 and S2.n_vertices == S.n_vertices - 1
+    moved = [p for p in S2.V if not any(np.array_equal(p, q) for q in S.V)]
+    assert len(moved) == 1 and np.allclose(moved[0], mid, atol=1e-15)
+    assert_tiles_unit_square(S2)
+
+
+def test_a_locked_end_keeps_its_place() -> None:
+    S, u, w = _one_short_edge()
+    S.locked[w] = True
+    S2, k = collapse_round(np, S, 0.09, 1.0)
+    assert k == 1 and S2.n_vertices == S.n_vertices - 1
+    # nothing moved: the free end went into the locked one
+    assert all(any(np.array_equal(p, q) for q in S.V) for p in S2.V)
+    assert not any(np.array_equal(p, S.V[u]) for p in S2.V)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_midpoint_collapses_keep_a_jittered_plane_tiled(seed: int) -> None:
+    """Merged vertices sit at midpoints (both ends free here except on the boundary): on a
+    strongly jittered plane many collapses happen, every face stays counter-clockwise and the
+    square stays tiled."""
+    m = grid(16, jitter=0.24, seed=seed)
+    S = surface(m, np.asarray(m.topology.boundary_vertices).copy())
+    S2, rep = collapse_short_edges_rounds(np, S, 0.06, 0.2)
+    assert rep["collapses"] > 10
+    assert_tiles_unit_square(S2)
+
+
+def test_checking_in_slices_gives_the_same_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    import workers.engine.dynamic.remesh_collapse as rc
+
+    m = welded("rx-torus.obj")
+    S = surface(m)
+    L = float(np.linalg.norm(S.V[S.F[:, 0]] - S.V[S.F[:, 1]], axis=1).mean())
+    whole, k = collapse_round(np, S, 1.1 * L, 3 * L)
+    monkeypatch.setattr(rc, "CHECK_SLICE", 7)
+    sliced, k7 = collapse_round(np, S, 1.1 * L, 3 * L)
+    assert k > 10 and k7 == k
+    assert np.array_equal(whole.F, sliced.F) and np.array_equal(whole.V, sliced.V)
