@@ -15,7 +15,7 @@ import numpy as np
 
 from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
-from .engine.io import serialize
+from .engine.io import serialize_chunks
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import run_pipeline
@@ -99,13 +99,16 @@ def execute(
     output = spec.get("output") or {}
     fmt = output.get("format", "ply")
     t = time.perf_counter()
-    data = serialize(out, fmt, output.get("attributes"), polygons=output.get("polygons", True))
+    chunks = serialize_chunks(
+        out, fmt, output.get("attributes"), polygons=output.get("polygons", True)
+    )
+    key = result_key(job_id, attempt, fmt)
+    # the file goes to the store piece by piece as it is written: "serialize" includes storing it
+    n_bytes = store.put_chunks(key, chunks)
     timings["serialize"] = time.perf_counter() - t
 
     report(0.95, "store")
     t = time.perf_counter()
-    key = result_key(job_id, attempt, fmt)
-    store.put_bytes(key, data)
     stem = (input_name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "result")[:100]
     artifacts = {}
     mfmt = output.get("matrix_format", "npz")
@@ -126,7 +129,7 @@ def execute(
         "result": {
             "key": key,
             "format": fmt,
-            "bytes": len(data),
+            "bytes": n_bytes,
             "filename": f"{stem}.{fmt}",
             "media_type": MEDIA_TYPES[fmt],
         },

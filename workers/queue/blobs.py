@@ -8,10 +8,12 @@ Keys are relative paths of ``[A-Za-z0-9._-]`` segments: they never come from use
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -22,8 +24,13 @@ class BlobNotFound(KeyError):
     pass
 
 
+#: what a blob may be written from: pieces of bytes-like objects, written in order
+Chunks = Iterable["bytes | bytearray | memoryview"]
+
+
 class BlobStore(Protocol):
     def put_bytes(self, key: str, data: bytes) -> int: ...
+    def put_chunks(self, key: str, chunks: Chunks) -> int: ...
     def get_bytes(self, key: str) -> bytes: ...
     def open(self, key: str) -> BinaryIO: ...
     def local_path(self, key: str) -> Path | None: ...
@@ -52,17 +59,22 @@ class LocalBlobStore:
         return self.root / check_key(key)
 
     def put_bytes(self, key: str, data: bytes) -> int:
+        return self.put_chunks(key, [data])
+
+    def put_chunks(self, key: str, chunks: Chunks) -> int:
+        """The blob made of ``chunks`` in order (each written as it comes, so a large blob is
+        never whole in memory); its size in bytes."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                size = sum(fh.write(c) or 0 for c in chunks)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        return len(data)
+        return size
 
     def get_bytes(self, key: str) -> bytes:
         try:
@@ -163,3 +175,25 @@ def artifact_key(job_id: str, attempt: int, name: str, fmt: str) -> str:
 
 def job_prefix(job_id: str) -> str:
     return f"jobs/{job_id}"
+
+
+class ChunkReader(io.RawIOBase):
+    """A read-only, forward-only file over pieces of bytes (for APIs that read a file object)."""
+
+    def __init__(self, chunks: Chunks) -> None:
+        self._chunks = iter(chunks)
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._left:
+            try:
+                self._left = memoryview(next(self._chunks)).cast("B")
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._left))
+        memoryview(b).cast("B")[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import quote, urlsplit
 
-from .blobs import BlobNotFound, check_key
+from .blobs import BlobNotFound, ChunkReader, Chunks, check_key
 
 MIN_PART = 5 << 20  # S3's smallest part (all but the last)
 
@@ -84,6 +84,14 @@ class S3BlobStore:
             io.BytesIO(data), self.bucket, self._key(key), Config=self.transfer
         )
         return len(data)
+
+    def put_chunks(self, key: str, chunks: Chunks) -> int:
+        """The blob made of ``chunks`` in order, streamed: a blob over the multipart threshold
+        goes up part by part as the chunks come, never whole in memory."""
+        counted = _Counted(chunks)
+        reader = io.BufferedReader(ChunkReader(counted), buffer_size=1 << 20)
+        self.client.upload_fileobj(reader, self.bucket, self._key(key), Config=self.transfer)
+        return counted.size
 
     def get_bytes(self, key: str) -> bytes:
         from botocore.exceptions import ClientError
@@ -174,3 +182,16 @@ class S3BlobStore:
             "get_object", Params=params, ExpiresIn=int(expires)
         )
         return url
+
+
+class _Counted:
+    """The chunks, counting their bytes as they are taken."""
+
+    def __init__(self, chunks: Chunks) -> None:
+        self._chunks = chunks
+        self.size = 0
+
+    def __iter__(self) -> Any:
+        for c in self._chunks:
+            self.size += memoryview(c).nbytes
+            yield c

@@ -880,6 +880,39 @@ def test_ply_rows_are_packed_as_the_header_says(rich: TriMesh) -> None:
     np.testing.assert_array_equal(faces["n"], rich.face_attrs["face_normals"])
 
 
+@pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
+def test_files_written_in_pieces_are_the_same_bytes(rich: TriMesh, fmt: str, tmp_path, monkeypatch):
+    """Binary PLY, STL and GLB come out in pieces that are written as they are made; the pieces
+    in any size make the same file, each stays valid after the next (a job's store and
+    ``save_path`` write them one by one), and a half-written file is never left behind."""
+    from workers.engine.io import _records, save_path, serialize_chunks, stl
+
+    whole = serialize(rich, fmt)
+    monkeypatch.setattr(_records, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(stl, "_CHUNK", 5)
+    pieces = list(serialize_chunks(rich, fmt))
+    assert b"".join(pieces) == whole
+    if fmt in ("ply", "stl", "glb"):
+        assert len(pieces) > 3
+    if fmt in ("ply", "stl"):  # rows packed a few at a time: every row of the file is in one
+        assert max(memoryview(p).nbytes for p in pieces[1:]) <= 7 * 50
+    save_path(rich, tmp_path / f"m.{fmt}")
+    assert (tmp_path / f"m.{fmt}").read_bytes() == whole
+
+
+def test_save_path_removes_a_half_written_file(rich: TriMesh, tmp_path, monkeypatch) -> None:
+    from workers.engine.io import save_path, stl
+
+    def broken(V: Any, F: Any) -> Any:
+        yield b"header"
+        raise MemoryError
+
+    monkeypatch.setattr(stl, "stl_chunks", broken)
+    with pytest.raises(MemoryError):
+        save_path(rich, tmp_path / "m.stl")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_stl_is_written_and_read_as_trimesh_does(rich: TriMesh, dtype: str) -> None:
     import trimesh

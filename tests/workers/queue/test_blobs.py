@@ -84,6 +84,44 @@ def test_large_blob_round_trips(store):
         assert head["ETag"].strip('"').endswith("-3")  # a multipart upload of three parts
 
 
+def test_chunks_are_streamed_into_one_blob(store):
+    """``put_chunks`` writes pieces of any bytes-like kind, in order, as they come: 11 MiB in
+    pieces of uneven sizes make one blob (on S3 a streamed multipart upload of three parts)."""
+    data = os.urandom(11 << 20)
+    cuts = [0, 1, 100, 5 << 20, (5 << 20) + 3, 9 << 20, len(data)]
+    taken = []
+
+    def pieces() -> Iterator[Any]:
+        for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+            taken.append(k)
+            kind = (bytes, bytearray, memoryview)[k % 3]
+            yield kind(data[a:b]) if kind is not memoryview else memoryview(data)[a:b]
+
+    assert store.put_chunks("jobs/s/result-a1.stl", pieces()) == len(data)
+    assert taken == list(range(len(cuts) - 1))
+    assert store.get_bytes("jobs/s/result-a1.stl") == data
+    assert store.put_chunks("jobs/s/empty.ply", iter([])) == 0
+    assert store.get_bytes("jobs/s/empty.ply") == b""
+    if not isinstance(store, LocalBlobStore):
+        head = store.client.head_object(Bucket=store.bucket, Key=store._key("jobs/s/result-a1.stl"))
+        assert head["ETag"].strip('"').endswith("-3")
+
+
+def test_a_failing_writer_leaves_no_blob(store):
+    def pieces() -> Iterator[bytes]:
+        yield b"half a file"
+        raise RuntimeError("the writer broke")
+
+    store.put_bytes("jobs/f/result-a1.ply", b"the old one")
+    with pytest.raises(RuntimeError):
+        store.put_chunks("jobs/f/result-a1.ply", pieces())
+    assert store.get_bytes("jobs/f/result-a1.ply") == b"the old one"
+    with pytest.raises(RuntimeError):
+        store.put_chunks("jobs/f/new.ply", pieces())
+    assert not store.exists("jobs/f/new.ply")
+    assert store.list_prefix("jobs/f") == ["jobs/f/result-a1.ply"]  # no temporary left
+
+
 def test_s3_presigned_url(s3_server, tmp_path):
     store = open_store(store_config(Settings(data_dir=tmp_path, **s3_server.options())))
     store.put_bytes("jobs/p/result-a1.ply", b"ply bytes")

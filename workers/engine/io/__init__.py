@@ -17,6 +17,7 @@ write the triangles the engine holds.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import posixpath
@@ -451,7 +452,18 @@ def select_attributes(
 def serialize(
     mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
 ) -> bytes:
-    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`). With ``polygons``, the
+    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`); see
+    :func:`serialize_chunks`."""
+    return b"".join(serialize_chunks(mesh, fmt, attributes, polygons))
+
+
+def serialize_chunks(
+    mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
+) -> Iterable[bytes | memoryview]:
+    """The mesh's file in ``fmt`` (one of :data:`OUTPUT_FORMATS`) as pieces to write one after
+    the other (binary PLY, STL and GLB: about a megabyte each, or the arrays' own memory, so a
+    large file is never assembled in memory; each piece stays valid after the next is made).
+    Every refusal (format, attributes) is raised before this returns. With ``polygons``, the
     formats of :data:`POLYGON_FORMATS` write the polygons the triangles' ``quad_id`` or
     ``polygon_id`` describe (see :func:`mesh_polygons`); otherwise, and for the other formats,
     the triangles."""
@@ -483,26 +495,26 @@ def serialize(
         va = {k: v[poly.vertices] for k, v in va.items()}
         fa = {k: v[poly.first_face] for k, v in fa.items()}
         if fmt == "off":
-            return write_off(V, poly.corners, poly.offsets)
+            return [write_off(V, poly.corners, poly.offsets)]
         if fmt == "obj":
-            return write_obj(V, poly.corners, va.get("vertex_normals"), offsets=poly.offsets)
-        return ply.write_ply(V, poly.corners, va, fa, offsets=poly.offsets)
+            return [write_obj(V, poly.corners, va.get("vertex_normals"), offsets=poly.offsets)]
+        return ply.ply_chunks(V, poly.corners, va, fa, offsets=poly.offsets)
     if fmt == "off":
         tri = triangles_as_polygons(F, V.shape[0])
-        return write_off(V, tri.corners, tri.offsets)
+        return [write_off(V, tri.corners, tri.offsets)]
     if fmt == "ply":
-        return ply.write_ply(V, F, va, fa)
+        return ply.ply_chunks(V, F, va, fa)
     if fmt == "obj":
-        return write_obj(V, F, va.get("vertex_normals"))
+        return [write_obj(V, F, va.get("vertex_normals"))]
     if fmt == "npz":
         buf = io.BytesIO()
         arrays = {"V": V, "F": F}
         arrays.update({f"vertex.{k}": v for k, v in va.items()})
         arrays.update({f"face.{k}": v for k, v in fa.items()})
         np.savez(buf, **arrays)
-        return buf.getvalue()
+        return [buf.getvalue()]
     if fmt == "stl":
-        return stl.write_binary(V, F)
+        return stl.stl_chunks(V, F)
     # glb
     normals = va.pop("vertex_normals", None)
     colors = va.pop("vertex_colors", None)
@@ -514,7 +526,7 @@ def serialize(
                 attribute=k,
                 shape=list(v.shape),
             )
-    return glb.write_glb(V, F, normals, colors, va)
+    return glb.glb_chunks(V, F, normals, colors, va)
 
 
 def mesh_polygons(mesh: TriMesh) -> Polygons | None:
@@ -548,6 +560,11 @@ def save_path(
     polygons: bool = True,
 ) -> None:
     fmt = _ext(os.fspath(path))
-    data = serialize(mesh, fmt, attributes, polygons=polygons)
-    with open(path, "wb") as fh:
-        fh.write(data)
+    chunks = serialize_chunks(mesh, fmt, attributes, polygons=polygons)
+    try:
+        with open(path, "wb") as fh:
+            fh.writelines(chunks)
+    except BaseException:
+        with contextlib.suppress(OSError):  # no half-written file left behind
+            os.unlink(path)
+        raise

@@ -8,7 +8,13 @@ is the slow case this avoids).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
+
+#: rows packed at a time by :func:`pack_chunks`: about a megabyte, so each chunk is written while
+#: it is still in cache and no file-sized block of fresh memory is touched
+CHUNK_ROWS = 1 << 16
 
 
 def pack(blocks: list[np.ndarray]) -> np.ndarray:
@@ -21,6 +27,15 @@ def pack(blocks: list[np.ndarray]) -> np.ndarray:
     for j, (f, w) in enumerate(zip(flat, widths, strict=True)):
         rows[f"f{j}"] = f.view(f"V{w}").reshape(n)
     return rows
+
+
+def pack_chunks(blocks: list[np.ndarray], rows: int | None = None) -> Iterator[memoryview]:
+    """The bytes of :func:`pack` of ``blocks``, ``rows`` (default :data:`CHUNK_ROWS`) rows at a
+    time; every chunk is a buffer of its own (it stays valid after the next one is made)."""
+    n = blocks[0].shape[0]
+    rows = rows or CHUNK_ROWS
+    for s in range(0, n, rows):
+        yield pack([b[s : s + rows] for b in blocks]).data
 
 
 def take(

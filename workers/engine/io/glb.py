@@ -54,7 +54,19 @@ def write_glb(
     colors: np.ndarray | None,
     attrs: dict[str, np.ndarray],
 ) -> bytes:
-    """GLB bytes of one mesh; ``attrs`` are the vertex attributes other than normals and colours,
+    """GLB bytes of one mesh (see :func:`glb_chunks`)."""
+    return b"".join(glb_chunks(V, F, normals, colors, attrs))
+
+
+def glb_chunks(
+    V: np.ndarray,
+    F: np.ndarray,
+    normals: np.ndarray | None,
+    colors: np.ndarray | None,
+    attrs: dict[str, np.ndarray],
+) -> list[bytes | memoryview]:
+    """The bytes of a GLB of one mesh in pieces (headers and JSON, then each array's own
+    memory, not copied); ``attrs`` are the vertex attributes other than normals and colours,
     each of a shape glTF has an accessor type for (the caller checks)."""
     position = np.ascontiguousarray(V, dtype="<f4")
     blobs: list[tuple[dict[str, Any], np.ndarray]] = [
@@ -122,7 +134,7 @@ def write_glb(
             "mesh too large for a GLB file", code="format.too_large", bytes=total, limit=2**32 - 1
         )
     head = struct.pack("<5I", _MAGIC, 2, total, len(text), _JSON)
-    return b"".join([head, text, struct.pack("<2I", at, _BIN), *chunks])
+    return [head, text, struct.pack("<2I", at, _BIN), *chunks]
 
 
 def _indices(F: np.ndarray) -> np.ndarray:

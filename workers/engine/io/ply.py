@@ -17,6 +17,8 @@ element is packed into one byte block, column group by column group.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,10 +105,23 @@ def write_ply(
     face_attrs: dict[str, np.ndarray],
     offsets: np.ndarray | None = None,
 ) -> bytes:
-    """Binary little-endian PLY with attributes as properties. Faces are the triangles ``F (m,
+    """Binary little-endian PLY with attributes as properties (see :func:`ply_chunks`)."""
+    return b"".join(ply_chunks(V, F, vertex_attrs, face_attrs, offsets))
+
+
+def ply_chunks(
+    V: np.ndarray,
+    F: np.ndarray,
+    vertex_attrs: dict[str, np.ndarray],
+    face_attrs: dict[str, np.ndarray],
+    offsets: np.ndarray | None = None,
+) -> Iterator[bytes | memoryview]:
+    """The bytes of a binary little-endian PLY with attributes as properties, in pieces of about
+    a megabyte: the header, then the vertex and face rows. Faces are the triangles ``F (m,
     3)``, or with ``offsets (n + 1,)`` the polygons ``F[offsets[p]:offsets[p + 1]]`` of the
     flat corner array ``F`` (one ``vertex_indices`` list per polygon, its length in a ``uchar``,
-    or an ``int`` when some polygon has more than 255 corners)."""
+    or an ``int`` when some polygon has more than 255 corners). Every check (property names and
+    types) is made before this returns."""
     vblocks: list[tuple[list[str], np.ndarray]] = [(["x", "y", "z"], V)]
     vblocks += _blocks(vertex_attrs)
     fblocks = _blocks(face_attrs)
@@ -128,17 +143,17 @@ def write_ply(
     ]
     header += [f"property {_ply_type(a)} {n}" for names, a in fblocks for n in names]
     header.append("end_header")
-    vertex_rows = _records.pack([_little(a) for _, a in vblocks])
     head = ("\n".join(header) + "\n").encode()
+    vertex_rows = _records.pack_chunks([_little(a) for _, a in vblocks])
     if sizes is None:
-        count = np.full((F.shape[0], 1), 3, dtype=np.uint8)
-        face_rows = _records.pack(
+        count = np.broadcast_to(np.uint8(3), (F.shape[0], 1))
+        face_rows = _records.pack_chunks(
             [count, _little(F.astype(np.int32, copy=False))] + [_little(a) for _, a in fblocks]
         )
-        return b"".join([head, vertex_rows.data, face_rows.data])
+        return itertools.chain([head], vertex_rows, face_rows)
     rest = _records.pack([_little(a) for _, a in fblocks]) if fblocks else None
     faces = _polygon_rows(F, sizes, count_dt or np.dtype("u1"), rest)
-    return b"".join([head, vertex_rows.data, faces.data])
+    return itertools.chain([head], vertex_rows, [faces.data])
 
 
 def _polygon_rows(

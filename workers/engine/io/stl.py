@@ -10,6 +10,8 @@ bytes are the ones trimesh's exporter wrote before.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from . import _records
@@ -17,6 +19,8 @@ from . import _records
 #: one face: normal, three corners, attribute byte count
 RECORD = np.dtype([("normal", "<f4", (3,)), ("corners", "<f4", (3, 3)), ("attribute", "<u2")])
 HEADER_BYTES = 84
+#: the same record as two raw fields, for writing
+_PACKED = np.dtype([("normal_corners", "V48"), ("attribute", "V2")])
 #: faces per chunk when writing: the float64 temporaries stay in cache
 _CHUNK = 1 << 14
 
@@ -34,22 +38,31 @@ def read_binary(data: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 
 def write_binary(V: np.ndarray, F: np.ndarray) -> bytes:
-    """Binary STL of the triangles ``V[F]``: a zero header, the count, one record per face."""
+    """Binary STL of the triangles ``V[F]`` (see :func:`stl_chunks`)."""
+    return b"".join(stl_chunks(V, F))
+
+
+def stl_chunks(V: np.ndarray, F: np.ndarray) -> Iterator[bytes | memoryview]:
+    """Binary STL of the triangles ``V[F]`` in pieces: a zero header and the count, then the
+    records of ``_CHUNK`` faces at a time, each piece a buffer of its own. A record's normal and
+    corners are assembled as 12 aligned float32 values, then moved into the 50-byte record as
+    one 48-byte field."""
     m = F.shape[0]
-    records = np.empty(m, dtype=[("normal", "V12"), ("corners", "V36"), ("attribute", "<u2")])
-    records["attribute"] = 0
+    yield bytes(80) + m.to_bytes(4, "little")
     for s in range(0, m, _CHUNK):
         tri = np.take(V, F[s : s + _CHUNK], axis=0)  # (c, 3, 3): corners gathered once
-        corners = np.ascontiguousarray(tri, dtype="<f4").reshape(-1, 9)
-        records["corners"][s : s + _CHUNK] = corners.view("V36").reshape(-1)
-        records["normal"][s : s + _CHUNK] = _unit_normals(tri).view("V12").reshape(-1)
-    head = bytes(80) + m.to_bytes(4, "little")
-    return b"".join([head, records.data])
+        c = tri.shape[0]
+        row = np.empty((c, 12), dtype="<f4")
+        _unit_normals(tri, row[:, :3])
+        row[:, 3:] = tri.reshape(c, 9)
+        records = np.zeros(c, dtype=_PACKED)
+        records["normal_corners"] = row.view("V48").reshape(c)
+        yield records.data
 
 
-def _unit_normals(tri: np.ndarray) -> np.ndarray:
-    """(c, 3) little-endian float32 unit normals of the triangles ``tri (c, 3, 3)``, computed in
-    float64; zero where the cross product is (nearly) zero."""
+def _unit_normals(tri: np.ndarray, out: np.ndarray) -> None:
+    """Into ``out`` ((c, 3) float32): the unit normals of the triangles ``tri (c, 3, 3)``,
+    computed in float64; zero where the cross product is (nearly) zero."""
     # coordinates first: every component below is a contiguous (c,) array
     t = np.ascontiguousarray(tri.transpose(1, 2, 0), dtype=np.float64)
     ux, uy, uz = t[1] - t[0]
@@ -57,6 +70,4 @@ def _unit_normals(tri: np.ndarray) -> np.ndarray:
     cx, cy, cz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
     norm = np.sqrt(cx * cx + cy * cy + cz * cz)
     inv = np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 1e-13)
-    out = np.empty((tri.shape[0], 3), dtype="<f4")
     out[:, 0], out[:, 1], out[:, 2] = cx * inv, cy * inv, cz * inv
-    return out
