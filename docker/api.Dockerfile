@@ -11,6 +11,7 @@ COPY --from=page /app/node_modules ./node_modules
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY workers ./workers
+COPY tessera ./tessera
 RUN pip install --no-cache-dir ".[s3]" && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
 USER tessera
 ENV TESSERA_DATA_DIR=/data

@@ -9,6 +9,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY workers ./workers
+COPY tessera ./tessera
 RUN pip install --no-cache-dir ".[gpu,s3]" && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
 USER tessera
 ENV TESSERA_DATA_DIR=/data
