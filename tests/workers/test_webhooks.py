@@ -225,4 +225,8 @@ def test_delivery_survives_a_worker_killed_between_attempts(live, receiver):
         rec = delivered(tc, job, timeout=30)
     assert [a["status"] for a in rec["webhook"]["attempts"]] == [500, 204]
     assert len(receiver.calls) == 2
-    assert f"webhook {job['id']} attempt 2" in live.workers.log("w1")
+    # w1 logs the attempt just after it saves the record the client saw: wait for the line
+    deadline = time.time() + 10
+    while f"webhook {job['id']} attempt 2" not in live.workers.log("w1"):
+        assert time.time() < deadline, live.workers.log("w1")
+        time.sleep(0.02)
