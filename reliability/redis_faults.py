@@ -1,7 +1,8 @@
 """``python -m reliability redis``: Redis killed (kill -9, AOF fsynced every second) and restarted
 under load, then killed and wiped. Figures: what the API answered while Redis was down (503,
 never 500), how soon it accepted jobs again, whether the workers came back by themselves, how
-long until every accepted job had ended, and how many were re-created from the manifests."""
+long until every accepted job had ended, and how many were re-created from the manifests (queued
+again) or from their saved outcomes (ended as they had)."""
 
 from __future__ import annotations
 
@@ -150,6 +151,7 @@ def run(args: Any) -> dict[str, Any]:
             "jobs_known_before": len(accepted),
             "recreated_within_s": None if back is None else round(back, 2),
             "recovered_from_manifests": int(r.hget("tessera:counters", "recovered") or 0),
+            "restored_as_ended": int(r.hget("tessera:counters", "recovered_final") or 0),
             "all_ended_within_s": None if ended is None else round(time.monotonic() - t0, 1),
             "states": audit["states"],
             "failed_with": audit.get("errors", {}),

@@ -4,8 +4,12 @@ Every accepted job has ``jobs/{id}/manifest.json`` (spec, input description, cre
 idempotency key) written before its record. When Redis loses data (restarted without its AOF, a
 failover to a stale replica, a flush), the records and stream entries of accepted jobs are gone
 but their manifests and inputs are not: :func:`recover_jobs` queues every such job again. A job
-that had finished before the loss runs again (its outcome was in the lost record); one whose
-record still exists is left alone, so recovery may run at any time, from any number of processes.
+that had ended before the loss keeps its end: whoever ends a job (the worker, or the API for a
+cancel) saves its record as ``jobs/{id}/outcome.json`` (:func:`save_outcome`), and recovery puts
+that record back instead of queueing the job, so a cancelled job stays cancelled and a finished
+one is not run again. Only a job whose end fell in the moment between its commit and that save
+runs again. A job whose record still exists is left alone, so recovery may run at any time, from
+any number of processes.
 
 Supervisors run it when they start and whenever the marker key :data:`keys.EPOCH` is missing
 (Redis came back empty), and every few minutes for manifests at least a minute old: a Redis
@@ -20,8 +24,8 @@ import logging
 import time
 
 from .queue import keys
-from .queue.blobs import BlobNotFound, BlobStore, input_key
-from .queue.jobs import JobQueue
+from .queue.blobs import BlobNotFound, BlobStore, input_key, outcome_key
+from .queue.jobs import TERMINAL, JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +59,41 @@ def recover_jobs(
             continue
         if created + q.job_ttl < now or not store.exists(input_key(job_id)):
             continue  # expired (the sweep deletes it) or never fully accepted
-        if q.restore(manifest, now):
+        outcome = _outcome(store, job_id)
+        if outcome is not None:
+            if q.restore_final(outcome, manifest, now):
+                restored.append(job_id)
+        elif q.restore(manifest, now):
             restored.append(job_id)
     return restored
+
+
+def save_outcome(q: JobQueue, store: BlobStore, job_id: str) -> bool:
+    """Keep the record of a job that has just ended in the blob store, for :func:`recover_jobs`.
+    Called after the end is committed in Redis, so it cannot undo it: a failure is logged and the
+    job would only run again if Redis later lost its record."""
+    try:
+        record = q.snapshot(job_id)
+        if record is None:
+            return False
+        store.put_bytes(outcome_key(job_id), json.dumps(record).encode())
+        return True
+    except Exception as exc:  # the store or Redis, whatever their client raises
+        log.warning("outcome of %s not saved: %s", job_id, exc)
+        return False
+
+
+def _outcome(store: BlobStore, job_id: str) -> dict[str, str] | None:
+    try:
+        record = json.loads(store.get_bytes(outcome_key(job_id)))
+    except BlobNotFound:
+        return None
+    except ValueError as exc:
+        log.warning("outcome of %s unreadable: %s", job_id, exc)
+        return None
+    if not isinstance(record, dict) or record.get("state") not in TERMINAL:
+        return None
+    return {str(k): str(v) for k, v in record.items()}
 
 
 def recover_if_lost(q: JobQueue, store: BlobStore) -> list[str] | None:

@@ -21,7 +21,7 @@ import redis
 
 from .queue.blobs import BlobStore, job_prefix, open_store, result_key, store_config
 from .queue.jobs import Claim, JobQueue
-from .recovery import recover_if_lost, recover_jobs
+from .recovery import recover_if_lost, recover_jobs, save_outcome
 from .settings import Settings
 from .webhooks import WebhookThread
 
@@ -192,6 +192,8 @@ class Supervisor:
             recover_if_lost(self.q, self.store)
             for job_id, outcome in self.q.reap(self.name):
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
+                if outcome == "failed":
+                    save_outcome(self.q, self.store, job_id)
             self._last_reap = now
         if force or now - self._last_recover >= RECOVER_SECONDS:
             restored = recover_jobs(self.q, self.store, min_age=RECOVER_MIN_AGE)
@@ -284,6 +286,8 @@ class Supervisor:
                         lambda e=error: self.q.retry_here(self.name, c, e)  # type: ignore[misc]
                     )
                     log.warning("← %s failed (worker.child_died): %s", c.job_id, outcome)
+                    if outcome == "failed":
+                        save_outcome(self.q, self.store, c.job_id)
                     return again
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
                 p, stage = progress if progress else (None, "")
@@ -309,18 +313,14 @@ class Supervisor:
             if now - started > deadline:
                 log.warning("%s: %s ran past its deadline of %.0fs", self.name, c.job_id, deadline)
                 self.kill_child()
-                self.q.finish(
-                    self.name,
-                    c,
-                    "failed",
-                    {
-                        "error": {
-                            "code": "job.timeout",
-                            "message": "the job ran past its deadline",
-                            "detail": {"deadline_seconds": deadline},
-                        }
-                    },
-                )
+                timeout = {
+                    "code": "job.timeout",
+                    "message": "the job ran past its deadline",
+                    "detail": {"deadline_seconds": deadline},
+                }
+                end = {"error": timeout}
+                if self._redis(lambda: self.q.finish(self.name, c, "failed", end)):  # noqa: B023
+                    save_outcome(self.q, self.store, c.job_id)
                 self.delete_own_result(c)
                 return
             grace_over = (
@@ -360,6 +360,7 @@ class Supervisor:
         ok = self._redis(lambda: self.q.finish(self.name, c, "succeeded", fields))
         if ok:
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
+            save_outcome(self.q, self.store, c.job_id)
             self.delete_other_results(c, keep=fields["result"]["key"])
         else:
             log.warning(
@@ -376,9 +377,11 @@ class Supervisor:
                 lambda: self.q.requeue(c.job_id, c.entry, error, owner=self.name, attempt=c.attempt)
             )
             log.warning("← %s failed (%s): %s", c.job_id, error.get("code"), outcome)
-        else:
-            self._redis(lambda: self.q.finish(self.name, c, "failed", {"error": error}))
+            if outcome == "failed":
+                save_outcome(self.q, self.store, c.job_id)
+        elif self._redis(lambda: self.q.finish(self.name, c, "failed", {"error": error})):
             log.info("← %s failed (%s), not retried", c.job_id, error.get("code"))
+            save_outcome(self.q, self.store, c.job_id)
 
     def _redis(self, fn: Callable[[], T]) -> T:
         """A commit-like call, retried through a Redis outage for about a lease (the fencing in

@@ -18,6 +18,7 @@ from fastapi.responses import (
 from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
+from workers.recovery import save_outcome
 
 from ..auth import CallerDep, caller, check_submission, job_started
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
@@ -220,9 +221,13 @@ def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 
     responses=_ERRORS,
     summary="Cancel a queued or running job",
 )
-def cancel_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> JobPublic:
+def cancel_job(
+    job_id: str, queue: QueueDep, store: StoreDep, base: BaseUrlDep, who: CallerDep
+) -> JobPublic:
     _record(queue, job_id, who)
     outcome, previous = queue.cancel(job_id)
+    if outcome == "cancelled":
+        save_outcome(queue, store, job_id)  # so that it stays cancelled if Redis loses it
     if outcome == "gone":
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     if outcome == "final" and previous != "cancelled":

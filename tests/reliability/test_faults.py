@@ -62,8 +62,12 @@ def test_child_killed_mid_job_is_picked_up_again_by_its_supervisor(client, worke
     assert rec["worker"] == "w1" and w.poll() is None
     done = wait(client, job["url"], timeout=30)
     assert done["state"] == "succeeded" and done["attempts"] == 2
-    # one visible result, nothing else left behind by the killed attempt
-    assert job_files(settings, job["id"]) == ["input.npz", "manifest.json", "result-a2.ply"]
+    # one visible result, nothing else left behind by the killed attempt (the outcome is saved
+    # just after the end is committed)
+    files = wait_for(
+        lambda: "outcome.json" in (f := job_files(settings, job["id"])) and f, 10, "outcome"
+    )
+    assert files == ["input.npz", "manifest.json", "outcome.json", "result-a2.ply"]
     assert client.get(done["result"]["url"]).status_code == 200
 
 

@@ -102,6 +102,43 @@ def test_jobs_lost_with_all_redis_data_are_recreated_from_manifests(own_redis, s
     assert int(r.hget("tessera:counters", "recovered")) == 5
 
 
+def test_jobs_that_had_ended_keep_their_end_when_redis_loses_everything(own_redis, stack):
+    client, workers, _ = stack
+    workers.start("w1")
+    done = wait(client, submit(client).json()["url"], timeout=60)
+    assert done["state"] == "succeeded", done
+    long = spec({"op": "sleep", "seconds": 30})
+    running = submit(client, spec_text=long).json()
+    wait(client, running["url"], ("running",))
+    stopped = [client.delete(running["url"]).json()]
+    queued = submit(client, spec_text=long).json()  # cancelled before any worker took it
+    stopped.append(client.delete(queued["url"]).json())
+    assert [j["state"] for j in stopped] == ["cancelled", "cancelled"]
+    waiting = submit(client).json()
+    workers.stop_all()
+    kill9(own_redis)
+    shutil.rmtree(own_redis.dir)  # the AOF is gone too: Redis comes back empty
+    own_redis.dir.mkdir()
+    own_redis.start()
+    workers.start("w2")  # it finds the dataset new and re-creates the jobs from the blob store
+    deadline = time.time() + 30
+    while client.get(waiting["url"]).status_code == 404:
+        assert time.time() < deadline, "jobs not re-created"
+        time.sleep(0.1)
+    assert wait(client, waiting["url"], timeout=60)["state"] == "succeeded"  # it ran at last
+    for before in (done, *stopped):
+        after = client.get(before["url"]).json()
+        for field in ("state", "attempts", "created_at", "finished_at", "error"):
+            assert after[field] == before[field], (field, before, after)
+    assert client.get(done["url"]).json()["timings"] == done["timings"]
+    result = client.get(done["result"]["url"])  # its result is still there
+    assert result.status_code == 200 and len(result.content) == done["result"]["bytes"]
+    assert all(j["id"] not in workers.log("w2") for j in stopped)  # neither ran again
+    r = redis.Redis.from_url(own_redis.url)
+    assert int(r.hget("tessera:counters", "recovered_final")) == 3
+    assert int(r.hget("tessera:counters", "recovered")) == 1
+
+
 def test_recovery_command_recreates_missing_jobs(own_redis, stack):
     import subprocess
     import sys

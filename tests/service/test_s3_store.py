@@ -3,6 +3,8 @@ bucket, the API streams results or redirects to presigned URLs, and nothing touc
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -41,14 +43,21 @@ def test_jobs_run_on_the_s3_store(s3_service, tmp_path):
     assert mesh.n_faces == 768 and "vertex_normals" in mesh.vertex_attrs
     assert L.shape == (386, 386) and abs(L @ np.ones(386)).max() < 1e-9
     store = open_store(store_config(s))
-    names = [k.rsplit("/", 1)[-1] for k in store.list_prefix(f"jobs/{job['id']}")]
+    deadline = time.time() + 10  # the outcome is saved just after the end is committed
+    while "outcome.json" not in (
+        names := [k.rsplit("/", 1)[-1] for k in store.list_prefix(f"jobs/{job['id']}")]
+    ):
+        assert time.time() < deadline, names
+        time.sleep(0.05)
     assert sorted(names) == [
         "artifact-laplacian-a1.npz",
         "artifact-mass-a1.npz",
         "input.npz",
         "manifest.json",
+        "outcome.json",
         "result-a1.ply",
     ]
+    assert json.loads(store.get_bytes(f"jobs/{job['id']}/outcome.json"))["state"] == "succeeded"
     assert store.get_bytes(f"jobs/{job['id']}/result-a1.ply") == streamed
     assert done["result"]["bytes"] == len(streamed)
     assert not (tmp_path / "data" / "blobs" / "jobs").exists()

@@ -165,6 +165,11 @@ def manifest_key(job_id: str) -> str:
     return f"jobs/{job_id}/manifest.json"
 
 
+def outcome_key(job_id: str) -> str:
+    """The record of a job that ended, kept beside its manifest (see workers.recovery)."""
+    return f"jobs/{job_id}/outcome.json"
+
+
 def result_key(job_id: str, attempt: int, fmt: str) -> str:
     return f"jobs/{job_id}/result-a{attempt}.{fmt}"
 

@@ -104,6 +104,7 @@ def _load_scripts(client: redis.Redis) -> dict[str, Any]:
         "requeue",
         "cancel",
         "recover",
+        "restore_final",
         "retry_here",
     ):
         out[name] = client.register_script(prelude + "\n" + (folder / f"{name}.lua").read_text())
@@ -421,6 +422,46 @@ class JobQueue:
                 repr(created),
                 f"{job_id}|{manifest.get('body_hash', '')}",
                 max(int(created + self.job_ttl - now), 1),
+                repr(now),
+            ],
+        )
+        return bool(res)
+
+    def snapshot(self, job_id: str) -> dict[str, str] | None:
+        """The record of an ended job as stored (strings), for :meth:`restore_final`; None while
+        it has not ended or when it is gone."""
+        raw = self.r.hgetall(keys.job(job_id))
+        rec = {_s(k): _s(v) for k, v in raw.items()}
+        return rec if rec.get("state") in TERMINAL else None
+
+    def restore_final(
+        self, record: dict[str, str], manifest: dict[str, Any], now: float | None = None
+    ) -> bool:
+        """Re-create the record of a job that had ended, as :meth:`snapshot` saw it, unless a
+        record exists. It is not queued: a terminal state stays final. Its webhook becomes due
+        again (delivery is at least once, and whether it had been delivered was lost too)."""
+        now = time.time() if now is None else now
+        job_id = str(manifest["id"])
+        created = float(manifest.get("created_at") or now)
+        finished = float(record.get("finished_at") or now)
+        idem = manifest.get("idempotency_key")
+        fields = {k: v for k, v in record.items() if k not in ("entry", "webhook")}
+        res = self._s["restore_final"](
+            keys=[
+                keys.job(job_id),
+                keys.events(job_id),
+                keys.JOBS,
+                keys.idempotency(idem) if idem else "",
+                keys.COUNTERS,
+                keys.WEBHOOKS_DUE,
+            ],
+            args=[
+                job_id,
+                json.dumps(fields),
+                repr(created),
+                f"{job_id}|{manifest.get('body_hash', '')}",
+                max(int(created + self.job_ttl - now), 1),
+                max(int(finished + self.job_ttl + self.tombstone - now), 1),
                 repr(now),
             ],
         )

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from workers.queue import keys
-from workers.queue.blobs import LocalBlobStore, input_key, manifest_key
+from workers.queue.blobs import LocalBlobStore, input_key, manifest_key, outcome_key
 from workers.queue.jobs import JobQueue
-from workers.recovery import recover_if_lost, recover_jobs
+from workers.recovery import recover_if_lost, recover_jobs, save_outcome
 
 ERR = {"code": "engine.internal", "message": "boom", "detail": {}}
 
@@ -77,6 +77,21 @@ def test_wiped_redis_neither_crashes_the_consumer_nor_the_reaper(q, redis_client
     assert q.queue_depth() == {"entries": 0, "running": 0, "waiting": 0}
     q.submit("j2", {"spec": {}})
     assert take(q, "w1").job_id == "j2"
+
+
+def test_an_entry_delivered_but_never_claimed_is_delivered_again(q):
+    """The reader died between XREADGROUP and the claim, or Redis lost the claim (its last second
+    of AOF writes) but kept the delivery: the job must not wait for ever."""
+    q.submit("j1", {"spec": {}})
+    [(entry, job_id)] = q.read_next("w1", block_ms=100)  # w1 dies here
+    assert q.read_next("w2", block_ms=10) == []
+    time.sleep(0.35)  # past the lease (0.3 s)
+    assert q.reap("w2") == [("j1", "queued")]
+    c = take(q, "w2")
+    assert c.job_id == "j1" and c.entry != entry and c.attempt == 1
+    assert q.queue_depth() == {"entries": 1, "running": 1, "waiting": 0}
+    assert q.counters()["redelivered"] == 1
+    assert q.claim("w1", entry, job_id) is None  # the old delivery can no longer start a run
 
 
 def manifest(store: LocalBlobStore, job_id: str, created: float, **extra) -> None:
@@ -149,3 +164,54 @@ def test_recovered_job_keeps_its_owner_key_and_base_url(q, tmp_path):
     assert recover_jobs(q, store) == ["j1"]
     rec = q.get("j1")
     assert rec["key_id"] == "team-a" and rec["base_url"] == "http://api.example"
+
+
+def test_ended_jobs_keep_their_end_when_redis_loses_them(q, tmp_path):
+    store = LocalBlobStore(tmp_path)
+    now = time.time()
+
+    def submitted(job_id: str) -> None:
+        manifest(store, job_id, now - 10, idempotency_key=f"k-{job_id}", body_hash="h")
+        q.submit(job_id, {"spec": {"pipeline": [], "callback_url": "http://hook"}})
+
+    submitted("done")
+    assert q.finish("w1", take(q, "w1"), "succeeded", {"result": {"key": "jobs/done/r.ply"}})
+    submitted("stopped")
+    assert q.cancel("stopped") == ("cancelled", "queued")
+    submitted("broken")
+    for n in (1, 2):  # max_attempts is 2: dead-lettered
+        c = take(q, "w1")
+        q.requeue(c.job_id, c.entry, ERR, owner="w1", attempt=n)
+    assert q.get("broken")["state"] == "failed"
+    submitted("unsaved")  # ended, but Redis was lost before its outcome was saved
+    assert q.finish("w1", take(q, "w1"), "succeeded", {"result": {"key": "x"}})
+    submitted("waiting")
+    assert not save_outcome(q, store, "waiting")  # not ended: nothing saved
+    before = {j: q.get(j) for j in ("done", "stopped", "broken")}
+    assert all(save_outcome(q, store, j) for j in before)
+    q.r.flushall()
+
+    assert sorted(recover_jobs(q, store, now)) == sorted([*before, "waiting", "unsaved"])
+    for job_id, rec in before.items():
+        again = q.get(job_id)
+        assert again == {k: v for k, v in rec.items() if k != "entry"}, job_id
+        assert 0 < q.r.ttl(keys.job(job_id)) <= 3600 + 60
+        assert q.r.get(keys.idempotency(f"k-{job_id}")) == f"{job_id}|h".encode()
+    assert q.get("done")["result"] == {"key": "jobs/done/r.ply"}
+    assert q.get("broken")["error"]["code"] == ERR["code"]
+    assert q.get("waiting")["state"] == q.get("unsaved")["state"] == "queued"
+    assert q.queue_depth()["entries"] == 2  # only the two that had not ended run
+    assert sorted(q.r.zrange(keys.WEBHOOKS_DUE, 0, -1)) == [b"broken", b"done", b"stopped"]
+    assert q.counters()["recovered_final"] == 3 and q.counters()["recovered"] == 2
+    assert recover_jobs(q, store, now) == []  # idempotent
+    assert q.cancel("stopped") == ("final", "cancelled")  # terminal still
+
+
+def test_an_unreadable_outcome_falls_back_to_running_the_job_again(q, tmp_path):
+    store = LocalBlobStore(tmp_path)
+    manifest(store, "j1", time.time() - 10)
+    store.put_bytes(outcome_key("j1"), b"{not json")
+    manifest(store, "j2", time.time() - 10)
+    store.put_bytes(outcome_key("j2"), json.dumps({"id": "j2", "state": "running"}).encode())
+    assert sorted(recover_jobs(q, store)) == ["j1", "j2"]
+    assert q.get("j1")["state"] == q.get("j2")["state"] == "queued"

@@ -3,13 +3,24 @@
 -- by a reaper that took an expired lease with XAUTOCLAIM (owner and attempt ''). A release (a
 -- worker shutting down hands its job back) costs no attempt: the attempt number still grows (it
 -- is the fencing token) but 'releases' is subtracted from it when counting failures. A job that
--- fails for good after its last attempt is dead-lettered (sorted set by time).
+-- fails for good after its last attempt is dead-lettered (sorted set by time). An entry the
+-- reaper finds delivered but never claimed is delivered again.
 -- KEYS: job, stream, events, counters, webhooks_due, dead
 -- ARGV: group, entry, now, max_attempts, error_json, owner, attempt, job_id, ttl, release
 local st = redis.call('HMGET', KEYS[1], 'state', 'owner', 'attempt', 'entry')
 if not st[1] then
   drop_entry(KEYS[2], ARGV[1], ARGV[2])
   return {'gone', ''}
+end
+if ARGV[6] == '' and st[1] == 'queued' and st[4] == ARGV[2] then
+  -- delivered but never claimed: its reader died between XREADGROUP and the claim, or Redis
+  -- came back from its AOF without the claim's last second of writes. No run started: deliver
+  -- it again under a new entry, at no attempt's cost.
+  drop_entry(KEYS[2], ARGV[1], ARGV[2])
+  local entry = redis.call('XADD', KEYS[2], '*', 'job', ARGV[8])
+  redis.call('HSET', KEYS[1], 'entry', entry, 'updated_at', ARGV[3])
+  redis.call('HINCRBY', KEYS[4], 'redelivered', 1)
+  return {'queued', entry}
 end
 if st[1] ~= 'running' or st[4] ~= ARGV[2] or (ARGV[6] ~= '' and st[2] ~= ARGV[6])
    or (ARGV[7] ~= '' and st[3] ~= ARGV[7]) then
