@@ -398,11 +398,11 @@ class Supervisor:
                 time.sleep(0.5)
 
     def _delete_temporaries(self, job_id: str) -> None:
-        """Half-written blobs (a write cut short by a kill leaves its temporary file)."""
-        folder = self.store.local_path(job_prefix(job_id))
-        if folder is not None and folder.is_dir():
-            for p in folder.glob(".tmp-*"):
-                p.unlink(missing_ok=True)
+        """Half-written blobs: a write cut short by a kill leaves a temporary file (local store)
+        or an open multipart upload (S3)."""
+        n = self.store.abort_unfinished(job_prefix(job_id))
+        if n:
+            log.info("%s: removed %d unfinished writes of %s", self.name, n, job_id)
 
     def delete_own_result(self, c: Claim, temporaries: bool = False) -> None:
         """Remove what this attempt wrote (it will never be visible); other attempts' results,

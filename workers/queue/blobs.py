@@ -39,6 +39,7 @@ class BlobStore(Protocol):
     def delete(self, key: str) -> None: ...
     def delete_prefix(self, prefix: str) -> int: ...
     def list_prefix(self, prefix: str) -> list[str]: ...
+    def abort_unfinished(self, prefix: str) -> int: ...
 
 
 def check_key(key: str) -> str:
@@ -106,7 +107,7 @@ class LocalBlobStore:
     def delete_prefix(self, prefix: str) -> int:
         path = self._path(prefix.rstrip("/"))
         if path.is_dir():
-            n = sum(1 for p in path.rglob("*") if p.is_file())
+            n = sum(1 for p in path.rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
             shutil.rmtree(path, ignore_errors=True)
             return n
         if path.is_file():
@@ -123,6 +124,17 @@ class LocalBlobStore:
             for p in path.rglob("*")
             if p.is_file() and not p.name.startswith(".tmp-")
         )
+
+    def abort_unfinished(self, prefix: str) -> int:
+        """Remove the partial writes under ``prefix`` that a killed writer left (its temporary
+        files). Only for writers known dead: a live writer's temporary goes too. Their count."""
+        path = self._path(prefix.rstrip("/"))
+        if not path.is_dir():
+            return 0
+        partial = list(path.rglob(".tmp-*"))
+        for p in partial:
+            p.unlink(missing_ok=True)
+        return len(partial)
 
 
 def open_store(config: str | os.PathLike[str] | dict[str, Any]) -> BlobStore:

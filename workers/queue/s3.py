@@ -153,6 +153,7 @@ class S3BlobStore:
         return out
 
     def delete_prefix(self, prefix: str) -> int:
+        self.abort_unfinished(prefix)
         full = self._list(prefix)
         exact = self._key(prefix.rstrip("/"))
         if not full and self.exists(prefix.rstrip("/")):
@@ -164,6 +165,22 @@ class S3BlobStore:
 
     def list_prefix(self, prefix: str) -> list[str]:
         return sorted(k[len(self.prefix) :] for k in self._list(prefix))
+
+    def abort_unfinished(self, prefix: str) -> int:
+        """Abort the multipart uploads under ``prefix`` that a killed writer left open (S3 keeps
+        their parts, and bills them, until then). Only for writers known dead. Their count."""
+        base = self._key(prefix.rstrip("/")) + "/"
+        pages = self.client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket, Prefix=base
+        )
+        n = 0
+        for page in pages:
+            for up in page.get("Uploads", []):
+                self.client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=up["Key"], UploadId=up["UploadId"]
+                )
+                n += 1
+        return n
 
     def presigned_url(
         self, key: str, *, expires: int, filename: str | None = None, media_type: str | None = None

@@ -143,3 +143,34 @@ def test_unsupported_urls():
         open_store("gs://bucket/x")
     with pytest.raises(ValueError, match="not an S3 URL"):
         open_store("s3:///no-bucket")
+
+
+def unfinished_write(store: Any, key: str) -> None:
+    if isinstance(store, LocalBlobStore):  # a killed writer leaves its temporary file
+        (store.root / key).with_name(".tmp-result").write_bytes(b"half a file")
+    else:  # ... or an open multipart upload with its parts
+        up = store.client.create_multipart_upload(Bucket=store.bucket, Key=store._key(key))
+        store.client.upload_part(
+            Bucket=store.bucket,
+            Key=store._key(key),
+            UploadId=up["UploadId"],
+            PartNumber=1,
+            Body=b"x" * 100,
+        )
+
+
+def test_unfinished_writes_of_a_killed_writer_are_aborted(store):
+    store.put_bytes("jobs/u/input.npz", b"in")
+    unfinished_write(store, "jobs/u/result-a1.ply")
+    assert store.abort_unfinished("jobs/none") == 0
+    assert store.abort_unfinished("jobs/u") == 1
+    assert store.abort_unfinished("jobs/u") == 0
+    assert store.list_prefix("jobs/u") == ["jobs/u/input.npz"]
+    if isinstance(store, LocalBlobStore):
+        assert sorted(p.name for p in (store.root / "jobs/u").iterdir()) == ["input.npz"]
+    else:
+        left = store.client.list_multipart_uploads(Bucket=store.bucket, Prefix=store._key("jobs/u"))
+        assert left.get("Uploads", []) == []
+    unfinished_write(store, "jobs/u/result-a2.ply")
+    assert store.delete_prefix("jobs/u") == 1  # the input; the unfinished write goes too
+    assert store.abort_unfinished("jobs/u") == 0
