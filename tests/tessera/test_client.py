@@ -196,33 +196,49 @@ def scripted() -> Iterator[str]:
     srv.server_close()
 
 
-def test_retries_honour_retry_after_then_back_off(scripted):
+def operations(kind: str, url: str, retry: RetryPolicy) -> list[dict]:
+    """``operations()`` through the sync or the async client: both carry the retry loop."""
+    if kind == "sync":
+        with tessera.Client(url, retry=retry) as c:
+            return c.operations()
+
+    async def main() -> list[dict]:
+        async with tessera.AsyncClient(url, retry=retry) as ac:
+            return await ac.operations()
+
+    return asyncio.run(main())
+
+
+CLIENTS = pytest.mark.parametrize("kind", ["sync", "async"])
+
+
+@CLIENTS
+def test_retries_honour_retry_after_then_back_off(scripted, kind):
     Scripted.script = [(429, {"Retry-After": "1"}), (503, {}), (200, {})]
-    with tessera.Client(scripted, retry=RetryPolicy(retries=3, base=0.05)) as c:
-        assert c.operations() == []
+    assert operations(kind, scripted, RetryPolicy(retries=3, base=0.05)) == []
     t = Scripted.times
     assert len(t) == 3
     assert 0.95 <= t[1] - t[0] < 1.5  # Retry-After: 1
     assert 0.02 <= t[2] - t[1] < 0.5  # backoff 0.05 with jitter in [0.025, 0.05]
 
 
-def test_gives_up_with_the_last_problem(scripted):
+@CLIENTS
+def test_gives_up_with_the_last_problem(scripted, kind):
     Scripted.script = [(503, {})] * 3
-    c = tessera.Client(scripted, retry=RetryPolicy(retries=2, base=0.01))
-    with c, pytest.raises(errors.ServiceUnavailable) as e:
-        c.operations()
+    with pytest.raises(errors.ServiceUnavailable) as e:
+        operations(kind, scripted, RetryPolicy(retries=2, base=0.01))
     assert e.value.code == "x.busy" and len(Scripted.times) == 3
     Scripted.script = [(429, {"Retry-After": "0"})] * 2
-    c = tessera.Client(scripted, retry=RetryPolicy(retries=1, base=0.01))
-    with c, pytest.raises(errors.RateLimited):
-        c.operations()
+    with pytest.raises(errors.RateLimited):
+        operations(kind, scripted, RetryPolicy(retries=1, base=0.01))
 
 
-def test_connection_refused_is_retried_then_raised():
+@CLIENTS
+def test_connection_refused_is_retried_then_raised(kind):
     url = f"http://127.0.0.1:{_free_port()}"
     t0 = time.monotonic()
-    with tessera.Client(url, retry=FAST) as c, pytest.raises(errors.ConnectionFailed) as e:
-        c.operations()
+    with pytest.raises(errors.ConnectionFailed) as e:
+        operations(kind, url, FAST)
     assert e.value.code == "client.connection" and time.monotonic() - t0 < 2
 
 
