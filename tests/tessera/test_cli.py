@@ -104,6 +104,24 @@ def test_submit_one_file(service, tmp_path):
     assert not (tmp_path / "x.ply").exists()
 
 
+def test_submit_several_files_apart_and_together(service, tmp_path):
+    files = [str(mesh_path(n)) for n in ("rx-cube.obj", "rx-sphere3.obj")]
+    out = tmp_path / "out"
+    r = tessera("submit", *files, "--op", "face_areas", "-o", f"{out}/", "--format", "ply",
+                "--url", service.url)  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "2 succeeded, 0 failed, 0 skipped" in r.stdout
+    faces = {p.name: load_bytes(p.read_bytes(), p.name).n_faces for p in out.iterdir()}
+    assert faces == {"rx-cube.ply": 12, "rx-sphere3.ply": 768}  # one job each
+    both = tmp_path / "both.ply"
+    r = tessera("submit", *files, "--together", "--op", "stats", "-o", str(both),
+                "--url", service.url)  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "1 succeeded, 0 failed, 0 skipped" in r.stdout
+    merged = load_bytes(both.read_bytes(), "both.ply")
+    assert (merged.n_vertices, merged.n_faces) == (8 + 386, 12 + 768)  # one job, merged
+
+
 @pytest.mark.slow
 def test_batch_reports_failures_and_resumes(service, tmp_path):
     src = tmp_path / "in"
