@@ -33,6 +33,8 @@ SWEEP_SECONDS = 60.0
 #: manifest must be for that
 RECOVER_SECONDS = 120.0
 RECOVER_MIN_AGE = 30.0
+#: the shortest time between two starts of an idle worker's compute child
+CHILD_RESTART_SECONDS = 5.0
 #: Redis errors a worker rides out (a restart, a failover, a network blip); LOADING is a
 #: ConnectionError in redis-py
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
@@ -81,6 +83,7 @@ class Supervisor:
         self._last_reap = 0.0
         self._last_sweep = 0.0
         self._last_recover = time.monotonic()
+        self._child_started = 0.0
         self.current: Claim | None = None
         self.jobs_done = 0
 
@@ -110,6 +113,7 @@ class Supervisor:
                 signal.signal(sig, handler)
         child.close()
         self.conn = parent
+        self._child_started = time.monotonic()
         log.info("%s started child pid %s", self.name, self.child.pid)
 
     def kill_child(self) -> None:
@@ -124,6 +128,14 @@ class Supervisor:
         if self.child is None or not self.child.is_alive():
             self.kill_child()
             self.start_child()
+
+    def warm_child(self) -> None:
+        """Between jobs: replace a child that died or was killed (a cancel, a timeout, a sticky
+        CUDA error) now, so that the next job does not wait for its start (the engine's import,
+        and on a GPU host the CUDA context). At most one start every few seconds: a child that
+        cannot start is not restarted in a tight loop (the next job still tries)."""
+        if time.monotonic() - self._child_started >= CHILD_RESTART_SECONDS:
+            self.ensure_child()
 
     # ----------------------------------------------------------------- loop
     def install_signals(self) -> None:
@@ -157,6 +169,7 @@ class Supervisor:
             while not self.stopping and (max_jobs is None or self.jobs_done < max_jobs):
                 try:
                     self.housekeeping()
+                    self.warm_child()
                     for entry, job_id in self.q.read_next(self.name, block_ms=1000):
                         claim = self.q.claim(self.name, entry, job_id)
                         if claim is not None:

@@ -44,6 +44,18 @@ def job_files(settings, job_id: str) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
+def test_an_idle_workers_dead_child_is_replaced_before_the_next_job(client, workers):
+    w = workers.start("w1")
+    [child] = wait_for(lambda: child_pids(w.pid), 15, "the compute child")
+    wait_for(lambda: "started child" in workers.log("w1"), 10, "the start logged")
+    os.kill(child, signal.SIGKILL)
+    [new] = wait_for(lambda: [p for p in child_pids(w.pid) if p != child], 15, "a new child")
+    assert new != child and w.poll() is None
+    job = wait(client, submit(client).json()["url"], timeout=30)
+    assert job["state"] == "succeeded" and job["attempts"] == 1
+    assert child_pids(w.pid) == [new]  # the job ran on the child started while idle
+
+
 def test_child_killed_mid_job_is_picked_up_again_by_its_supervisor(client, workers, settings):
     w = workers.start("w1")
     job = submit(client, spec_text=spec({"op": "sleep", "seconds": 2.0}, "stats")).json()
