@@ -155,10 +155,16 @@ def run(args: Any) -> dict[str, Any]:
 
         # ------------------------------------------------ 3. a worker frozen past its lease
         add(args.workers, 4.0, 5.0)
-        _wait(lambda: bool(_busy(r, stack)), 60)
-        name, job_id = rng.choice(_busy(r, stack))
-        victim = stack.workers[name]
-        os.killpg(victim.pid, signal.SIGSTOP)
+        while True:  # a worker frozen while its job is running under it (heartbeats lag 2 s)
+            _wait(lambda: bool(_busy(r, stack)), 60)
+            name, job_id = rng.choice(_busy(r, stack))
+            victim = stack.workers[name]
+            os.killpg(victim.pid, signal.SIGSTOP)
+            j = _job(r, job_id)
+            if j.get("state") == "running" and j.get("owner") == name:
+                break
+            os.killpg(victim.pid, signal.SIGCONT)  # its job had just ended: another
+            add(1, 4.0, 5.0)
         _wait(lambda: _job(r, job_id).get("owner") not in (name,), args.lease * 3, 0.1)
         frozen_for = args.lease + 6
         time.sleep(max(0.0, frozen_for - args.lease))
@@ -172,7 +178,11 @@ def run(args: Any) -> dict[str, Any]:
             "attempt_committed": final.get("attempt"),
             "committed_by": final.get("owner"),
             "frozen_worker": name,
-            "frozen_worker_refused": "lost" in log or "can no longer commit" in log,
+            "frozen_attempt": j.get("attempt"),
+            "frozen_worker_refused": any(
+                job_id in line and ("lost" in line or "can no longer commit" in line)
+                for line in log.splitlines()
+            ),
         }
         print("frozen worker:", figures["frozen_worker"], flush=True)
 
