@@ -151,7 +151,9 @@ def test_requests_per_minute_quota_is_429_with_retry_after(quota_client):
 def test_concurrent_jobs_quota_counts_jobs_until_they_end(quota_client):
     with quota_client(concurrent_jobs=2) as c:
         ids = [submit(c, headers=bearer(A)).json()["id"] for _ in range(2)]
-        assert_problem(submit(c, headers=bearer(A)), 429, "quota.concurrent_jobs")
+        r = submit(c, headers=bearer(A))
+        assert_problem(r, 429, "quota.concurrent_jobs")
+        assert r.headers["retry-after"] == "5"  # a job's end is what frees a slot: try soon
         assert submit(c, headers=bearer(B)).status_code == 202  # no quota on this key
         assert c.delete(f"/v1/jobs/{ids[0]}", headers=bearer(A)).status_code in (200, 202)
         assert submit(c, headers=bearer(A)).status_code == 202  # a slot freed by the cancel
