@@ -229,3 +229,54 @@ def test_page_shows_errors_in_plain_words_and_cancels(page, base_url):
     page.wait_for_selector("body[data-job-state=cancelled]")
     assert page.inner_text("#job-state") == "Cancelled."
     assert page.is_hidden("#error")
+
+
+def test_page_takes_a_dropped_file_colours_geodesics_and_orbits(page, base_url):
+    import base64
+
+    _open(page, base_url)
+    data = base64.b64encode(mesh_path("spot.obj").read_bytes()).decode()
+    dropped = page.evaluate_handle(
+        """(b64) => {
+            const bin = atob(b64);
+            const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+            const dt = new DataTransfer();
+            dt.items.add(new File([bytes], "spot.obj", {type: "text/plain"}));
+            return dt;
+        }""",
+        data,
+    )
+    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
+    assert "has-file" in page.get_attribute("#drop", "class")
+    assert page.inner_text("#file-list .file-name") == "spot.obj"
+    for label in page.locator("#steps button[aria-label^='Remove ']").all():
+        label.click()  # only the step this test adds
+    _add(page, "geodesic_distance")
+    page.fill("#steps > li[data-op=geodesic_distance] input[name=sources]", "0")
+    page.click("#submit")
+    page.wait_for_selector("body[data-job-state=succeeded]")
+    job = httpx.get(f"{base_url}/v1/jobs/{page.inner_text('#job-id')}").json()
+    assert job["input"]["name"] == "spot.obj"
+    assert job["spec"]["pipeline"][0]["op"] == "geodesic_distance"
+
+    page.wait_for_selector("#view-result[data-rendered=true]")
+    assert page.input_value("#colour-by") == "vertex.geodesic_distance"
+    assert page.inner_text("#legend-name") == "geodesic_distance"
+    page.select_option("#colour-range", "full")
+    assert float(page.inner_text("#legend-lo")) == 0  # the source
+    assert float(page.inner_text("#legend-hi")) > 0
+    still = _pixels(page, "#view-result")
+    assert _saturated(still) > 1000, "the result shows no distance colours"
+
+    box = page.locator("#view-result").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    page.mouse.move(cx + 120, cy + 40, steps=8)  # orbit
+    page.mouse.up()
+    turned = _pixels(page, "#view-result")
+    assert np.abs(turned - still).sum(axis=2).astype(bool).mean() > 0.05, "orbit drew nothing"
+    before = _saturated(turned)
+    page.mouse.wheel(0, -600)  # zoom in: the mesh covers more of the canvas
+    time.sleep(0.3)
+    assert _saturated(_pixels(page, "#view-result")) > before * 1.2, "zoom drew nothing"
