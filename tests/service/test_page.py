@@ -280,3 +280,29 @@ def test_page_takes_a_dropped_file_colours_geodesics_and_orbits(page, base_url):
     page.mouse.wheel(0, -600)  # zoom in: the mesh covers more of the canvas
     time.sleep(0.3)
     assert _saturated(_pixels(page, "#view-result")) > before * 1.2, "zoom drew nothing"
+
+
+def test_page_shows_upload_progress_and_cancels_an_upload(page, base_url, settings):
+    _open(page, base_url)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    # a slow link (the bunny, 2.4 MB, takes about 4 s at 600 kB/s): progress shows mid-way
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": 600_000},
+    )
+    page.evaluate(
+        """() => { window.seen = [];
+                   setInterval(() => window.seen.push(
+                     document.getElementById('upload-progress').value), 20); }"""
+    )
+    page.set_input_files("#file", str(mesh_path("stanford-bunny.obj")))
+    page.click("#submit")
+    page.wait_for_function("window.seen.some((v) => v > 0.2 && v < 0.8)")
+    assert " of " in page.inner_text("#upload-text")  # "1.1 MB of 2.4 MB"
+    page.click("#cancel")  # mid-upload: aborted, nothing queued
+    page.wait_for_selector("body[data-job-state=cancelled]")
+    assert "nothing was queued" in page.inner_text("#job-state")
+    time.sleep(0.5)
+    jobs = settings.blob_root / "jobs"
+    assert not jobs.exists() or not any(jobs.iterdir())  # no job, no blob
