@@ -226,6 +226,8 @@ def param_type(prop: dict[str, Any]) -> str:
         return "|".join(str(v) for v in prop["enum"])
     if "anyOf" in prop:
         return " or ".join(param_type(p) for p in prop["anyOf"])
+    if "$ref" in prop:  # a nested object: its schema's name (``tessera ops NAME`` shows it)
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
     kind = str(prop.get("type", "any"))
     if kind == "array":
         kind = f"[{param_type(prop.get('items', {}))}]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -106,11 +107,22 @@ def test_run_reports_errors_with_their_code(tmp_path):
     assert r.returncode == 2 and "op.params_invalid" in r.stderr
 
 
-def test_ops_lists_the_catalogue():
+def test_ops_lists_the_catalogue_with_parameters():
     r = tessera("ops")
     assert r.returncode == 0
-    for name in OPS.names():
-        assert name in r.stdout
+    blocks: dict[str, list[str]] = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("    "):  # a parameter of the operation above
+            blocks[next(reversed(blocks))].append(line.split()[0])
+        else:
+            blocks[line.split()[0]] = []
+    assert list(blocks) == list(OPS.names())
+    for op in OPS:
+        params = op.catalogue_entry()["params"].get("properties", {})
+        assert blocks[op.name] == [f"{k}={json.dumps(v.get('default'))}" for k, v in params.items()]
+    assert "SphereDistance or UploadedVolume" in r.stdout  # nested schemas by name
+    one = json.loads(tessera("ops", "vertex_normals").stdout)
+    assert one["name"] == "vertex_normals" and "weighting" in one["params"]["properties"]
 
 
 def _free_port() -> int:
