@@ -331,9 +331,7 @@ class Supervisor:
                     "message": "the job ran past its deadline",
                     "detail": {"deadline_seconds": deadline},
                 }
-                end = {"error": timeout}
-                if self._redis(lambda: self.q.finish(self.name, c, "failed", end)):  # noqa: B023
-                    save_outcome(self.q, self.store, c.job_id)
+                self._end(c, "failed", {"error": timeout})
                 self.delete_own_result(c)
                 return
             grace_over = (
@@ -370,10 +368,8 @@ class Supervisor:
             **fields["timings"],
             "run": time.monotonic() - started,
         }
-        ok = self._redis(lambda: self.q.finish(self.name, c, "succeeded", fields))
-        if ok:
+        if self._end(c, "succeeded", fields):
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
-            save_outcome(self.q, self.store, c.job_id)
             self.delete_other_results(c, keep=fields["result"]["key"])
         else:
             log.warning(
@@ -392,9 +388,16 @@ class Supervisor:
             log.warning("← %s failed (%s): %s", c.job_id, error.get("code"), outcome)
             if outcome == "failed":
                 save_outcome(self.q, self.store, c.job_id)
-        elif self._redis(lambda: self.q.finish(self.name, c, "failed", {"error": error})):
+        elif self._end(c, "failed", {"error": error}):
             log.info("← %s failed (%s), not retried", c.job_id, error.get("code"))
-            save_outcome(self.q, self.store, c.job_id)
+
+    def _end(self, c: Claim, state: str, fields: dict[str, Any]) -> bool:
+        """Commit the end of this attempt (if it still may) and keep the ended record in the
+        blob store for recovery. Whether it was committed."""
+        if not self._redis(lambda: self.q.finish(self.name, c, state, fields)):
+            return False
+        save_outcome(self.q, self.store, c.job_id)
+        return True
 
     def _redis(self, fn: Callable[[], T]) -> T:
         """A commit-like call, retried through a Redis outage for about a lease (the fencing in

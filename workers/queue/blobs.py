@@ -24,6 +24,10 @@ class BlobNotFound(KeyError):
     pass
 
 
+#: how a local blob's temporary file begins (written there, then renamed into place)
+TMP_PREFIX = ".tmp-"
+
+
 #: what a blob may be written from: pieces of bytes-like objects, written in order
 Chunks = Iterable["bytes | bytearray | memoryview"]
 
@@ -67,7 +71,7 @@ class LocalBlobStore:
         never whole in memory); its size in bytes."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX)
         try:
             with os.fdopen(fd, "wb") as fh:
                 size = sum(fh.write(c) or 0 for c in chunks)
@@ -107,7 +111,7 @@ class LocalBlobStore:
     def delete_prefix(self, prefix: str) -> int:
         path = self._path(prefix.rstrip("/"))
         if path.is_dir():
-            n = sum(1 for p in path.rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
+            n = sum(1 for p in path.rglob("*") if p.is_file() and not p.name.startswith(TMP_PREFIX))
             shutil.rmtree(path, ignore_errors=True)
             return n
         if path.is_file():
@@ -122,7 +126,7 @@ class LocalBlobStore:
         return sorted(
             str(p.relative_to(self.root))
             for p in path.rglob("*")
-            if p.is_file() and not p.name.startswith(".tmp-")
+            if p.is_file() and not p.name.startswith(TMP_PREFIX)
         )
 
     def abort_unfinished(self, prefix: str) -> int:
@@ -131,7 +135,7 @@ class LocalBlobStore:
         path = self._path(prefix.rstrip("/"))
         if not path.is_dir():
             return 0
-        partial = list(path.rglob(".tmp-*"))
+        partial = list(path.rglob(TMP_PREFIX + "*"))
         for p in partial:
             p.unlink(missing_ok=True)
         return len(partial)
@@ -195,11 +199,13 @@ def job_prefix(job_id: str) -> str:
 
 
 class ChunkReader(io.RawIOBase):
-    """A read-only, forward-only file over pieces of bytes (for APIs that read a file object)."""
+    """A read-only, forward-only file over pieces of bytes (for APIs that read a file object);
+    ``size`` counts the bytes taken from the pieces so far."""
 
     def __init__(self, chunks: Chunks) -> None:
         self._chunks = iter(chunks)
         self._left = memoryview(b"")
+        self.size = 0
 
     def readable(self) -> bool:
         return True
@@ -210,6 +216,7 @@ class ChunkReader(io.RawIOBase):
                 self._left = memoryview(next(self._chunks)).cast("B")
             except StopIteration:
                 return 0
+            self.size += len(self._left)
         n = min(len(b), len(self._left))
         memoryview(b).cast("B")[:n] = self._left[:n]
         self._left = self._left[n:]

@@ -88,10 +88,10 @@ class S3BlobStore:
     def put_chunks(self, key: str, chunks: Chunks) -> int:
         """The blob made of ``chunks`` in order, streamed: a blob over the multipart threshold
         goes up part by part as the chunks come, never whole in memory."""
-        counted = _Counted(chunks)
-        reader = io.BufferedReader(ChunkReader(counted), buffer_size=1 << 20)
+        raw = ChunkReader(chunks)
+        reader = io.BufferedReader(raw, buffer_size=1 << 20)
         self.client.upload_fileobj(reader, self.bucket, self._key(key), Config=self.transfer)
-        return counted.size
+        return raw.size
 
     def get_bytes(self, key: str) -> bytes:
         from botocore.exceptions import ClientError
@@ -199,16 +199,3 @@ class S3BlobStore:
             "get_object", Params=params, ExpiresIn=int(expires)
         )
         return url
-
-
-class _Counted:
-    """The chunks, counting their bytes as they are taken."""
-
-    def __init__(self, chunks: Chunks) -> None:
-        self._chunks = chunks
-        self.size = 0
-
-    def __iter__(self) -> Any:
-        for c in self._chunks:
-            self.size += memoryview(c).nbytes
-            yield c
