@@ -19,8 +19,7 @@ from pydantic import ValidationError
 from workers.engine.errors import SpecError
 from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes
 from workers.engine.mesh import TriMesh
-from workers.engine.ops import OPS
-from workers.engine.pipeline import starts_with_source
+from workers.engine.pipeline import parse_pipeline, starts_with_source
 from workers.queue import keys
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
@@ -41,16 +40,19 @@ def parse_spec(text: str) -> JobCreate:
         raise SpecError("the job spec is invalid", code="spec.invalid", errors=errors) from None
 
 
-def check_output(spec: JobCreate, mesh: TriMesh) -> None:
-    """Every requested attribute must be produced by the pipeline or be in the input, and the
-    output format must be able to hold it."""
+def check_pipeline(spec: JobCreate, mesh: TriMesh) -> None:
+    """What the worker would refuse before running anything is refused here, before the job is
+    stored: a source step after the first, parameters that contradict each other (each step is
+    parsed as the worker parses it), and requested attributes that the pipeline does not leave on
+    the mesh or that the output format cannot hold (each step's effect on the attributes is
+    followed, e.g. ``dual_mesh`` swapping vertex and face attributes)."""
+    steps = parse_pipeline(spec.pipeline)
     if spec.output.attributes is None:
         return
     available: dict[str, str] = {k: "vertex" for k in mesh.vertex_attrs}
     available.update({k: "face" for k in mesh.face_attrs})
-    for step in spec.pipeline:
-        for name, out in OPS.get(step.op).outputs.items():
-            available[name] = out.element.value
+    for step in steps:
+        available = step.op.attributes_after(step.params, available)
     fmt = spec.output.format
     for name in spec.output.attributes:
         if name not in available:
@@ -185,7 +187,7 @@ def accept(
             "such as marching_cubes",
         )
     parse_s = time.perf_counter() - t
-    check_output(spec, mesh)
+    check_pipeline(spec, mesh)
 
     job_id = uuid.uuid4().hex
     t = time.perf_counter()

@@ -52,6 +52,31 @@ BAD_SPECS = [
         spec("face_normals", fmt="glb", attributes=["face_normals"]),
         "spec.attribute_not_supported",
     ),  # GLB: vertex attributes only
+    # what the worker would refuse before running, refused before the job is stored
+    (
+        spec("weld", {"op": "marching_cubes", "field": {"type": "sphere_distance"}}),
+        "spec.source_not_first",
+    ),
+    (spec({"op": "subdivide"}, attributes=["quad_id"]), "spec.unknown_attribute"),  # Loop
+    (spec({"op": "merge"}, attributes=["part"]), "spec.unknown_attribute"),  # keep_parts off
+    (
+        spec({"op": "decimate", "target_faces": 5, "target_ratio": 0.5}),
+        "op.target_ambiguous",
+    ),
+    (
+        spec({"op": "collapse_short_edges", "threshold": 1, "max_edge_length": 0.5}),
+        "op.max_edge_length_too_small",
+    ),
+    (spec({"op": "taubin_smooth", "lambda": 0.9, "pass_band": 0.1}), "op.taubin_unstable"),
+    # dual_mesh makes vertex attributes face attributes: OBJ and GLB hold neither
+    (
+        spec("vertex_normals", "dual_mesh", fmt="obj", attributes=["vertex_normals"]),
+        "spec.attribute_not_supported",
+    ),
+    (
+        spec("vertex_normals", "dual_mesh", fmt="glb", attributes=["vertex_normals"]),
+        "spec.attribute_not_supported",
+    ),
 ]
 
 

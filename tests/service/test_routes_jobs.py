@@ -114,6 +114,40 @@ def test_every_output_format_reloads(client, workers, fmt):
         assert "NORMAL" in gltf["meshes"][0]["primitives"][0]["attributes"]
 
 
+@pytest.mark.parametrize(
+    ("steps", "fmt", "name", "element"),
+    [
+        # average_attribute stores its result under `output`
+        (
+            [
+                "vertex_normals",
+                {"op": "average_attribute", "attribute": "vertex_normals", "output": "smooth_n"},
+            ],
+            "npz",
+            "smooth_n",
+            "vertex",
+        ),
+        # after dual_mesh a face attribute is a vertex attribute, which GLB holds
+        (["face_areas", "dual_mesh"], "glb", "face_areas", "vertex"),
+        (["gaussian_curvature", "dual_mesh"], "ply", "gaussian_curvature", "face"),
+        # Catmull-Clark makes quad_id
+        ([{"op": "subdivide", "scheme": "catmull_clark"}], "npz", "quad_id", "face"),
+    ],
+)
+def test_requested_attributes_follow_the_pipeline(client, workers, steps, fmt, name, element):
+    """The attributes a job asks for are checked against what each step leaves on the mesh (the
+    element it ends on too), and the result holds them there."""
+    workers.start("w1")
+    r = submit(client, "rx-sphere3.obj", spec(*steps, fmt=fmt, attributes=[name]))
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    mesh = load_bytes(client.get(job["result"]["url"]).content, f"result.{fmt}")
+    attrs = mesh.vertex_attrs if element == "vertex" else mesh.face_attrs
+    n = mesh.n_vertices if element == "vertex" else mesh.n_faces
+    assert name in attrs and attrs[name].shape[0] == n
+
+
 def test_catmull_clark_job_downloads_quads(client, workers):
     workers.start("w1")
     cc = {"op": "subdivide", "scheme": "catmull_clark"}

@@ -806,12 +806,27 @@ COLORS = [("uchar", "red"), ("uchar", "green"), ("uchar", "blue"), ("uchar", "al
     ],
 )
 def test_binary_ply_is_read_as_trimesh_reads_it(data: bytes) -> None:
+    """The same mesh as trimesh reads; where trimesh drops the properties of polygons (one value
+    per polygon, several triangles each), every triangle takes its polygon's."""
     from workers.engine.io import _parse_trimesh, ply
 
     assert ply.read_binary(data) is not None
     fast = load_bytes(data, "x.ply")
-    _same_read(fast, _parse_trimesh(data, "ply", dtype="float32"))
-    _owns_its_arrays(fast)
+    ref = _parse_trimesh(data, "ply", dtype="float32")
+    if fast.n_faces > 5:  # 5 polygons, triangulated
+        region = fast.face_attrs["region"]
+        of_polygon = (
+            np.tile(np.arange(5), 2)
+            if fast.n_faces == 10
+            else np.arange(fast.n_faces) // (fast.n_faces // 5)
+        )
+        assert np.unique(region[of_polygon == 0]).shape == (1,)
+        np.testing.assert_array_equal(
+            region, region[np.unique(of_polygon, return_index=True)[1]][of_polygon]
+        )
+        fast = TriMesh(fast.V, fast.F, fast.vertex_attrs, {})
+    _same_read(fast, ref)
+    _owns_its_arrays(load_bytes(data, "x.ply"))
 
 
 @pytest.mark.parametrize(
@@ -851,17 +866,26 @@ def test_binary_ply_polygons_of_several_sizes_are_fanned(ks: list[int], kw: Any)
     e = ">" if kw.get("big") else "<"
     c = np.dtype(e + _PLY_TYPES[kw.get("count", "uchar")])
     i = np.dtype(e + _PLY_TYPES[kw.get("index", "int")])
-    rest = sum(np.dtype(_PLY_TYPES[t]).itemsize for t, _ in kw.get("face", [("int", "r")]))
-    at, expected = 7 * 3 * 4, []
+    props = kw.get("face", [("int", "region")])
+    rest = np.dtype([(n, e + _PLY_TYPES[t]) for t, n in props])
+    at, expected, values = 7 * 3 * 4, [], []
     for k in ks:  # the reference: one row at a time
         assert int(np.frombuffer(body, c, 1, at)[0]) == k
         idx = np.frombuffer(body, i, k, at + c.itemsize).astype(np.int64)
         expected += [[idx[0], idx[j], idx[j + 1]] for j in range(1, k - 1)]
-        at += c.itemsize + k * i.itemsize + rest
+        values += [np.frombuffer(body, rest, 1, at + c.itemsize + k * i.itemsize)] * (k - 2)
+        at += c.itemsize + k * i.itemsize + rest.itemsize
     assert ply.read_binary(data) is not None
     mesh = load_bytes(data, "x.ply")
     np.testing.assert_array_equal(mesh.F, np.array(expected))
-    assert mesh.n_vertices == 7 and mesh.face_attrs == {}
+    assert mesh.n_vertices == 7
+    # every triangle takes its polygon's properties
+    rows = np.concatenate(values)
+    if "nx" in rest.names:
+        want = np.stack([rows["nx"], rows["ny"], rows["nz"]], axis=1)
+        np.testing.assert_array_equal(mesh.face_attrs["face_normals"], want)
+    else:
+        np.testing.assert_array_equal(mesh.face_attrs["region"], rows["region"])
 
 
 def test_ply_rows_are_packed_as_the_header_says(rich: TriMesh) -> None:

@@ -63,7 +63,7 @@ def format_can_hold(fmt: str, name: str, element: str) -> bool:
     if fmt == "glb":
         return element == "vertex"
     if fmt == "obj":
-        return name == "vertex_normals"
+        return name == "vertex_normals" and element == "vertex"
     return False
 
 

@@ -315,11 +315,11 @@ def read_binary(data: bytes) -> BinaryPly | None:
     (a list property ``vertex_indices`` or ``vertex_index`` first, then scalar properties), in
     either order, every list holding the same number ``k >= 3`` of indices, and nothing after the
     last row. Triangles are used as stored; polygons are triangulated as trimesh does (quads as
-    ``(0 1 2) (2 3 0)``, all first halves, then all second halves; larger polygons as fans), and
-    their face properties, one per polygon, are left out as on trimesh's path. Polygons of
-    several sizes (which trimesh does not read in binary PLY) are read when the face element
-    comes last (see :func:`_read_polygons`), fanned polygon by polygon, properties left out.
-    Properties become attributes as :func:`extra_vertex_properties` and
+    ``(0 1 2) (2 3 0)``, all first halves, then all second halves; larger polygons as fans).
+    Polygons of several sizes (which trimesh does not read in binary PLY) are read when the face
+    element comes last (see :func:`_read_polygons`), fanned polygon by polygon. Every triangle
+    takes the face properties of its polygon (so the ``quad_id`` and ``polygon_id`` of our own
+    polygon output come back). Properties become attributes as :func:`extra_vertex_properties` and
     :func:`extra_face_properties` make them on trimesh's path, in native byte order. Call
     :func:`check_header` first. Returned arrays are copies, never views of ``data``.
     """
@@ -366,29 +366,37 @@ def read_binary(data: bytes) -> BinaryPly | None:
         idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
         if not idx.dtype.isnative:
             idx = idx.astype(idx.dtype.newbyteorder("="))
+        # triangles as stored; quads as trimesh splits them; larger polygons as fans
+        n = face.rows
+        if k == 3:
+            F, of_triangle = idx, None
+        elif k == 4:
+            F = np.concatenate([idx[:, [0, 1, 2]], idx[:, [2, 3, 0]]])
+            of_triangle = np.tile(np.arange(n), 2)
+        else:
+            F = fan(idx.reshape(-1), np.full(n, k))
+            of_triangle = np.repeat(np.arange(n), k - 2)
+        fa = _attributes(data, face, skip=set())
     elif elements[-1][0] == "face":
         # polygons of several sizes: rows of varying length, found by pointer jumping
-        rest = face.row - count_dt.itemsize - k * index_dt.itemsize
-        polys = _read_polygons(data, face.start, face.rows, count_dt, index_dt, rest)
+        base = count_dt.itemsize + k * index_dt.itemsize  # the properties follow the list
+        polys = _read_polygons(data, face.start, face.rows, count_dt, index_dt, face.row - base)
         if polys is None:
             return None
-        V = vertex.take(data, ["x", "y", "z"])
-        return BinaryPly(V, fan(*polys), _attributes(data, vertex, skip={"x", "y", "z"}), {})
+        corners, sizes, tails = polys
+        F = fan(corners, sizes)
+        of_triangle = np.repeat(np.arange(face.rows), sizes - 2)
+        # the properties as rows of their own, laid out as in the first row
+        props = {n: (o - base, dt) for n, (o, dt) in face.props.items() if not n.startswith(" ")}
+        fa = _attributes(tails, _Element(0, face.rows, face.row - base, props), skip=set())
     else:
         return None  # trimesh refuses a body of another size, and so do we
-    if k == 3:
-        F = idx
-    elif k == 4:
-        F = np.concatenate([idx[:, [0, 1, 2]], idx[:, [2, 3, 0]]])
-    else:
-        F = fan(idx.reshape(-1), np.full(idx.shape[0], k))
+    if of_triangle is not None:
+        fa = {name: a[of_triangle] for name, a in fa.items()}
+    renames = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
+    fa = {renames.get(name, name): a for name, a in fa.items()}
     V = vertex.take(data, ["x", "y", "z"])
-    va = _attributes(data, vertex, skip={"x", "y", "z"})
-    fa: dict[str, np.ndarray] = {}
-    if k == 3:
-        renames = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
-        fa = {renames.get(n, n): a for n, a in _attributes(data, face, skip=set()).items()}
-    return BinaryPly(V, F, va, fa)
+    return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
 
 
 #: bytes of a polygon face element searched for row starts at a time (bounds the memory the
@@ -398,10 +406,11 @@ _ROW_WINDOW = 1 << 22
 
 def _read_polygons(
     data: bytes, start: int, rows: int, count_dt: np.dtype, index_dt: np.dtype, rest: int
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """The polygons of a face element that runs from ``start`` to the end of ``data``, its rows
-    ``count, count indices, rest bytes``: ``(corners (n_corners,) int64, sizes (rows,))``, or
-    None when the rows do not end exactly at the end of the data.
+    ``count, count indices, rest bytes``: ``(corners (n_corners,) int64, sizes (rows,), the rest
+    bytes of every row one after the other)``, or None when the rows do not end exactly at the
+    end of the data.
 
     A row's start depends on every count before it. Without a loop over rows: in a window of
     bytes, every position ``p`` gets the position its row would end at if a row started there
@@ -441,7 +450,9 @@ def _read_polygons(
     corner_at = np.repeat(starts, sizes) + c + isz * j
     raw = np.ascontiguousarray(body[corner_at[:, None] + np.arange(isz)])
     corners = raw.view(index_dt).reshape(-1).astype(np.int64)
-    return corners, sizes
+    tail_at = starts + c + isz * sizes
+    tails = np.ascontiguousarray(body[tail_at[:, None] + np.arange(rest)]).tobytes()
+    return corners, sizes, tails
 
 
 def _counts_at_every_byte(window: np.ndarray, n: int, count_dt: np.dtype) -> np.ndarray:

@@ -98,10 +98,9 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
 
     Works on any per-vertex attribute with a numeric dtype and any trailing shape, ``(n,)`` or
     ``(n, k, ...)``; computed in float64 and stored as float64 for float64 input, float32
-    otherwise. The result replaces the attribute, or is stored under ``output`` (the pipeline's
-    attribute list then holds it, but an output spec naming it is checked against the input's
-    attributes only). A name that is not a vertex attribute is refused as
-    ``op.unknown_attribute``; a non-numeric one as ``op.attribute_not_numeric``."""
+    otherwise. The result replaces the attribute, or is stored under ``output`` (a job may then
+    ask for that name in its output attributes). A name that is not a vertex attribute is
+    refused as ``op.unknown_attribute``; a non-numeric one as ``op.attribute_not_numeric``."""
     xp = mesh.xp
     A, shape, dtype = _attribute(mesh, p)
     n = mesh.n_vertices
@@ -153,6 +152,10 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     return _result(mesh, p, src, shape, dtype)
 
 
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    return {**before, (p.output or p.attribute): "vertex"}
+
+
 OP = Operation(
     name="average_attribute",
     summary="Average a per-vertex attribute over each vertex's one-ring (KEY-WELD).",
@@ -160,5 +163,6 @@ OP = Operation(
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
+    attribute_flow=_attributes_after,
     reports="attribute: the name the result was stored under; iterations",
 )

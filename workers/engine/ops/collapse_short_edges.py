@@ -72,18 +72,23 @@ def _planner(threshold: float) -> Any:
     return plan
 
 
-def collapse_short_edges(mesh: TriMesh, p: Params) -> OpResult:
-    xp = mesh.xp
-    scale = mean_edge_length(mesh) if p.relative else 1.0
-    threshold = p.threshold * scale
-    max_len = None if p.max_edge_length is None else p.max_edge_length * scale
-    if max_len is not None and max_len <= threshold:
+def check_lengths(p: Params) -> None:
+    """``max_edge_length`` above ``threshold`` (both in the same unit; checked when the step is
+    parsed)."""
+    if p.max_edge_length is not None and p.max_edge_length <= p.threshold:
         raise OpParamsError(
             "max_edge_length must exceed threshold",
             code="op.max_edge_length_too_small",
             threshold=p.threshold,
             max_edge_length=p.max_edge_length,
         )
+
+
+def collapse_short_edges(mesh: TriMesh, p: Params) -> OpResult:
+    xp = mesh.xp
+    scale = mean_edge_length(mesh) if p.relative else 1.0
+    threshold = p.threshold * scale
+    max_len = None if p.max_edge_length is None else p.max_edge_length * scale
     state, shift, layout = initial_state(mesh)
     state, log, stopped = run_rounds(
         state,
@@ -149,6 +154,7 @@ OP = Operation(
     summary="Collapse edges shorter than a threshold, in parallel rounds.",
     kind=OpKind.remesh,
     params=Params,
+    check=check_lengths,
     numpy=_numpy,
     cupy=_cupy,
     reports="threshold, vertices_before, faces_before, vertices_after, faces_after, rounds, "

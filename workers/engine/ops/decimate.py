@@ -118,7 +118,8 @@ class _Planner:
         return Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep])
 
 
-def target_of(mesh: TriMesh, p: Params) -> int:
+def check_targets(p: Params) -> None:
+    """One target at most (checked when the step is parsed)."""
     if p.target_faces is not None and p.target_ratio is not None:
         raise OpParamsError(
             "give target_faces or target_ratio, not both",
@@ -126,6 +127,9 @@ def target_of(mesh: TriMesh, p: Params) -> int:
             target_faces=p.target_faces,
             target_ratio=p.target_ratio,
         )
+
+
+def target_of(mesh: TriMesh, p: Params) -> int:
     if p.target_faces is not None:
         return int(p.target_faces)
     ratio = 0.5 if p.target_ratio is None else float(p.target_ratio)
@@ -215,6 +219,7 @@ OP = Operation(
     summary="Quadric error decimation to a target face count, in parallel rounds.",
     kind=OpKind.remesh,
     params=Params,
+    check=check_targets,
     numpy=_numpy,
     cupy=_cupy,
     reports="target_faces, vertices_before, faces_before, vertices_after, faces_after, rounds, "

@@ -199,6 +199,12 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     return dual(mesh, p)
 
 
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    """Vertex and face attributes swap roles (see :func:`_numpy`); ``polygon_id`` is added."""
+    swapped = {"vertex": "face", "face": "vertex"}
+    return {**{k: swapped[e] for k, e in before.items()}, "polygon_id": "face"}
+
+
 OP = Operation(
     name="dual_mesh",
     summary="Dual mesh: face centroids joined around every interior vertex (polygons).",
@@ -206,6 +212,7 @@ OP = Operation(
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
+    attribute_flow=_attributes_after,
     outputs={
         "polygon_id": Output(
             Element.face,

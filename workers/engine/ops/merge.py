@@ -42,6 +42,10 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     return OpResult(out, report)
 
 
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    return before if p.keep_parts else {k: e for k, e in before.items() if k != "part"}
+
+
 OP = Operation(
     name="merge",
     summary="Join the parts of a multi-file upload into one mesh, welding shared vertices.",
@@ -49,5 +53,6 @@ OP = Operation(
     params=Params,
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
+    attribute_flow=_attributes_after,
     reports="parts, vertices_after, merged",
 )

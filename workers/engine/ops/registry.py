@@ -59,6 +59,9 @@ class OpResult:
 
 
 Impl = Callable[[TriMesh, Any], OpResult]
+#: the attributes on the mesh after a step (name -> "vertex" | "face"), from its parameters and
+#: the attributes before it
+AttributeFlow = Callable[[Any, dict[str, str]], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,12 @@ class Operation:
     outputs: dict[str, Output] = field(default_factory=dict)
     reports: str = ""  # what the report holds, in words
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> description
+    #: raises OpParamsError for parameters that contradict each other (checked when the step is
+    #: parsed, so the API refuses such a job before queueing it)
+    check: Callable[[Any], Any] | None = None
+    #: how the step changes which attributes the mesh has (see :meth:`attributes_after`); by
+    #: default it keeps them all and adds its ``outputs``
+    attribute_flow: AttributeFlow | None = None
 
     @property
     def description(self) -> str:
@@ -79,7 +88,7 @@ class Operation:
 
     def parse_params(self, raw: dict[str, Any]) -> OpParams:
         try:
-            return self.params.model_validate(raw)
+            params = self.params.model_validate(raw)
         except ValidationError as exc:
             raise OpParamsError(
                 "invalid parameters",
@@ -87,6 +96,18 @@ class Operation:
                 op=self.name,
                 errors=_errors(exc),
             ) from None
+        if self.check is not None:
+            self.check(params)
+        return params
+
+    def attributes_after(self, params: OpParams, before: dict[str, str]) -> dict[str, str]:
+        """The attributes (name -> element) on the mesh after this step with ``params``, given
+        those before it: what the API checks a job's requested output against."""
+        if self.attribute_flow is not None:
+            return self.attribute_flow(params, dict(before))
+        after = {} if self.kind is OpKind.source else dict(before)
+        after.update({k: o.element.value for k, o in self.outputs.items()})
+        return after
 
     def implementation(self, backend: str) -> Impl:
         if backend == "cupy" and self.cupy is not None:

@@ -256,6 +256,10 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     return subdivide(mesh, p)
 
 
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    return {**before, "quad_id": "face"} if p.scheme == "catmull_clark" else before
+
+
 OP = Operation(
     name="subdivide",
     summary="Loop, midpoint or Catmull-Clark subdivision (quads written as quads).",
@@ -263,6 +267,7 @@ OP = Operation(
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
+    attribute_flow=_attributes_after,
     outputs={
         "quad_id": Output(
             Element.face,

@@ -95,6 +95,7 @@ OP = Operation(
     summary="Taubin lambda|mu smoothing: removes noise without shrinking; moves vertices.",
     kind=OpKind.static,
     params=Params,
+    check=_check,
     numpy=_numpy,
     cupy=_cupy,
     reports="iterations; mu: the derived negative factor; max_displacement",

@@ -84,6 +84,17 @@ def test_catmull_clark_quads_keep_their_face_attributes_in_ply() -> None:
     assert "property int quad_id" in header and "property float nx" in header
     back = load_bytes(data, "cc.ply")  # all quads: the fixed-size reader
     assert back.n_faces == 72
+    # each triangle takes its quad's properties: the two halves of a quad share them
+    q = back.face_attrs["quad_id"]
+    assert np.bincount(q).tolist() == [2] * 36
+    n, before = back.face_attrs["face_normals"], m.mesh.face_attrs["face_normals"]
+    assert n.shape == (72, 3)
+    for i in range(36):
+        a, b = np.flatnonzero(q == i)
+        np.testing.assert_array_equal(n[a], n[b])
+        np.testing.assert_array_equal(
+            n[a], before[np.flatnonzero(m.mesh.face_attrs["quad_id"] == i)[0]]
+        )
 
 
 @pytest.mark.parametrize("fmt", ["obj", "ply", "off", "stl", "glb", "npz"])
@@ -131,6 +142,9 @@ def test_dual_of_a_closed_mesh_is_written_as_polygons(triangulation: str, fmt: s
     assert back.n_vertices == primal.n_faces
     np.testing.assert_allclose(back.V, np.asarray(dual.V)[: primal.n_faces], rtol=1e-6)
     assert back.n_faces == int((valence - 2).sum())
+    if fmt == "ply":  # every triangle of a polygon carries the polygon's polygon_id
+        pid = back.face_attrs["polygon_id"]
+        assert np.bincount(pid).tolist() == (valence - 2).tolist()
     st = shapes.stats(back)
     assert st["closed"] and st["consistently_oriented"] and st["euler_characteristic"] == 2
     # the polygons keep the triangles' orientation: same signed volume
