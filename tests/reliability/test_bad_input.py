@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import socket
+import struct
 import threading
 import time
 import tracemalloc
@@ -56,6 +58,37 @@ def nested_zip(depth: int) -> bytes:
     return data
 
 
+def glb(accessor: dict, json_text: bytes | None = None) -> bytes:
+    """A GLB of one triangle whose POSITION accessor is ``accessor`` (or whose JSON chunk is
+    ``json_text``)."""
+    tree = {
+        "asset": {"version": "2.0"},
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "accessors": [
+            accessor,
+            {"bufferView": 0, "componentType": 5125, "count": 3, "type": "SCALAR"},
+        ],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 12}],
+        "buffers": [{"byteLength": 12}],
+    }
+    j = json_text if json_text is not None else json.dumps(tree).encode()
+    j += b" " * (-len(j) % 4)
+    b = np.array([0, 1, 2], "<u4").tobytes()
+    body = struct.pack("<2I", len(j), 0x4E4F534A) + j + struct.pack("<2I", len(b), 0x004E4942) + b
+    return struct.pack("<3I", 0x46546C67, 2, 12 + len(body)) + body
+
+
+def npy_header(shape: tuple[int, ...]) -> bytes:
+    f = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": "<f8", "fortran_order": False, "shape": shape}
+    )
+    return f.getvalue()
+
+
 TRI = np.array([[0, 1, 2]], np.int32)
 V3 = np.eye(3, dtype=np.float32)
 
@@ -83,6 +116,43 @@ BAD = [
         "format.count_exceeds_size",
     ),  # noqa: E501
     (b"OFF\n4000000000 1 0\n0 0 0\n", "a.off", "format.count_exceeds_size"),  # OFF counts
+    # glTF accessors: a count with nothing behind it would be allocated as zeros
+    (
+        glb({"componentType": 5126, "count": 10**9, "type": "VEC3"}),
+        "a.glb",
+        "format.unsupported_feature",
+    ),
+    (
+        glb({"bufferView": 0, "componentType": 5126, "count": 10**9, "type": "VEC3"}),
+        "a.glb",
+        "format.count_exceeds_size",
+    ),
+    (
+        glb({}, json.dumps({"accessors": [{"bufferView": 0, "count": 1e999}]}).encode()),
+        "a.glb",
+        "format.parse_error",
+    ),  # a count of Infinity
+    (glb({}, b"[" * 100_000 + b"]" * 100_000), "a.glb", "format.parse_error"),  # deep nesting
+    (npy_header((100_000, 100_000, 100)) + bytes(64), "v.npy", "format.count_exceeds_size"),
+    # numbers that overflow or are not integers where integers belong
+    (
+        b"OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 9223372036854775807\n",
+        "a.off",
+        "format.parse_error",
+    ),
+    (
+        HEAD
+        + b"element vertex 3\n"
+        + XYZ
+        + b"element face 1\n"
+        + b"property list float int vertex_indices\nend_header\n"
+        + V3.tobytes()
+        + np.float32(np.nan).tobytes()
+        + TRI.tobytes(),
+        "a.ply",
+        "format.parse_error",
+    ),  # a list count of NaN
+    (npz(V=V3, F=TRI, **{"vertex.k": np.float64(1)}), "a.npz", "mesh.bad_attribute"),  # 0-d
     # geometry that cannot be used
     (b"v 0 0 0\nv inf 0 0\nv 0 1 0\nf 1 2 3\n", "a.obj", "mesh.non_finite"),  # Inf
     (
@@ -166,6 +236,16 @@ def test_archive_bombs_are_refused_fast_with_bounded_memory():
     # many members: refused from the end record, before the central directory is parsed
     many = zipped(*[(f"{i}", b"") for i in range(100_000)], stored=True)
     code, secs, peak = bounded(load_bytes, many, "a.zip")
+    assert code == "format.archive_too_many_members" and peak < (1 << 20) and secs < 1.0
+    # ...also when the end record declares one member but the directory holds 100,000
+    one = zipped(("m.obj", CUBE))
+    end = one.rfind(b"PK\x05\x06")
+    size, off = struct.unpack_from("<II", one, end + 12)
+    entries = one[off : off + size] * 100_000
+    tail = bytearray(one[end:])
+    struct.pack_into("<HHII", tail, 8, 1, 1, len(entries), off)
+    lying = one[:off] + entries + bytes(tail)
+    code, secs, peak = bounded(load_bytes, lying, "a.zip")
     assert code == "format.archive_too_many_members" and peak < (1 << 20) and secs < 1.0
     # a header count bomb allocates nothing
     ply = HEAD + b"element vertex 4000000000\n" + XYZ + b"end_header\n"

@@ -158,12 +158,12 @@ class TriMesh:
             )
         if self.n_vertices >= 2**31 - 1 or self.n_faces >= 2**31 - 1:
             raise MeshError("mesh too large for 32-bit indices", code="mesh.too_large")
-        for name, a in self.vertex_attrs.items():
-            if a.shape[0] != self.n_vertices:
-                raise MeshError("attribute has wrong length", code="mesh.bad_attribute", name=name)
-        for name, a in self.face_attrs.items():
-            if a.shape[0] != self.n_faces:
-                raise MeshError("attribute has wrong length", code="mesh.bad_attribute", name=name)
+        for attrs, n in ((self.vertex_attrs, self.n_vertices), (self.face_attrs, self.n_faces)):
+            for name, a in attrs.items():
+                if a.ndim == 0 or a.shape[0] != n:
+                    raise MeshError(
+                        "attribute has wrong length", code="mesh.bad_attribute", name=name
+                    )
 
     # ------------------------------------------------------------ derivation
     def with_geometry(self, V: Any) -> TriMesh:

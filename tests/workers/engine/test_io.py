@@ -1155,3 +1155,13 @@ def test_obj_buffer_scan_reads_large_files_in_blocks(monkeypatch: pytest.MonkeyP
     np.testing.assert_array_equal(
         back.vertex_attrs["vertex_normals"], m.vertex_attrs["vertex_normals"]
     )
+
+
+def test_npz_members_that_are_not_arrays_are_ignored() -> None:
+    buf = io.BytesIO()
+    np.savez(buf, V=np.eye(3), F=np.array([[0, 1, 2]]), **{"vertex.k": np.arange(3.0)})
+    with zipfile.ZipFile(buf, "a") as z:
+        z.writestr("README.txt", b"made by hand")
+    m = load_bytes(buf.getvalue(), "m.npz")
+    assert (m.n_vertices, m.n_faces) == (3, 1)
+    np.testing.assert_array_equal(m.vertex_attrs["k"], np.arange(3.0))

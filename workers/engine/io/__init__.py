@@ -232,8 +232,10 @@ def _ascii_stl(data: bytes) -> bool:
     return data.lstrip()[:5].lower() == b"solid" and b"\x00" not in data[:4096]
 
 
-def _check_counts(data: bytes, kind: str) -> None:
-    if kind == "ply":
+def _check_counts(data: bytes, kind: str, available: int = 0) -> None:
+    if kind in ("glb", "gltf"):
+        glb.check_accessors(data, max(available, len(data)))
+    elif kind == "ply":
         ply.check_header(data)
     elif kind == "stl" and not _ascii_stl(data):
         n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
@@ -268,7 +270,7 @@ def _check_counts(data: bytes, kind: str) -> None:
 def _parse(
     data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None, base: str = ""
 ) -> TriMesh:
-    _check_counts(data, kind)
+    _check_counts(data, kind, sum(len(r) for r in (resources or {}).values()))
     if kind == "obj":
         V, F, N = read_obj(data)
         va_obj = {"vertex_normals": N} if N is not None else None
@@ -389,7 +391,8 @@ def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
                 limit=max_expanded,
             )
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+            # members that are not .npy arrays (a README, say) come back as bytes: ignored
+            arrays = {k: a for k in z.files if isinstance(a := z[k], np.ndarray)}
     except FormatError:
         raise
     except Exception as exc:

@@ -19,22 +19,28 @@ CHUNK = 1 << 20
 #: the end-of-central-directory record, and where it may start (a comment of at most 64 KiB follows)
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOCATOR = b"PK\x06\x07"
+_CENTRAL = b"PK\x01\x02"  # a member's entry in the central directory
 
 
 def declared_members(data: bytes) -> int | None:
-    """The member count a zip's end record declares, read without parsing the central directory
+    """How many members a zip can hold, known without parsing its central directory
     (``zipfile`` builds one object per member first: a million empty members cost seconds and
-    hundreds of MB before any limit could be checked). None when there is no end record."""
+    hundreds of MB before any limit could be checked): the larger of the count its end record
+    declares and the number of member-header signatures in the central directory's bytes
+    (``zipfile`` reads every entry there, whatever the end record says). None when there is no
+    end record."""
     at = data.rfind(_EOCD, max(0, len(data) - (1 << 16) - 22))
     if at < 0 or len(data) < at + 22:
         return None
-    total = struct.unpack_from("<H", data, at + 10)[0]
+    total, size = struct.unpack_from("<HI", data, at + 10)
     loc = at - 20
-    if total == 0xFFFF and loc >= 0 and data[loc : loc + 4] == _EOCD64_LOCATOR:
+    if loc >= 0 and data[loc : loc + 4] == _EOCD64_LOCATOR:
         off = struct.unpack_from("<Q", data, loc + 8)[0]
-        if off + 40 <= len(data) and data[off : off + 4] == b"PK\x06\x06":
-            return int(struct.unpack_from("<Q", data, off + 32)[0])
-    return int(total)
+        if off + 56 <= len(data) and data[off : off + 4] == b"PK\x06\x06":
+            total, size = struct.unpack_from("<QQ", data, off + 32)
+    # the directory ends where the end records begin (zip64's take at most 76 bytes)
+    entries = data.count(_CENTRAL, max(0, at - int(size) - 76), at)
+    return max(int(total), entries)
 
 
 def check_member_count(data: bytes, max_members: int) -> None:

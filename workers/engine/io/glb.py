@@ -158,6 +158,70 @@ def _rgba_bytes(colors: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- reading
+def check_accessors(data: bytes, available: int) -> None:
+    """Refuse, before anything is allocated, a glTF (``data``: a GLB, or a ``.gltf``'s JSON)
+    whose accessors ask for more than the file holds: every accessor must read from a buffer
+    view (one without, or a sparse one, is refused as unsupported: trimesh would allocate the
+    whole declared count of zeros), its rows must fit in that view, and no view may be longer
+    than the ``available`` bytes (the file and its resources). Counts, offsets and strides must
+    be whole numbers."""
+    if data[:4] == b"glTF":
+        if len(data) < 20:
+            raise FormatError("GLB shorter than its header", code="format.parse_error")
+        text = data[20 : 20 + int.from_bytes(data[12:16], "little")]
+    else:
+        text = data
+    try:
+        tree = json.loads(text)
+    except (ValueError, RecursionError):
+        raise FormatError("glTF JSON is not valid", code="format.parse_error") from None
+    if not isinstance(tree, dict):
+        raise FormatError("glTF JSON is not an object", code="format.parse_error")
+    views = tree.get("bufferViews", [])
+    accessors = tree.get("accessors", [])
+    if not isinstance(views, list) or not isinstance(accessors, list):
+        raise FormatError("glTF bufferViews/accessors are not lists", code="format.parse_error")
+    for a in accessors:
+        if not isinstance(a, dict):
+            raise FormatError("glTF accessor is not an object", code="format.parse_error")
+        if "sparse" in a or "bufferView" not in a:
+            raise FormatError(
+                "glTF accessors without a buffer view (sparse or all zeros) are not supported",
+                code="format.unsupported_feature",
+            )
+        view = views[_whole(a["bufferView"])] if _whole(a["bufferView"]) < len(views) else None
+        if not isinstance(view, dict):
+            raise FormatError("glTF accessor names no buffer view", code="format.parse_error")
+        length = _whole(view.get("byteLength", 0))
+        dtype = _COMPONENTS.get(a.get("componentType"))  # type: ignore[call-overload]
+        shape = _SHAPES.get(a.get("type"))  # type: ignore[arg-type]
+        if dtype is None or shape is None:
+            raise FormatError("glTF accessor of unknown type", code="format.parse_error")
+        row = np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
+        count = _whole(a.get("count", 0))
+        stride = max(_whole(view.get("byteStride", row)), row)
+        need = _whole(a.get("byteOffset", 0)) + (count - 1) * stride + row if count else 0
+        if need > length or length > available:
+            raise FormatError(
+                "glTF accessor declares more data than the file holds",
+                code="format.count_exceeds_size",
+                count=count,
+                view_bytes=length,
+                file_bytes=available,
+            )
+
+
+def _whole(x: Any) -> int:
+    """``x`` as a non-negative int, or the format error (floats, infinities, strings...)."""
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise FormatError(
+            "glTF count, index, offset or stride is not a whole number",
+            code="format.parse_error",
+            value=repr(x)[:40],
+        )
+    return x
+
+
 class GlbMesh(NamedTuple):
     V: np.ndarray
     F: np.ndarray
@@ -171,7 +235,15 @@ def read_simple(data: bytes) -> GlbMesh | None:
     Returned arrays are copies, never views of ``data``."""
     try:
         return _read_simple(data)
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error):
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        struct.error,
+    ):
         return None
 
 

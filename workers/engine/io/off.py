@@ -74,7 +74,9 @@ def _row_sizes(T: np.ndarray, rows: int) -> np.ndarray | None:
         return None if rows or total else np.zeros(0, dtype=np.int64)
     if int(T.min()) < 0:
         return None
-    jump = np.concatenate([np.minimum(np.arange(total) + 1 + T, total + 1), [total, total + 1]])
+    # a count past the end is capped first (a huge one would overflow the sum)
+    ahead = np.arange(total) + 1 + np.minimum(T, total)
+    jump = np.concatenate([np.minimum(ahead, total + 1), [total, total + 1]])
     reached = np.zeros(total + 2, dtype=bool)
     reached[0] = True
     while not (reached[total] or reached[total + 1]):

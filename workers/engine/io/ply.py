@@ -340,6 +340,8 @@ def read_binary(data: bytes) -> BinaryPly | None:
             if len(props[0]) != 3 or props[0][0] not in _INDEX_NAMES:
                 return None
             count_dt, index_dt = np.dtype(endian + props[0][1]), np.dtype(endian + props[0][2])
+            if count_dt.kind not in "iu" or index_dt.kind not in "iu":
+                return None  # counts and indices must be integers: trimesh's path says why not
             if at + count_dt.itemsize > len(data):
                 return None
             k = int(np.frombuffer(data, count_dt, count=1, offset=at)[0])

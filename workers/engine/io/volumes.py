@@ -49,8 +49,26 @@ class RawLayout(NamedTuple):
 
 
 def read_npy(data: bytes) -> TriMesh:
-    """A volume from ``.npy`` bytes (a 3-D numeric array)."""
+    """A volume from ``.npy`` bytes (a 3-D numeric array). The header's shape is checked against
+    the file's size before anything is allocated."""
     try:
+        f = io.BytesIO(data)
+        version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            raise ValueError(f".npy format version {version} is not supported")
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(f)
+        if int(np.prod(shape, dtype=object)) * dtype.itemsize > len(data) - f.tell():
+            raise FormatError(
+                "header declares more data than the file holds",
+                code="format.count_exceeds_size",
+                shape=list(shape)[:8],
+                file_bytes=len(data),
+            )
         a = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise FormatError(
