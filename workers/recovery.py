@@ -57,9 +57,13 @@ def recover_jobs(
         created = float(manifest.get("created_at") or now)
         if now - created < min_age:
             continue
-        if created + q.job_ttl < now or not store.exists(input_key(job_id)):
-            continue  # expired (the sweep deletes it) or never fully accepted
+        if not store.exists(input_key(job_id)):
+            continue  # never fully accepted
         outcome = _outcome(store, job_id)
+        # a job's time runs from its end once it has one
+        end = float(outcome.get("finished_at") or created) if outcome is not None else created
+        if end + q.job_ttl < now:
+            continue  # expired: the sweep deletes it
         if outcome is not None:
             if q.restore_final(outcome, manifest, now):
                 restored.append(job_id)

@@ -24,7 +24,10 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(20.0, gt=0, description="A running job's lease; renewed at 1/4.")
     max_attempts: int = Field(3, ge=1, le=20, description="Runs of a job before it fails for good.")
     job_ttl_seconds: int = Field(
-        7 * 24 * 3600, ge=60, description="How long records and results live."
+        7 * 24 * 3600,
+        ge=60,
+        description="How long a job's record and result are kept after it ends (a job that "
+        "never ends is cancelled and dropped this long after it was submitted).",
     )
     tombstone_seconds: int = Field(
         30 * 24 * 3600, ge=60, description="How long an expired job still answers 410."

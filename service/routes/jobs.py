@@ -18,6 +18,7 @@ from fastapi.responses import (
 from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
+from workers.queue.jobs import TERMINAL
 from workers.recovery import save_outcome
 
 from ..auth import CallerDep, caller, check_submission, job_started
@@ -163,13 +164,19 @@ def get_artifact(
 
 def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     rec = _record(queue, job_id, who)
-    if rec.get("expires_at") and time.time() > rec["expires_at"]:
+    if _expired(rec):
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
     if rec.get("state") != "succeeded" or not rec.get("result"):
         raise ProblemError(
             409, "job.not_ready", "the job has no result", id=job_id, state=rec.get("state")
         )
     return rec
+
+
+def _expired(rec: dict[str, Any]) -> bool:
+    """An ended job past its expiry (a job that has not ended has nothing to expire yet: its
+    result's time counts from its end)."""
+    return rec.get("state") in TERMINAL and time.time() > (rec.get("expires_at") or float("inf"))
 
 
 def content_disposition(filename: str) -> str:
@@ -224,7 +231,8 @@ def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 
 def cancel_job(
     job_id: str, queue: QueueDep, store: StoreDep, base: BaseUrlDep, who: CallerDep
 ) -> JobPublic:
-    _record(queue, job_id, who)
+    if _expired(_record(queue, job_id, who)):
+        raise ProblemError(410, "job.expired", "the job has expired", id=job_id)
     outcome, previous = queue.cancel(job_id)
     if outcome == "cancelled":
         save_outcome(queue, store, job_id)  # so that it stays cancelled if Redis loses it

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -16,7 +15,7 @@ from .. import preview
 from ..auth import CallerDep, caller
 from ..deps import QueueDep, StoreDep
 from ..errors import ProblemError
-from .jobs import _ERRORS, _finished, _record
+from .jobs import _ERRORS, _expired, _finished, _record
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
 
@@ -76,7 +75,7 @@ async def get_preview(
         source, filename = blob["key"], blob["filename"]
     else:
         rec = await run_in_threadpool(_record, queue, job_id, who)
-        if rec.get("expires_at") and time.time() > rec["expires_at"]:
+        if _expired(rec):
             raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
         source, filename = input_key(job_id), "input.npz"
     key = f"{source}.preview-{max_faces}.tpv"

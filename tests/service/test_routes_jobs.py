@@ -247,6 +247,26 @@ def test_result_before_success_is_409(client):
     assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")
 
 
+def test_expiry_counts_from_the_end_of_a_job(client, redis_client):
+    """A job still waiting past its submission's TTL has not expired (its result's time starts
+    when it ends); an ended job past its expiry answers 410 everywhere, DELETE too."""
+    job = submit(client).json()
+    key = keys.job(job["id"])
+    redis_client.hset(key, "expires_at", repr(time.time() - 1))
+    assert client.get(job["url"]).json()["state"] == "queued"
+    assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")
+    r = client.delete(job["url"])
+    assert r.status_code == 200 and r.json()["state"] == "cancelled"
+    assert (
+        r.json()["expires_at"] is not None and client.get(job["url"]).json()["state"] == "cancelled"
+    )
+    redis_client.hset(key, "expires_at", repr(time.time() - 1))
+    assert client.get(job["url"]).json()["state"] == "expired"
+    assert_problem(client.get(job["url"] + "/result"), 410, "job.expired")
+    assert_problem(client.delete(job["url"]), 410, "job.expired")
+    assert_problem(client.get(job["url"] + "/preview?mesh=input"), 410, "job.expired")
+
+
 def test_unknown_job_is_404(client):
     assert_problem(client.get("/v1/jobs/0123abcd"), 404, "job.not_found")
     assert_problem(client.get("/v1/jobs/../etc"), 404, "route.not_found")

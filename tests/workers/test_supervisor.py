@@ -20,5 +20,6 @@ def test_sweep_deletes_expired_blobs_and_keeps_a_tombstone(redis_client, tmp_pat
     assert not store.exists(input_key("old")) and store.exists(input_key("new"))
     rec = q.get("old")
     assert rec["state"] == "cancelled"  # it never ran: it ends, it is not left queued forever
+    assert rec["expires_at"] <= time.time()  # and reads as expired (its blobs are gone)
     assert 0 < redis_client.ttl("tessera:job:old") <= 150
     assert sweep_expired(q, store) == []  # idempotent

@@ -199,8 +199,9 @@ class JobQueue:
                 keys.events(job_id),
                 keys.COUNTERS,
                 keys.WEBHOOKS_DUE,
+                keys.JOBS,
             ],
-            args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone],
+            args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone, self.job_ttl],
         )
         return _s(res[0]), _s(res[1])
 
@@ -223,17 +224,27 @@ class JobQueue:
         return {_s(k): int(v) for k, v in self.r.hgetall(keys.COUNTERS).items()}
 
     def expired_jobs(self, now: float, limit: int = 100) -> list[str]:
-        """Ids of jobs created more than the TTL ago whose blobs have not been swept yet."""
+        """Ids of jobs past their TTL whose blobs have not been swept yet: ended more than the TTL
+        ago, or created more than the TTL ago and never ended (the index holds each job's end
+        time once it has one, its creation time before)."""
         ids = self.r.zrangebyscore(keys.JOBS, "-inf", now - self.job_ttl, start=0, num=limit)
         return [_s(i) for i in ids]
 
     def forget(self, job_id: str) -> None:
         """After its blobs are gone: the job leaves the index; its record stays as a tombstone
-        (it answers 410) until its own expiry."""
+        (it answers 410: expired now, also when the sweep has just cancelled it) until its own
+        expiry."""
         self.r.zrem(keys.JOBS, job_id)
         self.r.zrem(keys.DEAD, job_id)
-        if self.r.ttl(keys.job(job_id)) == -1:  # never finished: bound its life too
-            self.r.expire(keys.job(job_id), self.tombstone)
+        key = keys.job(job_id)
+        if self.r.exists(key):
+            self.r.hset(key, "expires_at", repr(min(time.time(), self._expiry(key))))
+        if self.r.ttl(key) == -1:  # never finished (or made just now): bound its life too
+            self.r.expire(key, self.tombstone)
+
+    def _expiry(self, key: str) -> float:
+        value = self.r.hget(key, "expires_at")
+        return float(value) if value else float("inf")
 
     # ------------------------------------------------------------------ worker side
     def heartbeat(self, worker: str, info: dict[str, Any]) -> None:
@@ -301,6 +312,7 @@ class JobQueue:
                 keys.events(c.job_id),
                 keys.COUNTERS,
                 keys.WEBHOOKS_DUE,
+                keys.JOBS,
             ],
             args=[
                 keys.GROUP,
@@ -311,6 +323,7 @@ class JobQueue:
                 encode_fields(fields),
                 repr(time.time()),
                 self.job_ttl + self.tombstone,
+                self.job_ttl,
             ],
         )
         return bool(res)
@@ -336,6 +349,7 @@ class JobQueue:
                 keys.COUNTERS,
                 keys.WEBHOOKS_DUE,
                 keys.DEAD,
+                keys.JOBS,
             ],
             args=[
                 keys.GROUP,
@@ -348,6 +362,7 @@ class JobQueue:
                 job_id,
                 self.job_ttl + self.tombstone,
                 "1" if release else "",
+                self.job_ttl,
             ],
         )
         return _s(res[0])
@@ -366,6 +381,7 @@ class JobQueue:
                 keys.COUNTERS,
                 keys.WEBHOOKS_DUE,
                 keys.DEAD,
+                keys.JOBS,
             ],
             args=[
                 keys.GROUP,
@@ -377,6 +393,7 @@ class JobQueue:
                 json.dumps(error),
                 self.job_ttl + self.tombstone,
                 c.job_id,
+                self.job_ttl,
             ],
         )
         status = _s(res[0])
@@ -458,7 +475,7 @@ class JobQueue:
             args=[
                 job_id,
                 json.dumps(fields),
-                repr(created),
+                repr(finished),
                 f"{job_id}|{manifest.get('body_hash', '')}",
                 max(int(created + self.job_ttl - now), 1),
                 max(int(finished + self.job_ttl + self.tombstone - now), 1),

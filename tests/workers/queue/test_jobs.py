@@ -156,3 +156,35 @@ def test_heartbeat_counts_live_workers(q):
     assert q.live_workers() == 0
     q.heartbeat("w1", {"pid": 1})
     assert q.live_workers() == 1
+
+
+@pytest.mark.parametrize("end", ["finish", "cancel", "requeue", "retry_here"])
+def test_a_job_expires_its_ttl_after_it_ends_not_after_it_was_submitted(q, end):
+    """A job submitted long ago that ends now keeps its result for the whole TTL: its record's
+    expiry and its place in the sweep's index both count from its end, whichever way it ends
+    (committed, cancelled, failed for good by a requeue or by a retry in place)."""
+    submit(q)
+    long_ago = time.time() - 10_000  # past the 3600 s TTL
+    q.r.zadd(keys.JOBS, {"j1": long_ago})
+    q.r.hset(keys.job("j1"), mapping={"created_at": long_ago, "expires_at": long_ago + 3600})
+    err = {"code": "x", "message": "boom"}
+    c = take(q, "w1")
+    if end == "finish":
+        assert q.finish("w1", c, "succeeded", {"result": {"key": "k"}})
+    elif end == "cancel":
+        assert q.cancel("j1")[0] == "cancelled"
+    elif end == "requeue":
+        assert q.requeue("j1", c.entry, err, owner="w1", attempt=1) == "queued"
+        c = take(q, "w1")
+        assert q.requeue("j1", c.entry, err, owner="w1", attempt=2) == "failed"
+    else:
+        status, c = q.retry_here("w1", c, err)
+        assert status == "ok"
+        assert q.retry_here("w1", c, err)[0] == "failed"
+    now = time.time()
+    rec = q.get("j1")
+    assert rec["state"] in ("succeeded", "cancelled", "failed")
+    assert now + 3500 < rec["expires_at"] <= now + 3600
+    assert now - 5 < q.r.zscore(keys.JOBS, "j1") <= now
+    assert q.expired_jobs(now) == []
+    assert q.expired_jobs(now + 3601) == ["j1"]

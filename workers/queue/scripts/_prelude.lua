@@ -23,6 +23,13 @@ local function notify_webhook(job_key, due_key, now)
   end
 end
 
+-- A job has just ended: its result lives job_ttl seconds from now (not from its creation), and
+-- the jobs index, which the sweep reads by score, holds its end time from now on.
+local function ended(job_key, jobs_key, now, job_ttl)
+  redis.call('HSET', job_key, 'expires_at', tostring(tonumber(now) + tonumber(job_ttl)))
+  redis.call('ZADD', jobs_key, 'XX', now, redis.call('HGET', job_key, 'id'))
+end
+
 local function hset_json(key, json)
   local fields = cjson.decode(json)
   local flat = {}

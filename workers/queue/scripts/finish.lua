@@ -1,6 +1,6 @@
 -- Commit the end of a run (succeeded or failed) if this consumer still owns the current attempt.
--- KEYS: job, stream, events, counters, webhooks_due
--- ARGV: group, consumer, entry, attempt, state, fields_json, now, ttl
+-- KEYS: job, stream, events, counters, webhooks_due, jobs_index
+-- ARGV: group, consumer, entry, attempt, state, fields_json, now, ttl, job_ttl
 local st = redis.call('HMGET', KEYS[1], 'state', 'owner', 'attempt', 'entry')
 if st[1] ~= 'running' or st[2] ~= ARGV[2] or st[3] ~= ARGV[4] or st[4] ~= ARGV[3] then
   return 0
@@ -10,6 +10,7 @@ redis.call('HSET', KEYS[1], 'state', ARGV[5], 'finished_at', ARGV[7], 'updated_a
 if ARGV[5] == 'succeeded' then redis.call('HSET', KEYS[1], 'progress', 1, 'stage', 'done') end
 drop_entry(KEYS[2], ARGV[1], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[8])
+ended(KEYS[1], KEYS[6], ARGV[7], ARGV[9])
 redis.call('HINCRBY', KEYS[4], ARGV[5], 1)
 notify_webhook(KEYS[1], KEYS[5], ARGV[7])
 emit(KEYS[3], 'state', ARGV[5], 'progress', ARGV[5] == 'succeeded' and '1' or '')

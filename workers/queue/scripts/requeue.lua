@@ -5,8 +5,9 @@
 -- is the fencing token) but 'releases' is subtracted from it when counting failures. A job that
 -- fails for good after its last attempt is dead-lettered (sorted set by time). An entry the
 -- reaper finds delivered but never claimed is delivered again.
--- KEYS: job, stream, events, counters, webhooks_due, dead
--- ARGV: group, entry, now, max_attempts, error_json, owner, attempt, job_id, ttl, release
+-- KEYS: job, stream, events, counters, webhooks_due, dead, jobs_index
+-- ARGV: group, entry, now, max_attempts, error_json, owner, attempt, job_id, ttl, release,
+--       job_ttl
 local st = redis.call('HMGET', KEYS[1], 'state', 'owner', 'attempt', 'entry')
 if not st[1] then
   drop_entry(KEYS[2], ARGV[1], ARGV[2])
@@ -35,6 +36,7 @@ if ARGV[10] == '1' then
 elseif tonumber(st[3]) - releases >= tonumber(ARGV[4]) then
   redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[5], 'finished_at', ARGV[3])
   redis.call('EXPIRE', KEYS[1], ARGV[9])
+  ended(KEYS[1], KEYS[7], ARGV[3], ARGV[11])
   redis.call('ZADD', KEYS[6], ARGV[3], ARGV[8])
   redis.call('HINCRBY', KEYS[4], 'dead_lettered', 1)
   redis.call('HINCRBY', KEYS[4], 'failed', 1)

@@ -2,7 +2,7 @@
 -- the blob store: its terminal state comes back as it was, unless a record exists. No stream
 -- entry: it never runs again. Its idempotency key comes back; its webhook is due again.
 -- KEYS: job, events, jobs_index, idem ('' when none), counters, webhooks_due
--- ARGV: job_id, fields_json, created_at, idem_value, idem_ttl, record_ttl, now
+-- ARGV: job_id, fields_json, finished_at (the index's score), idem_value, idem_ttl, record_ttl, now
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 hset_json(KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[1], 'id', ARGV[1])
