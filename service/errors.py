@@ -76,17 +76,24 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
 def _allowed_methods(request: Request) -> str:
-    """Every method of every route on this path (Starlette names only the first route's, and
-    FastAPI makes one route per method)."""
+    """The methods some route on this path answers: each asked of the router as a request with
+    that method (FastAPI makes one route per method, and an included router answers for its
+    routes without listing them)."""
     from starlette.routing import Match
 
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return ", ".join(sorted(methods))
+    allowed = [
+        m
+        for m in _METHODS
+        if any(
+            route.matches({**request.scope, "method": m})[0] == Match.FULL
+            for route in request.app.router.routes
+        )
+    ]
+    return ", ".join(allowed)
 
 
 def install(app: FastAPI) -> None:

@@ -31,7 +31,7 @@ from .schemas import JobCreate
 
 def parse_spec(text: str) -> JobCreate:
     try:
-        return JobCreate.model_validate_json(text)
+        return JobCreate.model_validate_json(text, strict=True)
     except ValidationError as exc:
         errors = [
             {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -46,11 +47,19 @@ def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     "",
     status_code=202,
     response_model=JobPublic,
-    responses={400: _PROBLEM_RESPONSE, **_ERRORS},  # 400: a malformed multipart body
+    responses={
+        200: {
+            "model": JobPublic,
+            "description": "A repeated request (same `Idempotency-Key`, same body): the job the "
+            "first one created, as it is now.",
+        },
+        400: _PROBLEM_RESPONSE,  # a malformed multipart body
+        **_ERRORS,
+    },
     summary="Submit a mesh and a pipeline",
     description="Multipart form: the mesh file in `mesh`, the job spec (JSON, see `JobCreate`) in "
     "`spec`. Answers 202 with the job and its URL; the same `Idempotency-Key` with the same body "
-    "answers with the same job.",
+    "answers 200 with the same job.",
     openapi_extra={"x-spec-schema": {"$ref": "#/components/schemas/JobCreate"}},
 )
 async def create_job(
@@ -187,6 +196,33 @@ def content_disposition(filename: str) -> str:
     return f"attachment; filename*=utf-8''{quoted}"
 
 
+#: a byte-range set as RFC 9110 (section 14.1.2) writes it: "first-last", "first-" or "-suffix"
+_RANGE_SET = re.compile(r"bytes=\s*(?:\d+-\d*|-\d+)(?:\s*,\s*(?:\d+-\d*|-\d+))*\s*")
+
+
+class _RangedFile(FileResponse):
+    """A file whose request's ``Range`` header is ignored (the whole file, 200) when it is not a
+    valid byte-range set, as RFC 9110 asks of a server that does not understand it; Starlette
+    would answer a plain-text 400. Valid ranges get 206 (or 416 when none can be satisfied)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = scope.get("headers") or []
+        value = next((v for k, v in headers if k.lower() == b"range"), None)
+        if value is not None and not _valid_range(value.decode("latin-1")):
+            scope = {**scope, "headers": [(k, v) for k, v in headers if k.lower() != b"range"]}
+        await super().__call__(scope, receive, send)
+
+
+def _valid_range(value: str) -> bool:
+    if _RANGE_SET.fullmatch(value.strip()) is None:
+        return False
+    for spec in value.strip()[len("bytes=") :].split(","):
+        first, last = (p.strip() for p in spec.split("-"))
+        if first and last and int(last) < int(first):
+            return False
+    return True
+
+
 def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 0) -> Response:
     """The blob as a file (local store), a redirect to a presigned URL, or a stream (S3)."""
     path = store.local_path(blob["key"])
@@ -195,7 +231,7 @@ def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 
             raise ProblemError(
                 410, "job.result_missing", "the result is no longer stored", id=job_id
             )
-        return FileResponse(path, media_type=blob["media_type"], filename=blob["filename"])
+        return _RangedFile(path, media_type=blob["media_type"], filename=blob["filename"])
     try:
         size = store.size(blob["key"])
     except BlobNotFound:

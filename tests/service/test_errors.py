@@ -178,7 +178,12 @@ def test_good_zip_and_gz_are_accepted(client):
 
 def test_unknown_route_and_method(client):
     assert_problem(client.get("/v2/nothing"), 404, "route.not_found")
-    assert_problem(client.put("/v1/jobs"), 405, "method.not_allowed")
+    r = client.put("/v1/jobs")
+    assert_problem(r, 405, "method.not_allowed")
+    assert r.headers["allow"] == "POST"
+    r = client.put("/v1/jobs/0123abcd")
+    assert_problem(r, 405, "method.not_allowed")
+    assert r.headers["allow"] == "GET, DELETE"
 
 
 def test_redis_down_is_503_not_500(settings):

@@ -247,6 +247,23 @@ def test_result_before_success_is_409(client):
     assert_problem(client.get(job["url"] + "/result"), 409, "job.not_ready")
 
 
+def test_result_ranges(client, workers):
+    """Byte ranges of a result: 206 for a valid one, 416 when none fits, and the whole file (200)
+    for a Range header that is not a valid byte-range set (RFC 9110 says to ignore it)."""
+    workers.start("w1")
+    job = wait(client, submit(client).json()["url"])
+    url = job["result"]["url"]
+    whole = client.get(url).content
+    r = client.get(url, headers={"Range": "bytes=0-9"})
+    assert r.status_code == 206 and r.content == whole[:10]
+    r = client.get(url, headers={"Range": "bytes=-5"})
+    assert r.status_code == 206 and r.content == whole[-5:]
+    assert client.get(url, headers={"Range": f"bytes={len(whole) + 10}-"}).status_code == 416
+    for bad in ("bytes=5-2", "items=0-5", "bytes=abc", "bytes=", "bytes=1-2,x"):
+        r = client.get(url, headers={"Range": bad})
+        assert r.status_code == 200 and r.content == whole, bad
+
+
 def test_expiry_counts_from_the_end_of_a_job(client, redis_client):
     """A job still waiting past its submission's TTL has not expired (its result's time starts
     when it ends); an ended job past its expiry answers 410 everywhere, DELETE too."""
