@@ -43,6 +43,8 @@ BAD_SPECS = [
     ('{"pipeline": [], "output": {"format": "fbx"}}', "spec.invalid"),  # unknown format
     ('{"pipeline": [], "extra": 1}', "spec.invalid"),  # unknown top-level key
     ('{"pipeline": [], "deadline_seconds": 0}', "spec.invalid"),  # deadline out of bounds
+    ('{"pipeline": [], "deadline_seconds": "10"}', "spec.invalid"),  # a string, not an integer
+    ('{"pipeline": [], "output": {"polygons": "yes"}}', "spec.invalid"),  # not a boolean
     (spec("weld", attributes=["vertex_normals"]), "spec.unknown_attribute"),  # not produced
     (
         spec("vertex_normals", fmt="stl", attributes=["vertex_normals"]),
