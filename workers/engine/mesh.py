@@ -7,6 +7,7 @@ faces array, and with it the cached topology.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from types import ModuleType
@@ -294,7 +295,7 @@ class TriMesh:
 
 def segment_mean(xp: ModuleType, a: Any, seg: Any, n: int) -> Any:
     """Mean of rows of ``a`` grouped by ``seg`` (ids in ``[0, n)``), by scatter-add and count."""
-    a2 = a.reshape(a.shape[0], -1).astype(xp.float64)
+    a2 = a.reshape(a.shape[0], math.prod(a.shape[1:])).astype(xp.float64)  # 0 rows too
     out = xp.zeros((n, a2.shape[1]), dtype=xp.float64)
     for k in range(a2.shape[1]):
         out[:, k] = xp.bincount(seg, weights=a2[:, k], minlength=n)

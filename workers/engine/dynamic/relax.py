@@ -21,6 +21,7 @@ import math
 from types import ModuleType
 from typing import Any
 
+from ..errors import MeshError
 from ..graph import expand_counts, scatter_min
 from ._edges import float_priority, normals
 
@@ -137,7 +138,11 @@ class SurfaceProjector:
         ext = [float(e) for e in (V0.max(axis=0) - self.origin)]
         self.D = int(max(math.ceil(e / self.h) for e in ext)) + 3
         if self.D**3 >= 2**62:
-            raise ValueError("projection grid too fine for this mesh")
+            raise MeshError(
+                "the mesh spans over a million of its mean edge lengths: too sparse to remesh",
+                code="mesh.too_sparse",
+                cells_per_axis=self.D,
+            )
         span = cmax - cmin + 1
         counts = span[:, 0] * span[:, 1] * span[:, 2]
         owner = expand_counts(xp, counts)

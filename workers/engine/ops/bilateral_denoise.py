@@ -52,18 +52,23 @@ from .registry import Operation, OpKind, OpParams, OpResult
 MAX_CANDIDATES_PER_VERTEX = 512
 
 
+#: the smallest width accepted: its square (the weights divide by it) stays far above float64's
+#: underflow, so a vertex's own weight is 1 and no weight is 0/0
+MIN_SIGMA = 1e-100
+
+
 class Params(OpParams):
     iterations: int = Field(1, ge=1, le=100, description="Number of denoising steps.")
     sigma_c: float | None = Field(
         None,
-        gt=0.0,
+        ge=MIN_SIGMA,
         allow_inf_nan=False,
         description="Closeness (spatial) Gaussian width in mesh units; the neighbourhood radius "
         "is 2 sigma_c. Default: per vertex, the length of its shortest edge (RXMesh).",
     )
     sigma_s: float | None = Field(
         None,
-        gt=0.0,
+        ge=MIN_SIGMA,
         allow_inf_nan=False,
         description="Similarity (height) Gaussian width in mesh units. Default: per vertex, the "
         "standard deviation of the neighbours' heights over its tangent plane (RXMesh).",

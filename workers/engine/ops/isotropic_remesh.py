@@ -53,6 +53,7 @@ from ..dynamic.flip import valence_flip_round
 from ..dynamic.relax import SurfaceProjector, tangential_relax
 from ..dynamic.remesh_collapse import collapse_short_edges_rounds
 from ..dynamic.split import split_long_edges
+from ..errors import MeshError, OpParamsError
 from ..mesh import TriMesh
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 from .registry import Operation, OpKind, OpParams, OpResult
@@ -152,12 +153,38 @@ def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any,
     return S, layout, E
 
 
+#: the most faces a remesh may be asked to make (estimated from the area), as for subdivide
+MAX_OUTPUT_FACES = 2**28
+
+
+def _check_target(xp: ModuleType, V: Any, F: Any, L: float) -> None:
+    """Refuse a target length of zero (every edge of the mesh has length 0 and the target is
+    relative) and one that would make more than :data:`MAX_OUTPUT_FACES` faces: the surface's
+    area over an equilateral triangle's of side ``L``."""
+    if not L > 0.0:
+        raise MeshError(
+            "every edge has length 0: a relative target edge length is 0 too",
+            code="mesh.zero_edge_length",
+        )
+    a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    area = 0.5 * float(xp.linalg.norm(xp.cross(b - a, c - a), axis=1).sum())
+    estimate = area / (math.sqrt(3.0) / 4.0 * L * L)
+    if estimate > MAX_OUTPUT_FACES:
+        raise OpParamsError(
+            "the target edge length would make too many faces",
+            code="op.output_too_large",
+            estimated_faces=int(min(estimate, 1e18)),
+            limit=MAX_OUTPUT_FACES,
+        )
+
+
 def remesh(mesh: TriMesh, p: Params) -> OpResult:
     xp = mesh.xp
     S, layout, E0 = _initial_surface(mesh, p.feature_angle)
     V0, F0 = S.V, S.F
     l0 = float(xp.linalg.norm(V0[E0.EV[:, 0]] - V0[E0.EV[:, 1]], axis=1).mean())
     L = p.target_edge_length * (l0 if p.relative else 1.0)
+    _check_target(xp, V0, F0, L)
     hi, lo = 4.0 / 3.0 * L, 4.0 / 5.0 * L
     # relaxation is tangential: moved vertices stay far closer to the input than l0 / 2
     projector = SurfaceProjector(xp, V0, F0, max(l0, 0.25 * L))

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import OpParamsError
+from ..errors import MeshError, OpParamsError
 from ..io.volumes import RAW_DTYPES, RawLayout
 from ..marching_cubes import extract, sphere_distance
 from ..mesh import TriMesh
@@ -44,7 +45,7 @@ class UploadedVolume(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["volume"] = Field(description="Field kind.")
-    origin: list[float] | None = Field(
+    origin: list[Annotated[float, Field(ge=-1e18, le=1e18, allow_inf_nan=False)]] | None = Field(
         None,
         min_length=3,
         max_length=3,
@@ -152,7 +153,15 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     V, F, N, counts = extract(xp, S, float(p.isovalue), origin, spacing, k=p.k)  # type: ignore[arg-type]
     del S
     va = {"vertex_normals": N.astype(p.dtype)} if p.normals else {}
-    out = TriMesh(V.astype(p.dtype), F.astype(xp.int32), va, source="marching_cubes")
+    with np.errstate(over="ignore"):
+        V = V.astype(p.dtype)
+    out = TriMesh(V, F.astype(xp.int32), va, source="marching_cubes")
+    if not bool(xp.isfinite(out.V).all()):  # a file's placement beyond the output's range
+        raise MeshError(
+            "vertex positions overflow the output precision",
+            code="mesh.non_finite",
+            dtype=p.dtype,
+        )
     report = {
         "field": f.type,
         "resolution": resolution,

@@ -98,6 +98,9 @@ def test_given_sigma_s_is_used() -> None:
     noisy = with_normal_noise(unit_sphere("rx-sphere3.obj"), 0.2, seed=0)
     tiny, rep_tiny = _denoise(noisy, sigma_s=1e-9)  # only the vertex itself (h = 0) counts
     assert rep_tiny["max_displacement"] < 1e-12
+    # the smallest width allowed: its square does not underflow, so nothing becomes 0/0
+    least, rep_least = _denoise(noisy, sigma_s=1e-100, sigma_c=1e-100)
+    assert np.isfinite(np.asarray(least.V)).all() and rep_least["max_displacement"] == 0.0
     wide, rep_wide = _denoise(noisy, sigma_s=10.0)
     assert rep_wide["max_displacement"] > 1e-3
 
@@ -126,6 +129,7 @@ def test_oversized_neighbourhoods_are_refused(monkeypatch: pytest.MonkeyPatch) -
     [
         {"sigma_c": 0.0},  # widths must be positive
         {"sigma_s": -1.0},
+        {"sigma_s": 1e-170},  # so small that its square would underflow to 0
         {"sigma_c": float("inf")},  # and finite
         {"max_rings": 0},  # 1 to 8 rings
         {"max_rings": 9},

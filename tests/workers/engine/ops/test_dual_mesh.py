@@ -159,3 +159,12 @@ def test_attributes_swap_roles() -> None:
     fid = np.asarray(out.vertex_attrs["fid"])
     np.testing.assert_array_equal(fid[: m.n_faces], np.arange(m.n_faces))
     assert fid.shape == (out.n_vertices,)
+
+
+def test_no_interior_vertex_with_face_attributes_is_no_faces_left() -> None:
+    # a lone triangle has no vertex with a polygon around it; its face attribute changes nothing
+    tri = TriMesh.from_arrays(np.eye(3), np.array([[0, 1, 2]]))
+    tri = TriMesh(tri.V, tri.F, {}, {"part": np.zeros(1, dtype=np.int32)})
+    with pytest.raises(MeshError) as e:
+        run(tri, "dual_mesh")
+    assert e.value.code == "mesh.no_faces_left"

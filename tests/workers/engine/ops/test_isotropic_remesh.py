@@ -125,3 +125,40 @@ def test_no_slivers_on_a_subdivided_mesh() -> None:
     m = midpoint_subdivide(welded("spot.obj"))
     _, rep = _remesh(m, iterations=2)
     assert rep["quality_after"]["min_angle"] > 5.0
+
+
+@pytest.mark.parametrize(
+    ("V", "F", "params", "code"),
+    [
+        # every edge has length 0: a relative target is 0 too
+        ([[1.0, 1.0, 1.0]] * 3, [[0, 1, 2]], {}, "mesh.zero_edge_length"),
+        # a target that would make hundreds of millions of faces from one triangle
+        (
+            [[0.0, 0, 0], [1, 0, 0], [0, 1, 0]],
+            [[0, 1, 2]],
+            {"target_edge_length": 1e-5, "relative": False},
+            "op.output_too_large",
+        ),
+        # two tiny triangles a million of their edges apart: no projection grid fits
+        (
+            [
+                [0.0, 0, 0],
+                [1e-7, 0, 0],
+                [0, 1e-7, 0],
+                [1, 1, 1],
+                [1 + 1e-7, 1, 1],
+                [1, 1 + 1e-7, 1],
+            ],
+            [[0, 1, 2], [3, 4, 5]],
+            {},
+            "mesh.too_sparse",
+        ),
+    ],
+)
+def test_meshes_and_targets_it_cannot_remesh_are_refused(V, F, params, code) -> None:
+    from workers.engine import InputError
+
+    m = TriMesh.from_arrays(np.array(V), np.array(F), dtype="float64")
+    with pytest.raises(InputError) as e:
+        run(m, ("isotropic_remesh", params))
+    assert e.value.code == code

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.workers.engine import shapes
-from workers.engine import FormatError, OpParamsError, SpecError, TriMesh
+from workers.engine import FormatError, MeshError, OpParamsError, SpecError, TriMesh
 from workers.engine.io import load_bytes
 from workers.engine.marching_cubes import CORNERS, EDGES, case_table, extract, sphere_distance
 from workers.engine.ops.marching_cubes import OP, Params
@@ -133,3 +133,21 @@ def test_bad_volumes_are_refused(array):
     with pytest.raises(FormatError) as e:
         load_bytes(npy(array), "v.npy")
     assert e.value.code == "format.bad_volume"
+
+
+def test_placements_beyond_the_output_precision_are_refused():
+    """An origin past float32's range in the spec is refused as a parameter; one that comes
+    from the file (NRRD's space origin) makes the output non-finite and is refused so."""
+    S, _, _ = sphere_distance(np, 8, (0.0, 0.0, 0.0))
+    vol = load_bytes(npy(S), "sphere.npy")
+    far = {"type": "volume", "origin": [1e39, 0.0, 0.0]}
+    with pytest.raises(OpParamsError) as e:
+        run_pipeline(vol, [("marching_cubes", {"field": far})], device="cpu")
+    assert e.value.code == "op.params_invalid"
+    placed = TriMesh(
+        vol.V, vol.F, {**vol.vertex_attrs, "volume_origin": np.array([[1e39, 0.0, 0.0]])}, {}
+    )
+    field = {"type": "volume"}
+    with pytest.raises(MeshError) as e:
+        run_pipeline(placed, [("marching_cubes", {"field": field, "isovalue": 0.6})], device="cpu")
+    assert e.value.code == "mesh.non_finite"
