@@ -464,6 +464,26 @@ def test_off_reads_and_checks_its_counts() -> None:
 
 
 @pytest.mark.parametrize(
+    "off",
+    [
+        # a comment after the counts, and after values
+        b"OFF\n4 4 0 # counts\n0 0 0 # v0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 # f0\n3 0 1 3\n"
+        b"3 0 3 2\n3 1 2 3\n",
+        # OFF is whitespace-separated: vertices need not be one per line
+        b"OFF\n4 4 0\n0 0 0 1 0 0 0 1 0 0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n",
+        b"OFF 4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3",
+        # colours on face lines: trimesh's path
+        b"OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 255 0 0\n3 0 1 3 255 0 0\n"
+        b"3 0 3 2 0 0 0\n3 1 2 3 1 1 1\n",
+    ],
+)
+def test_off_comments_and_line_breaks_do_not_change_the_mesh(off: bytes) -> None:
+    m = load_bytes(off, "t.off")
+    np.testing.assert_array_equal(m.F, tetrahedron().F)
+    np.testing.assert_array_equal(m.V, tetrahedron().V)
+
+
+@pytest.mark.parametrize(
     ("data", "name", "code"),
     [
         (TRI, "mesh.ply", "format.mismatch"),  # OBJ text named .ply

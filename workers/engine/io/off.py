@@ -28,43 +28,68 @@ def write_off(V: np.ndarray, corners: np.ndarray, offsets: np.ndarray) -> bytes:
 
 def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     """``V (n, 3) float64`` and ``F (m, 3) int64`` (polygons fanned, polygon by polygon) of a
-    plain ``OFF`` file (no comments, colours or other extras), or None for trimesh's path.
+    plain ``OFF`` file, or None for trimesh's path (COFF, NOFF and the other variants, colours on
+    face lines, anything that does not add up).
 
-    Faces of several sizes are what trimesh cannot read here. Lines are told apart without a loop
-    over them: the face section's integers are one array, row ``r`` starts at token ``s_r`` and
-    the next at ``s_r + 1 + count``, and the chain of starts is found by pointer doubling; it must
-    end exactly at the last token, and the rows must be the section's lines."""
-    head = data[:4096]
-    if not head.startswith(b"OFF") or b"#" in data:
+    OFF is whitespace-separated: ``#`` comments run to the end of their line and are blanked
+    first; the header token ``OFF``, the three counts and the ``3 n_vertices`` coordinates are
+    the first tokens, wherever their lines break. Faces are rows ``k i j ...``, one per line
+    (checked, so that colour values on face lines send the file to trimesh). Faces of several
+    sizes are what trimesh cannot read here. Rows are told apart without a loop over them: the
+    face section's integers are one array, row ``r`` starts at token ``s_r`` and the next at
+    ``s_r + 1 + count``, and the chain of starts is found by pointer doubling; it must end
+    exactly at the last token."""
+    if not data.lstrip()[:3] == b"OFF":
         return None
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    lines = data[: int(newlines[1]) + 1].split(b"\n") if newlines.shape[0] >= 2 else []
-    if len(lines) < 2 or lines[0].strip() != b"OFF":
+    b = _without_comments(np.frombuffer(data, dtype=np.uint8))
+    blank = spaces(b)
+    starts = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
+    if starts.shape[0] < 4:
         return None
-    counts = lines[1].split()
-    if len(counts) != 3 or not all(c.isdigit() for c in counts):
+    text = b.tobytes()
+    head = text[: int(starts[4]) if starts.shape[0] > 4 else len(text)].split()
+    if head[0] != b"OFF" or not all(c.isdigit() for c in head[1:4]):
         return None
-    nv, nf = int(counts[0]), int(counts[1])
-    if newlines.shape[0] < 2 + nv:
+    nv, nf = int(head[1]), int(head[2])
+    if starts.shape[0] < 4 + 3 * nv:
         return None
-    body = int(newlines[1]) + 1
-    split = int(newlines[1 + nv]) + 1 if nv else body
+    split = int(starts[4 + 3 * nv]) if starts.shape[0] > 4 + 3 * nv else len(text)
     try:
-        V = parse_floats(data[body:split])
-        T = parse_ints(data[split:])
+        V = parse_floats(text[int(starts[4]) : split] if nv else b"")
+        T = parse_ints(text[split:])
     except ValueError:
         return None
     if V.shape[0] != 3 * nv:
         return None
     sizes = _row_sizes(T, nf)
-    if sizes is None or not _rows_are_lines(data[split:], sizes + 1):
+    if sizes is None or not _rows_are_lines(text[split:], sizes + 1):
         return None
-    starts = np.cumsum(sizes + 1) - (sizes + 1)
+    row_at = np.cumsum(sizes + 1) - (sizes + 1)
     j = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    corners = T[np.repeat(starts + 1, sizes) + j]
+    corners = T[np.repeat(row_at + 1, sizes) + j]
     if corners.shape[0] and (int(corners.min()) < 0 or int(corners.max()) >= nv):
         return None  # trimesh's path gives the error
     return V.reshape(-1, 3), fan(corners, sizes)
+
+
+def _without_comments(b: np.ndarray) -> np.ndarray:
+    """``b`` with every ``#`` comment (to the end of its line) replaced by spaces."""
+    marks = np.flatnonzero(b == ord("#"))
+    if marks.shape[0] == 0:
+        return b
+    newlines = np.flatnonzero(b == 10)
+    ends = newlines[np.minimum(np.searchsorted(newlines, marks), newlines.shape[0] - 1)]
+    ends = (
+        np.where(ends > marks, ends, b.shape[0])
+        if newlines.shape[0]
+        else np.full_like(marks, b.shape[0])
+    )
+    depth = np.zeros(b.shape[0] + 1, dtype=np.int64)
+    np.add.at(depth, marks, 1)
+    np.add.at(depth, ends, -1)
+    out = b.copy()
+    out[np.cumsum(depth[:-1]) > 0] = ord(" ")
+    return out
 
 
 def _row_sizes(T: np.ndarray, rows: int) -> np.ndarray | None:
