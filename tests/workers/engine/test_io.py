@@ -1185,3 +1185,25 @@ def test_npz_members_that_are_not_arrays_are_ignored() -> None:
     m = load_bytes(buf.getvalue(), "m.npz")
     assert (m.n_vertices, m.n_faces) == (3, 1)
     np.testing.assert_array_equal(m.vertex_attrs["k"], np.arange(3.0))
+
+
+def test_attributes_come_back_as_written() -> None:
+    """GLB keeps a leading underscore of a name, OBJ the normal of a vertex no face uses, and
+    PLY refuses 64-bit integers it cannot hold rather than wrapping them."""
+    V = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [5, 5, 5]])
+    F = np.array([[0, 1, 2]])
+    normals = np.array([[0, 0, 1], [0, 0, 1], [0, 0, 1], [1, 0, 0]], dtype=np.float32)
+    m = TriMesh.from_arrays(V, F, vertex_attrs={"vertex_normals": normals})
+    back = load_bytes(serialize(m, "obj"), "m.obj")
+    np.testing.assert_array_equal(back.vertex_attrs["vertex_normals"], normals)
+    m = TriMesh(m.V, m.F, {"_u": np.arange(4, dtype=np.float32)}, {})
+    back = load_bytes(serialize(m, "glb"), "m.glb")
+    assert list(back.vertex_attrs) == ["_u"]
+    fits = TriMesh(m.V, m.F, {"k": np.array([1, 2, 3, -(2**31)], dtype=np.int64)}, {})
+    np.testing.assert_array_equal(
+        load_bytes(serialize(fits, "ply"), "m.ply").vertex_attrs["k"], fits.vertex_attrs["k"]
+    )
+    wide = TriMesh(m.V, m.F, {"k": np.array([1, 2, 3, 2**40], dtype=np.int64)}, {})
+    with pytest.raises(FormatError) as e:
+        serialize(wide, "ply")
+    assert e.value.code == "format.unsupported_attribute"

@@ -350,7 +350,7 @@ def _parse_trimesh(
         if arr.shape[:1] == (V.shape[0],) and arr.dtype.kind in "iuf":
             if arr.ndim == 2 and arr.shape[1] == 1:
                 arr = arr[:, 0]  # glTF SCALAR accessors come back as (n, 1)
-            va[k.lstrip("_")] = arr
+            va[k[1:] if k.startswith("_") else k] = arr  # our writer adds one underscore
     mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
     return mesh
 

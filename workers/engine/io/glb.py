@@ -96,7 +96,7 @@ def glb_chunks(
         kind = {(): "SCALAR", (1,): "SCALAR", (2, 2): "MAT2", (3, 3): "MAT3", (4, 4): "MAT4"}.get(
             a.shape[1:], f"VEC{a.shape[1]}" if a.ndim == 2 else "SCALAR"
         )
-        attributes[name if name.startswith("_") else "_" + name] = len(blobs)
+        attributes["_" + name] = len(blobs)  # the reader takes one underscore off
         blobs.append(({"componentType": 5126, "type": kind}, a))
     accessors: list[dict[str, Any]] = []
     views: list[dict[str, int]] = []
@@ -304,7 +304,7 @@ def _read_simple(data: bytes) -> GlbMesh | None:
         if a is None:
             return None
         if a.shape[0] == n:
-            va[name.lstrip("_")] = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+            va[name[1:]] = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
     F = flat.reshape(-1, 3)
     return GlbMesh(_owned(V), _owned(F), {k: _owned(v) for k, v in va.items()})
 

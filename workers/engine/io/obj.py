@@ -164,10 +164,9 @@ def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray 
     if bool((nidx < 0).any()) or bool((nidx >= normals.shape[0]).any()):
         return None
     if normals.shape[0] == n_vertices and np.array_equal(nidx, idx):
-        # every corner uses its vertex's own normal (as our writer writes): they agree
-        used = np.zeros(n_vertices, dtype=bool)
-        used[idx] = True
-        return np.where(used[:, None], normals, 0.0).astype(np.float32)
+        # every corner uses its vertex's own normal (as our writer writes): they agree, and
+        # the vn line of a vertex no face uses is still its normal
+        return normals.astype(np.float32)
     corner = np.take(normals, nidx, axis=0)
     out = np.zeros((n_vertices, 3), dtype=np.float64)
     out[idx] = corner

@@ -194,7 +194,7 @@ def _blocks(attrs: dict[str, np.ndarray]) -> list[tuple[list[str], np.ndarray]]:
     """Attributes as ``(property names, (n, k) array)``: one column per property."""
     blocks: list[tuple[list[str], np.ndarray]] = []
     for name, a in attrs.items():
-        a = _ply_dtype(np.asarray(a))
+        a = _ply_dtype(name, np.asarray(a))
         if name in ("vertex_normals", "face_normals") and a.shape[1:] == (3,):
             blocks.append((["nx", "ny", "nz"], a))
         elif name in ("vertex_colors", "face_colors") and a.shape[1:] in ((3,), (4,)):
@@ -223,13 +223,23 @@ def _check_names(blocks: list[tuple[list[str], np.ndarray]], element: str, taken
             seen.add(name)
 
 
-def _ply_dtype(a: np.ndarray) -> np.ndarray:
+def _ply_dtype(name: str, a: np.ndarray) -> np.ndarray:
+    """``a`` in a type PLY has: booleans as bytes, 64-bit integers as 32-bit ones when every
+    value fits (else refused: PLY has no 64-bit integers, and wrapping would change them)."""
     if a.dtype == np.bool_:
         return a.astype(np.uint8)
-    if a.dtype.kind == "i" and a.dtype.itemsize > 4:
-        return a.astype(np.int32)
-    if a.dtype.kind == "u" and a.dtype.itemsize > 4:
-        return a.astype(np.uint32)
+    if a.dtype.kind in "iu" and a.dtype.itemsize > 4:
+        narrow = np.dtype(np.int32 if a.dtype.kind == "i" else np.uint32)
+        info = np.iinfo(narrow)
+        if a.size and (int(a.min()) < info.min or int(a.max()) > info.max):
+            raise FormatError(
+                "attribute values do not fit PLY's 32-bit integers",
+                code="format.unsupported_attribute",
+                attribute=name,
+                min=int(a.min()),
+                max=int(a.max()),
+            )
+        return a.astype(narrow)
     return a
 
 
