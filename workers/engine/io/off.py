@@ -39,7 +39,7 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     face section's integers are one array, row ``r`` starts at token ``s_r`` and the next at
     ``s_r + 1 + count``, and the chain of starts is found by pointer doubling; it must end
     exactly at the last token."""
-    if not data.lstrip()[:3] == b"OFF":
+    if data.lstrip()[:3] != b"OFF":
         return None
     b = _without_comments(np.frombuffer(data, dtype=np.uint8))
     blank = spaces(b)
