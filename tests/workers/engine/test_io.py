@@ -1207,3 +1207,21 @@ def test_attributes_come_back_as_written() -> None:
     with pytest.raises(FormatError) as e:
         serialize(wide, "ply")
     assert e.value.code == "format.unsupported_attribute"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"v\t0 0 0\nv\t1 0 0\nv\t0 1 0\nf\t1 2 3\n",  # tabs after the tags
+        b"  v 0 0 0\n  v 1 0 0\n  v 0 1 0\n  f 1 2 3\n",  # indented lines
+        b"o x\rv 0 0 0\rv 1 0 0\rv 0 1 0\rf 1 2 3\r",  # lone carriage returns
+        b"vt 0 0\n" * 200_000 + b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n",  # first v past 1 MB
+        b"v 0 0 0 # origin\nv 1 0 0\nv 0 1 0\nf 1 2 3 # the face\n",  # comments after values
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 \\\n 2 3\n",  # a line continued by a backslash
+    ],
+)
+def test_obj_files_of_every_common_shape_are_recognized_and_read(text: bytes) -> None:
+    assert sniff(text) == "obj"
+    m = load_bytes(text, "a.obj")
+    np.testing.assert_array_equal(m.V, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(m.F, [[0, 1, 2]])

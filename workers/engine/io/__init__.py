@@ -21,6 +21,7 @@ import contextlib
 import io
 import os
 import posixpath
+import re
 import warnings
 import zipfile
 from collections.abc import Iterable
@@ -94,11 +95,14 @@ def sniff(data: bytes) -> str | None:
         return "off"
     if stripped[:1] == b"{" and b'"asset"' in data[:65536]:
         return "gltf"
-    if b"\x00" not in head and (
-        head.startswith(b"v ") or b"\nv " in data[: 1 << 20] or head.startswith(b"#")
-    ):
+    if b"\x00" not in head and (head.startswith(b"#") or _OBJ_LINE.search(data[: 1 << 20])):
         return "obj"
     return None
+
+
+#: a line of OBJ geometry (``v``, ``vt``, ``vn`` or ``f`` and a blank), indented or not, after
+#: any line ending (``\r`` alone too)
+_OBJ_LINE = re.compile(rb"(?:\A|[\r\n])[ \t]*(?:v|vt|vn|f)[ \t]")
 
 
 def _ext(filename: str) -> str:

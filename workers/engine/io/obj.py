@@ -28,6 +28,7 @@ from .polygons import fan
 
 _ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
+_CONTINUATION = re.compile(rb"\\\r?\n")
 _NORMAL_REF = re.compile(rb"(?<!\S)[^\s/]+/[^\s/]*/([^\s/]*)")
 
 
@@ -40,6 +41,8 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     line by line instead, which gives the same result and the errors for what is wrong."""
     if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark: would hide the first line
         data = data[3:]
+    if b"\\\n" in data or b"\\\r\n" in data:  # a backslash at the end continues the line
+        data = _CONTINUATION.sub(b" ", data)
     scan = scan_arrays(data) or _scan_lines(data)
     V = scan.V
     idx = _corner_indices(scan.refs, scan.k, scan.nv_at, V.shape[0])
@@ -57,7 +60,7 @@ def _scan_lines(data: bytes) -> Scan:
     nv_at_face: list[int] = []
     nn_at_face: list[int] = []
     for raw in data.splitlines():
-        line = raw.strip()
+        line = raw.split(b"#", 1)[0].strip()  # a comment runs to the end of its line
         if line[:2] == b"v " or line[:2] == b"v\t":
             vlines.append(line[2:])
         elif line[:2] == b"f " or line[:2] == b"f\t":
