@@ -1225,3 +1225,27 @@ def test_obj_files_of_every_common_shape_are_recognized_and_read(text: bytes) ->
     m = load_bytes(text, "a.obj")
     np.testing.assert_array_equal(m.V, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
     np.testing.assert_array_equal(m.F, [[0, 1, 2]])
+
+
+@pytest.mark.parametrize(
+    ("vertex", "face"),
+    [
+        ({"a_0": np.zeros(4), "a_1": np.zeros(4)}, {}),  # would come back as one vector "a"
+        ({"red": np.zeros(4), "green": np.zeros(4), "blue": np.zeros(4)}, {}),  # vertex_colors
+        ({"face_normals": np.zeros((4, 3))}, {}),  # nx ny nz in the vertex element
+        ({}, {"vertex_colors": np.zeros((1, 3), dtype=np.uint8)}),  # face_colors in a face
+        ({"uv": np.zeros((4, 2)), "uv_2": np.zeros(4)}, {}),  # one uv of three columns
+    ],
+)
+def test_ply_refuses_names_it_would_read_back_as_other_attributes(vertex, face) -> None:
+    m = TriMesh(np.eye(4, 3, dtype=np.float32), np.array([[0, 1, 2]], np.int32), vertex, face)
+    with pytest.raises(FormatError) as e:
+        serialize(m, "ply")
+    assert e.value.code == "format.unsupported_attribute"
+
+
+def test_ply_column_attributes_come_back_as_scalars() -> None:
+    k = np.arange(4, dtype=np.float32)[:, None]
+    m = TriMesh(np.eye(4, 3, dtype=np.float32), np.array([[0, 1, 2]], np.int32), {"k": k}, {})
+    back = load_bytes(serialize(m, "ply"), "m.ply")
+    np.testing.assert_array_equal(back.vertex_attrs["k"], k[:, 0])

@@ -127,6 +127,8 @@ def ply_chunks(
     fblocks = _blocks(face_attrs)
     _check_names(vblocks, "vertex", taken=set())
     _check_names(fblocks, "face", taken={"vertex_indices"})
+    _check_read_back(vertex_attrs, vblocks[1:], "vertex")
+    _check_read_back(face_attrs, fblocks, "face")
     sizes = None if offsets is None else np.diff(offsets)
     count_dt = np.dtype("<i4") if sizes is not None and int(sizes.max(initial=0)) > 255 else None
     n_faces = F.shape[0] if sizes is None else sizes.shape[0]
@@ -199,12 +201,36 @@ def _blocks(attrs: dict[str, np.ndarray]) -> list[tuple[list[str], np.ndarray]]:
             blocks.append((["nx", "ny", "nz"], a))
         elif name in ("vertex_colors", "face_colors") and a.shape[1:] in ((3,), (4,)):
             blocks.append((["red", "green", "blue", "alpha"][: a.shape[1]], a))
-        elif a.ndim == 1:
-            blocks.append(([name], a[:, None]))
+        elif a.ndim == 1 or a.shape[1:] == (1,):  # (n, 1) as a scalar: read back as (n,)
+            blocks.append(([name], a.reshape(-1, 1)))
         else:
             flat = a.reshape(a.shape[0], -1)
             blocks.append(([f"{name}_{k}" for k in range(flat.shape[1])], flat))
     return blocks
+
+
+#: a face element's normals and colours are read under these names
+_FACE_RENAMES = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
+
+
+def _check_read_back(
+    attrs: dict[str, np.ndarray], blocks: list[tuple[list[str], np.ndarray]], element: str
+) -> None:
+    """Refuse attribute names that the reader would read back as other attributes: properties
+    are grouped by name (``nx ny nz``, ``red green blue``, ``a_0 a_1``), so a scalar ``a_0`` beside
+    ``a_1``, or a vertex attribute called ``face_normals``, would come back changed."""
+    names = [p for props, _ in blocks for p in props]
+    kinds = {p: a.dtype.kind for props, a in blocks for p in props}
+    renames = _FACE_RENAMES if element == "face" else {}
+    back = {renames.get(a, a) for a, _, _ in _plan(names, kinds, skip=set())}
+    if back != set(attrs):
+        raise FormatError(
+            "attribute names that PLY's property naming would read back as other attributes",
+            code="format.unsupported_attribute",
+            element=element,
+            written=sorted(set(attrs) - back)[:20],
+            read_back=sorted(back - set(attrs))[:20],
+        )
 
 
 def _check_names(blocks: list[tuple[list[str], np.ndarray]], element: str, taken: set[str]) -> None:
@@ -405,8 +431,7 @@ def read_binary(data: bytes) -> BinaryPly | None:
         return None  # trimesh refuses a body of another size, and so do we
     if of_triangle is not None:
         fa = {name: a[of_triangle] for name, a in fa.items()}
-    renames = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
-    fa = {renames.get(name, name): a for name, a in fa.items()}
+    fa = {_FACE_RENAMES.get(name, name): a for name, a in fa.items()}
     V = vertex.take(data, ["x", "y", "z"])
     return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
 
@@ -552,8 +577,7 @@ def extra_face_properties(raw: Any) -> dict[str, np.ndarray]:
     if not cols:
         return {}
     out = _gather(cols, skip={"vertex_indices", "vertex_index"})
-    renames = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
-    return {renames.get(k, k): v for k, v in out.items()}
+    return {_FACE_RENAMES.get(k, k): v for k, v in out.items()}
 
 
 def _element_columns(raw: Any, element: str) -> dict[str, np.ndarray]:
