@@ -1249,3 +1249,24 @@ def test_ply_column_attributes_come_back_as_scalars() -> None:
     m = TriMesh(np.eye(4, 3, dtype=np.float32), np.array([[0, 1, 2]], np.int32), {"k": k}, {})
     back = load_bytes(serialize(m, "ply"), "m.ply")
     np.testing.assert_array_equal(back.vertex_attrs["k"], k[:, 0])
+
+
+@pytest.mark.parametrize("tail", [b"", b"\n"])
+def test_binary_ply_with_per_corner_texcoords_as_meshlab_writes(tail: bytes) -> None:
+    """A second list in the face element (MeshLab's ``texcoord``, u v per corner) becomes a face
+    attribute; a line break after the last row is no data."""
+    V = tetrahedron().V.astype("<f4")
+    F = np.asarray(tetrahedron().F)
+    uv = np.arange(6 * len(F), dtype="<f4").reshape(-1, 6)
+    header = (
+        b"ply\nformat binary_little_endian 1.0\ncomment TextureFile t.png\nelement vertex 4\n"
+        b"property float x\nproperty float y\nproperty float z\nelement face 4\n"
+        b"property list uchar int vertex_indices\nproperty list uchar float texcoord\nend_header\n"
+    )
+    rows = b"".join(
+        bytes([3]) + f.astype("<i4").tobytes() + bytes([6]) + t.tobytes()
+        for f, t in zip(F, uv, strict=True)
+    )
+    m = load_bytes(header + V.tobytes() + rows + tail, "m.ply")
+    np.testing.assert_array_equal(m.F, F)
+    np.testing.assert_array_equal(m.face_attrs["texcoord"], uv)

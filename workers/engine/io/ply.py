@@ -367,8 +367,9 @@ def read_binary(data: bytes) -> BinaryPly | None:
         return None
     layout: dict[str, _Element] = {}
     k = 0
+    lists: list[tuple[str, int]] = []  # the face element's other lists: (name, their count)
     for name, count, props in elements:
-        if count <= 0 or any(len(p) != 2 for p in props[name == "face" :]):
+        if count <= 0 or (name == "vertex" and any(len(p) != 2 for p in props)):
             return None
         fields: dict[str, tuple[int, np.dtype]] = {}
         row = 0
@@ -389,17 +390,35 @@ def read_binary(data: bytes) -> BinaryPly | None:
             props = props[1:]
         elif not {"x", "y", "z"} <= {p[0] for p in props}:
             return None
-        for prop, typ in props:
-            fields[prop] = (row, np.dtype(endian + typ))
-            row += fields[prop][1].itemsize
+        for prop in props:
+            if len(prop) == 3:  # another list (MeshLab's texcoord): as long in every row
+                cdt, vdt = np.dtype(endian + prop[1]), np.dtype(endian + prop[2])
+                if cdt.kind not in "iu" or at + row + cdt.itemsize > len(data):
+                    return None
+                c = int(np.frombuffer(data, cdt, count=1, offset=at + row)[0])
+                fields[f" {prop[0]} count"] = (row, cdt)
+                fields[f" {prop[0]}"] = (row + cdt.itemsize, vdt)
+                lists.append((prop[0], c))
+                row += cdt.itemsize + c * vdt.itemsize
+                continue
+            fields[prop[0]] = (row, np.dtype(endian + prop[1]))
+            row += fields[prop[0]][1].itemsize
         layout[name] = _Element(at, count, row, fields)
         at += count * row
     vertex, face = layout["vertex"], layout["face"]
     count_at, count_dt = face.props[" count"]
     index_at, index_dt = face.props[" indices"]
-    same = at == len(data) and bool(
+    # a line break after the last row, as some writers leave, is no data
+    ends = at == len(data) or data[at:] in (b"\n", b"\r\n")
+    same = ends and bool(
         (_records.take(data, face.start, face.rows, face.row, 0, count_dt, 1) == k).all()
     )
+    for name, c in lists:
+        at_count, cdt = face.props[f" {name} count"]
+        counts = _records.take(data, face.start, face.rows, face.row, at_count, cdt, 1)
+        same = same and bool((counts == c).all())
+    if lists and not same:
+        return None  # rows of several lengths with two lists: trimesh's path
     if same:
         idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
         if not idx.dtype.isnative:
@@ -415,6 +434,9 @@ def read_binary(data: bytes) -> BinaryPly | None:
             F = fan(idx.reshape(-1), np.full(n, k))
             of_triangle = np.repeat(np.arange(n), k - 2)
         fa = _attributes(data, face, skip=set())
+        for name, c in lists:  # per-corner values of each face, e.g. texcoord (u v per corner)
+            if c > 0:
+                fa[name] = _list_values(data, face, name, c)
     elif elements[-1][0] == "face":
         # polygons of several sizes: rows of varying length, found by pointer jumping
         base = count_dt.itemsize + k * index_dt.itemsize  # the properties follow the list
@@ -434,6 +456,13 @@ def read_binary(data: bytes) -> BinaryPly | None:
     fa = {_FACE_RENAMES.get(name, name): a for name, a in fa.items()}
     V = vertex.take(data, ["x", "y", "z"])
     return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
+
+
+def _list_values(data: bytes, face: _Element, name: str, c: int) -> np.ndarray:
+    """The ``c`` values of the list property ``name`` in every row, ``(rows, c)``."""
+    at, dt = face.props[f" {name}"]
+    a = _records.take(data, face.start, face.rows, face.row, at, dt, c)
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
 #: bytes of a polygon face element searched for row starts at a time (bounds the memory the
