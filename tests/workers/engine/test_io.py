@@ -1270,3 +1270,34 @@ def test_binary_ply_with_per_corner_texcoords_as_meshlab_writes(tail: bytes) -> 
     m = load_bytes(header + V.tobytes() + rows + tail, "m.ply")
     np.testing.assert_array_equal(m.F, F)
     np.testing.assert_array_equal(m.face_attrs["texcoord"], uv)
+
+
+def test_glb_triangle_fan_is_read_as_triangles() -> None:
+    import json
+
+    V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [-1, 1, 0]], "<f4")
+    idx = np.arange(5, dtype="<u4")
+    binary = V.tobytes() + idx.tobytes()
+    tree = {
+        "asset": {"version": "2.0"},
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1, "mode": 6}]}],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 5, "type": "VEC3"},
+            {"bufferView": 1, "componentType": 5125, "count": 5, "type": "SCALAR"},
+        ],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": 0, "byteLength": 60},
+            {"buffer": 0, "byteOffset": 60, "byteLength": 20},
+        ],
+        "buffers": [{"byteLength": 80}],
+    }
+    j = json.dumps(tree).encode()
+    j += b" " * (-len(j) % 4)
+    body = struct.pack("<2I", len(j), 0x4E4F534A) + j + struct.pack("<2I", 80, 0x004E4942) + binary
+    data = struct.pack("<3I", 0x46546C67, 2, 12 + len(body)) + body
+    m = load_bytes(data, "fan.glb")
+    np.testing.assert_array_equal(m.F, [[0, 1, 2], [0, 2, 3], [0, 3, 4]])
+    np.testing.assert_array_equal(m.V, V)

@@ -26,6 +26,7 @@ _MAGIC = 0x46546C67  # "glTF"
 _JSON = 0x4E4F534A  # "JSON"
 _BIN = 0x004E4942  # "BIN\0"
 _TRIANGLES = 4
+_TRIANGLE_FAN = 6  # trimesh reads strips, not fans: fans are read here
 _CHUNK = 1 << 14
 _COMPONENTS = {5120: "i1", 5121: "u1", 5122: "<i2", 5123: "<u2", 5125: "<u4", 5126: "<f4"}
 _SHAPES: dict[str, tuple[int, ...]] = {
@@ -275,6 +276,11 @@ def _read_simple(data: bytes) -> GlbMesh | None:
             return None
     else:
         flat = np.arange(n, dtype=np.int64)
+    fan = primitive.get("mode", _TRIANGLES) == _TRIANGLE_FAN
+    if fan:  # (c0, c1, c2), (c0, c2, c3)...: as triangles
+        if flat.shape[0] < 3:
+            return None
+        flat = np.stack([np.repeat(flat[:1], flat.shape[0] - 2), flat[1:-1], flat[2:]], 1).ravel()
     if flat.shape[0] % 3:
         return None
     va: dict[str, np.ndarray] = {}
@@ -321,7 +327,9 @@ def _simple_tree(tree: dict[str, Any]) -> bool:
     if len(primitives) != 1:
         return False
     p = primitives[0]
-    if p.get("mode", _TRIANGLES) != _TRIANGLES or "targets" in p or "extensions" in p:
+    if p.get("mode", _TRIANGLES) not in (_TRIANGLES, _TRIANGLE_FAN):
+        return False
+    if "targets" in p or "extensions" in p:
         return False
     for name in p.get("attributes", {}):
         if name not in ("POSITION", "NORMAL", "COLOR_0") and not (
