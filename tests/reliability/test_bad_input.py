@@ -333,3 +333,21 @@ def test_chunked_oversize_is_cut_off_at_the_limit(live_server, settings, nothing
     framed = [b"%x\r\n%s\r\n" % (len(c), c) for c in [part] + [chunk] * n]
     answer = raw_request(live_server, head, framed)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+
+def test_member_count_is_the_central_directory_walked_entry_by_entry():
+    """The limit counts the entries zipfile will read, not signature bytes: a last member whose
+    data ends with the entry signature, or a stored zip inside, does not count twice."""
+    tail = b"# ends like an entry: PK\x01\x02\n"
+    members = [(f"{i}.txt", b"") for i in range(999)] + [("m.obj", CUBE + tail)]
+    assert load_bytes(zipped(*members, stored=True), "a.zip").n_faces == 12
+    inner = zipped(("cube.obj", CUBE), stored=True)
+    assert load_bytes(zipped(("in.zip", inner), stored=True), "a.zip").n_faces == 12
+    # 1001 entries are refused, whatever the end record declares
+    too_many = zipped(*[(f"{i}.txt", b"") for i in range(1001)], stored=True)
+    end = too_many.rfind(b"PK\x05\x06")
+    lying = bytearray(too_many)
+    struct.pack_into("<HH", lying, end + 8, 1, 1)
+    with pytest.raises(InputError) as e:
+        load_bytes(bytes(lying), "a.zip")
+    assert e.value.code == "format.archive_too_many_members"

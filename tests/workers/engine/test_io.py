@@ -1301,3 +1301,67 @@ def test_glb_triangle_fan_is_read_as_triangles() -> None:
     m = load_bytes(data, "fan.glb")
     np.testing.assert_array_equal(m.F, [[0, 1, 2], [0, 2, 3], [0, 3, 4]])
     np.testing.assert_array_equal(m.V, V)
+
+
+@pytest.mark.parametrize(
+    "off",
+    [
+        # COFF (colours on vertex lines) with a comment line among the vertices
+        b"COFF\n4 4 0\n0 0 0 9 9 9 255\n1 0 0 9 9 9 255\n# x\n0 1 0 9 9 9 255\n0 0 1 9 9 9 255\n"
+        b"3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n",
+        # colours on face lines, a comment after the counts and after the last face
+        b"OFF\n4 4 0 # c\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 255 0 0\n3 0 1 3 255 0 0\n"
+        b"3 0 3 2 255 0 0\n3 1 2 3 255 0 0 # x\n",
+    ],
+)
+def test_off_variants_read_by_trimesh_keep_every_face_despite_comments(off: bytes) -> None:
+    m = load_bytes(off, "t.off")
+    np.testing.assert_array_equal(m.F, tetrahedron().F)
+
+
+def test_ply_attribute_named_like_the_header_end_round_trips() -> None:
+    m = TriMesh(
+        np.eye(4, 3, dtype=np.float32),
+        np.array([[0, 1, 2]], np.int32),
+        {"end_header": np.arange(4, dtype=np.float32)},
+        {},
+    )
+    back = load_bytes(serialize(m, "ply"), "m.ply")
+    np.testing.assert_array_equal(back.vertex_attrs["end_header"], np.arange(4))
+
+
+def test_binary_ply_second_list_of_varying_length_is_refused() -> None:
+    header = (
+        b"ply\nformat binary_little_endian 1.0\nelement vertex 4\nproperty float x\n"
+        b"property float y\nproperty float z\nelement face 2\n"
+        b"property list uchar int vertex_indices\nproperty list uint float tc\nend_header\n"
+    )
+    rows = (
+        bytes([3])
+        + np.array([0, 1, 2], "<i4").tobytes()
+        + np.array([2], "<u4").tobytes()
+        + np.array([3, 4], "<f4").tobytes()
+        + bytes([3])
+        + np.array([0, 1, 3], "<i4").tobytes()
+        + np.array([1], "<u4").tobytes()
+        + np.array([1], "<f4").tobytes()
+    )
+    data = header + np.eye(4, 3, dtype="<f4").tobytes() + rows
+    assert _code(data, "m.ply") == "format.unsupported_feature"
+
+
+def test_glb_accessor_fields_of_the_wrong_type_are_format_errors() -> None:
+    from tests.reliability.test_bad_input import glb
+
+    bad = glb({"bufferView": 0, "componentType": [5126], "count": 1, "type": "VEC3"})
+    assert _code(bad, "a.glb") == "format.parse_error"
+    bad = glb({"bufferView": 0, "componentType": 5126, "count": 1, "type": {"a": 1}})
+    assert _code(bad, "a.glb") == "format.parse_error"
+    # an accessor of no elements needs no buffer view
+    from workers.engine.io.glb import check_accessors
+
+    check_accessors(b'{"accessors": [{"componentType": 5126, "count": 0, "type": "VEC3"}]}', 100)
+    with pytest.raises(FormatError):
+        check_accessors(
+            b'{"accessors": [{"componentType": 5126, "count": 1, "type": "VEC3"}]}', 100
+        )

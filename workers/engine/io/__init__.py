@@ -34,7 +34,7 @@ from ..mesh import TriMesh
 from . import glb, ply, stl, volumes
 from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
-from .off import read_off, write_off
+from .off import read_off, without_comments, write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
 from .volumes import RawLayout as RawLayout
 
@@ -292,6 +292,7 @@ def _parse(
         o = read_off(data)
         if o is not None:
             return TriMesh.from_arrays(o[0], o[1], dtype=dtype)
+        data = without_comments(data)  # trimesh's reader loses faces to comments
     if kind == "glb":
         g = glb.read_simple(data)
         if g is not None:

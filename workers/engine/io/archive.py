@@ -22,29 +22,33 @@ _EOCD64_LOCATOR = b"PK\x06\x07"
 _CENTRAL = b"PK\x01\x02"  # a member's entry in the central directory
 
 
-def declared_members(data: bytes) -> int | None:
-    """How many members a zip can hold, known without parsing its central directory
-    (``zipfile`` builds one object per member first: a million empty members cost seconds and
-    hundreds of MB before any limit could be checked): the larger of the count its end record
-    declares and the number of member-header signatures in the central directory's bytes
-    (``zipfile`` reads every entry there, whatever the end record says). None when there is no
-    end record."""
+def declared_members(data: bytes, cap: int = 1 << 16) -> int | None:
+    """How many members a zip holds, known without ``zipfile`` (which builds one object per
+    member first: a million empty members cost seconds and hundreds of MB before any limit could
+    be checked): the larger of the count its end record declares and the number of entries in
+    its central directory, walked header by header as ``zipfile`` will read them (it reads every
+    entry there, whatever the end record says), the walk stopping after ``cap``. None when there
+    is no end record."""
     at = data.rfind(_EOCD, max(0, len(data) - (1 << 16) - 22))
     if at < 0 or len(data) < at + 22:
         return None
     total, size = struct.unpack_from("<HI", data, at + 10)
-    loc = at - 20
-    if loc >= 0 and data[loc : loc + 4] == _EOCD64_LOCATOR:
-        off = struct.unpack_from("<Q", data, loc + 8)[0]
-        if off + 56 <= len(data) and data[off : off + 4] == b"PK\x06\x06":
-            total, size = struct.unpack_from("<QQ", data, off + 32)
-    # the directory ends where the end records begin (zip64's take at most 76 bytes)
-    entries = data.count(_CENTRAL, max(0, at - int(size) - 76), at)
+    end = at  # the directory ends where the end records begin
+    record = at - 20 - 56  # where zipfile looks for a zip64 end record
+    zip64 = record >= 0 and data[at - 20 : at - 16] == _EOCD64_LOCATOR
+    if zip64 and data[record : record + 4] == b"PK\x06\x06":
+        total, size = struct.unpack_from("<QQ", data, record + 32)
+        end = record
+    pos, entries = end - int(size), 0
+    while pos >= 0 and pos + 46 <= end and entries <= cap and data[pos : pos + 4] == _CENTRAL:
+        name, extra, comment = struct.unpack_from("<HHH", data, pos + 28)
+        pos += 46 + name + extra + comment
+        entries += 1
     return max(int(total), entries)
 
 
 def check_member_count(data: bytes, max_members: int) -> None:
-    n = declared_members(data)
+    n = declared_members(data, cap=max_members)
     if n is not None and n > max_members:
         raise FormatError(
             "archive has too many members",

@@ -185,6 +185,8 @@ def check_accessors(data: bytes, available: int) -> None:
     for a in accessors:
         if not isinstance(a, dict):
             raise FormatError("glTF accessor is not an object", code="format.parse_error")
+        if "sparse" not in a and "bufferView" not in a and a.get("count") == 0:
+            continue  # no elements: nothing to read or allocate
         if "sparse" in a or "bufferView" not in a:
             raise FormatError(
                 "glTF accessors without a buffer view (sparse or all zeros) are not supported",
@@ -194,8 +196,9 @@ def check_accessors(data: bytes, available: int) -> None:
         if not isinstance(view, dict):
             raise FormatError("glTF accessor names no buffer view", code="format.parse_error")
         length = _whole(view.get("byteLength", 0))
-        dtype = _COMPONENTS.get(a.get("componentType"))  # type: ignore[call-overload]
-        shape = _SHAPES.get(a.get("type"))  # type: ignore[arg-type]
+        kind, component = a.get("type"), a.get("componentType")
+        dtype = _COMPONENTS.get(component) if isinstance(component, int) else None
+        shape = _SHAPES.get(kind) if isinstance(kind, str) else None
         if dtype is None or shape is None:
             raise FormatError("glTF accessor of unknown type", code="format.parse_error")
         row = np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))

@@ -41,7 +41,7 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     exactly at the last token."""
     if data.lstrip()[:3] != b"OFF":
         return None
-    b = _without_comments(np.frombuffer(data, dtype=np.uint8))
+    b = np.frombuffer(without_comments(data), dtype=np.uint8)
     blank = spaces(b)
     starts = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
     if starts.shape[0] < 4:
@@ -72,24 +72,21 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     return V.reshape(-1, 3), fan(corners, sizes)
 
 
-def _without_comments(b: np.ndarray) -> np.ndarray:
-    """``b`` with every ``#`` comment (to the end of its line) replaced by spaces."""
+def without_comments(data: bytes) -> bytes:
+    """``data`` with every ``#`` comment (to the end of its line) replaced by spaces."""
+    b = np.frombuffer(data, dtype=np.uint8)
     marks = np.flatnonzero(b == ord("#"))
     if marks.shape[0] == 0:
-        return b
+        return data
     newlines = np.flatnonzero(b == 10)
-    ends = newlines[np.minimum(np.searchsorted(newlines, marks), newlines.shape[0] - 1)]
-    ends = (
-        np.where(ends > marks, ends, b.shape[0])
-        if newlines.shape[0]
-        else np.full_like(marks, b.shape[0])
-    )
+    at = np.searchsorted(newlines, marks)
+    ends = np.append(newlines, b.shape[0])[at]  # the line's end, or the file's
     depth = np.zeros(b.shape[0] + 1, dtype=np.int64)
     np.add.at(depth, marks, 1)
     np.add.at(depth, ends, -1)
     out = b.copy()
     out[np.cumsum(depth[:-1]) > 0] = ord(" ")
-    return out
+    return out.tobytes()
 
 
 def _row_sizes(T: np.ndarray, rows: int) -> np.ndarray | None:

@@ -18,6 +18,7 @@ element is packed into one byte block, column group by column group.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -46,12 +47,21 @@ _SIZES = {
     "float64": 8,
 }
 _MAX_HEADER = 64 * 1024
+#: the header's last line (a property may be named end_header_0: only a whole word at a line
+#: start counts)
+_END_HEADER = re.compile(rb"\nend_header\b")
+
+
+def _end_header(data: bytes) -> int:
+    """Where the ``end_header`` line starts, or -1."""
+    m = _END_HEADER.search(data, 0, _MAX_HEADER)
+    return m.start() + 1 if m else -1
 
 
 def check_header(data: bytes) -> None:
     """Raise :class:`FormatError` unless the header is well formed and its element counts can be
     backed by the file's size (each binary row has a minimum size; an ASCII row needs 2 bytes)."""
-    end = data.find(b"end_header", 0, _MAX_HEADER)
+    end = _end_header(data)
     if not data.startswith(b"ply") or end < 0:
         raise FormatError("not a PLY file (no ply/end_header)", code="format.ply_bad_header")
     nl = data.find(b"\n", end)
@@ -414,11 +424,16 @@ def read_binary(data: bytes) -> BinaryPly | None:
         (_records.take(data, face.start, face.rows, face.row, 0, count_dt, 1) == k).all()
     )
     for name, c in lists:
-        at_count, cdt = face.props[f" {name} count"]
-        counts = _records.take(data, face.start, face.rows, face.row, at_count, cdt, 1)
-        same = same and bool((counts == c).all())
+        if same:
+            at_count, cdt = face.props[f" {name} count"]
+            counts = _records.take(data, face.start, face.rows, face.row, at_count, cdt, 1)
+            same = bool((counts == c).all())
     if lists and not same:
-        return None  # rows of several lengths with two lists: trimesh's path
+        # rows of several lengths with two lists: trimesh's reader misreads them
+        raise FormatError(
+            "binary PLY faces with a second list property of varying length are not supported",
+            code="format.unsupported_feature",
+        )
     if same:
         idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
         if not idx.dtype.isnative:
@@ -557,7 +572,7 @@ def _parse_header(
 ) -> tuple[str, int, list[tuple[str, int, list[tuple[str, ...]]]]] | None:
     """``(byte order, body start, [(element, count, [(name, type) or (name, count type, index
     type)]...])`` of a binary PLY header written the usual way, or None."""
-    end = data.find(b"end_header", 0, _MAX_HEADER)
+    end = _end_header(data)
     nl = data.find(b"\n", end)
     if end < 0 or nl < 0 or data[end:nl].strip() != b"end_header" or data[end - 1 : end] != b"\n":
         return None
