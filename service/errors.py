@@ -144,7 +144,9 @@ def install(app: FastAPI) -> None:
         )
         headers = exc.headers
         if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+            # the static files answer GET and HEAD; they are mounted, not routed per method
+            allow = _allowed_methods(request) or "GET, HEAD"
+            headers = {**(headers or {}), "Allow": allow}
         return problem(exc.status_code, code, str(exc.detail), headers=headers)
 
     @app.exception_handler(Exception)

@@ -43,16 +43,17 @@ def parse_spec(text: str) -> JobCreate:
 def check_pipeline(spec: JobCreate, mesh: TriMesh) -> None:
     """What the worker would refuse before running anything is refused here, before the job is
     stored: a source step after the first, parameters that contradict each other (each step is
-    parsed as the worker parses it), and requested attributes that the pipeline does not leave on
-    the mesh or that the output format cannot hold (each step's effect on the attributes is
-    followed, e.g. ``dual_mesh`` swapping vertex and face attributes)."""
+    parsed as the worker parses it), a step naming an attribute the mesh does not have at that
+    point, and requested attributes that the pipeline does not leave on the mesh or that the
+    output format cannot hold (each step's effect on the attributes is followed, e.g.
+    ``dual_mesh`` swapping vertex and face attributes)."""
     steps = parse_pipeline(spec.pipeline)
-    if spec.output.attributes is None:
-        return
     available: dict[str, str] = {k: "vertex" for k in mesh.vertex_attrs}
     available.update({k: "face" for k in mesh.face_attrs})
-    for step in steps:
+    for step in steps:  # also refuses a step naming an attribute that is not there at that point
         available = step.op.attributes_after(step.params, available)
+    if spec.output.attributes is None:
+        return  # everything the format holds is written
     fmt = spec.output.format
     for name in spec.output.attributes:
         if name not in available:

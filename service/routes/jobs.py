@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Annotated, Any
@@ -24,7 +25,7 @@ from workers.recovery import save_outcome
 
 from ..auth import CallerDep, caller, check_submission, job_started
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
-from ..errors import PROBLEM, ProblemError
+from ..errors import PROBLEM, ProblemError, problem
 from ..schemas import JobPublic, job_public
 from ..submission import accept, parse_spec
 
@@ -206,21 +207,49 @@ class _RangedFile(FileResponse):
     would answer a plain-text 400. Valid ranges get 206 (or 416 when none can be satisfied)."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        headers = scope.get("headers") or []
-        value = next((v for k, v in headers if k.lower() == b"range"), None)
-        if value is not None and not _valid_range(value.decode("latin-1")):
-            scope = {**scope, "headers": [(k, v) for k, v in headers if k.lower() != b"range"]}
-        await super().__call__(scope, receive, send)
+        headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"range"]
+        value = next((v for k, v in scope.get("headers") or [] if k.lower() == b"range"), None)
+        ranges = None if value is None else _byte_ranges(value.decode("latin-1"))
+        if ranges is not None:
+            size = os.stat(self.path).st_size
+            if not any(_satisfiable(r, size) for r in ranges):  # none can be: 416
+                response = problem(
+                    416,
+                    "range.not_satisfiable",
+                    "no requested byte range starts inside the file",
+                    {"size": size},
+                    headers={"Content-Range": f"bytes */{size}"},
+                )
+                await response(scope, receive, send)
+                return
+            # the unit in lower case, as Starlette expects it
+            headers.append((b"range", b"bytes=" + value.split(b"=", 1)[1]))
+        await super().__call__({**scope, "headers": headers}, receive, send)
 
 
-def _valid_range(value: str) -> bool:
-    if _RANGE_SET.fullmatch(value.strip()) is None:
-        return False
-    for spec in value.strip()[len("bytes=") :].split(","):
+def _satisfiable(r: tuple[int | None, int | None], size: int) -> bool:
+    first, last = r
+    return (first is None and last is not None and last > 0 and size > 0) or (
+        first is not None and first < size
+    )
+
+
+def _byte_ranges(value: str) -> list[tuple[int | None, int | None]] | None:
+    """``(first byte, last byte or None)`` of each range of a valid byte-range set (the unit in
+    any case, as RFC 9110 allows; a suffix range ``-n`` as ``(None, n)``), else None."""
+    text = value.strip()
+    if _RANGE_SET.fullmatch("bytes" + text[5:]) is None or text[:5].lower() != "bytes":
+        return None
+    out: list[tuple[int | None, int | None]] = []
+    for spec in text[len("bytes=") :].split(","):
         first, last = (p.strip() for p in spec.split("-"))
-        if first and last and int(last) < int(first):
-            return False
-    return True
+        if not first:
+            out.append((None, int(last)))
+            continue
+        if last and int(last) < int(first):
+            return None
+        out.append((int(first), int(last) if last else None))
+    return out
 
 
 def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 0) -> Response:

@@ -79,6 +79,24 @@ BAD_SPECS = [
         spec("vertex_normals", "dual_mesh", fmt="glb", attributes=["vertex_normals"]),
         "spec.attribute_not_supported",
     ),
+    # ...and PLY would read normals in its face element back as face_normals
+    (
+        spec("vertex_normals", "dual_mesh", fmt="ply", attributes=["vertex_normals"]),
+        "spec.attribute_not_supported",
+    ),
+    # a step naming an attribute the mesh does not have at that point
+    (
+        spec("face_areas", {"op": "average_attribute", "attribute": "face_areas", "output": "x"}),
+        "op.unknown_attribute",
+    ),  # a face attribute, not a vertex one
+    (spec({"op": "average_attribute", "attribute": "nope"}), "op.unknown_attribute"),
+    (
+        spec(
+            "gaussian_curvature",
+            {"op": "submesh", "select": "attribute", "attribute": "gaussian_curvature"},
+        ),
+        "op.unknown_attribute",
+    ),  # a vertex attribute, not a face one
 ]
 
 
@@ -186,6 +204,9 @@ def test_unknown_route_and_method(client):
     r = client.put("/v1/jobs/0123abcd")
     assert_problem(r, 405, "method.not_allowed")
     assert r.headers["allow"] == "GET, DELETE"
+    r = client.post("/static/app.js")  # the page's files: mounted, not routed per method
+    assert_problem(r, 405, "method.not_allowed")
+    assert r.headers["allow"] == "GET, HEAD"
 
 
 def test_redis_down_is_503_not_500(settings):

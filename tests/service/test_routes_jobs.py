@@ -148,6 +148,19 @@ def test_requested_attributes_follow_the_pipeline(client, workers, steps, fmt, n
     assert name in attrs and attrs[name].shape[0] == n
 
 
+def test_everything_the_format_holds_is_written_when_no_attributes_are_named(client, workers):
+    """Without an attribute list a job writes every attribute its format holds faithfully: after
+    dual_mesh, PLY leaves out the normals that became face attributes (it would read them back
+    as face_normals) and keeps the rest."""
+    workers.start("w1")
+    r = submit(client, "rx-sphere3.obj", spec("vertex_normals", "gaussian_curvature", "dual_mesh"))
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    mesh = load_bytes(client.get(job["result"]["url"]).content, "result.ply")
+    assert "gaussian_curvature" in mesh.face_attrs and "polygon_id" in mesh.face_attrs
+    assert "face_normals" not in mesh.face_attrs and "vertex_normals" not in mesh.face_attrs
+
+
 def test_catmull_clark_job_downloads_quads(client, workers):
     workers.start("w1")
     cc = {"op": "subdivide", "scheme": "catmull_clark"}
@@ -258,7 +271,13 @@ def test_result_ranges(client, workers):
     assert r.status_code == 206 and r.content == whole[:10]
     r = client.get(url, headers={"Range": "bytes=-5"})
     assert r.status_code == 206 and r.content == whole[-5:]
-    assert client.get(url, headers={"Range": f"bytes={len(whole) + 10}-"}).status_code == 416
+    r = client.get(url, headers={"Range": "BYTES=0-9"})  # the unit in any case (RFC 9110)
+    assert r.status_code == 206 and r.content == whole[:10]
+    for none_fits in (f"bytes={len(whole) + 10}-", "bytes=-0"):
+        r = assert_problem(
+            client.get(url, headers={"Range": none_fits}), 416, "range.not_satisfiable"
+        )
+        assert r["context"]["size"] == len(whole)
     for bad in ("bytes=5-2", "items=0-5", "bytes=abc", "bytes=", "bytes=1-2,x"):
         r = client.get(url, headers={"Range": bad})
         assert r.status_code == 200 and r.content == whole, bad

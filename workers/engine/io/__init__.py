@@ -44,7 +44,8 @@ OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
 POLYGON_FORMATS = ("ply", "obj", "off")
 #: which attributes each output format can hold
 OUTPUT_HOLDS: dict[str, str] = {
-    "ply": "every vertex and face attribute",
+    "ply": "every vertex and face attribute but vertex attributes named face_normals or "
+    "face_colors and face attributes named vertex_normals or vertex_colors",
     "npz": "every vertex and face attribute",
     "glb": "vertex attributes",
     "obj": "vertex_normals only",
@@ -59,7 +60,13 @@ MAX_ARCHIVE_MEMBERS = 1000
 
 
 def format_can_hold(fmt: str, name: str, element: str) -> bool:
-    if fmt in ("ply", "npz"):
+    if fmt == "ply":  # a face element's nx ny nz / red green blue read as face_normals/colors
+        renamed = {
+            "vertex": ("face_normals", "face_colors"),
+            "face": ("vertex_normals", "vertex_colors"),
+        }
+        return name not in renamed[element]
+    if fmt == "npz":
         return True
     if fmt == "glb":
         return element == "vertex"
@@ -486,6 +493,9 @@ def serialize_chunks(
         )
     explicit = attributes is not None
     va, fa = select_attributes(mesh, attributes)
+    if not explicit:  # everything the format holds: leave out what it would read back renamed
+        va = {k: v for k, v in va.items() if fmt != "ply" or format_can_hold(fmt, k, "vertex")}
+        fa = {k: v for k, v in fa.items() if fmt != "ply" or format_can_hold(fmt, k, "face")}
     if explicit:
         for n, element in [(k, "vertex") for k in va] + [(k, "face") for k in fa]:
             if not format_can_hold(fmt, n, element):

@@ -153,6 +153,14 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 
 
 def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    if before.get(p.attribute) != "vertex":
+        raise OpParamsError(
+            "no such per-vertex attribute at this step",
+            code="op.unknown_attribute",
+            attribute=p.attribute,
+            vertex_attributes=sorted(k for k, e in before.items() if e == "vertex"),
+            is_face_attribute=before.get(p.attribute) == "face",
+        )
     return {**before, (p.output or p.attribute): "vertex"}
 
 

@@ -74,6 +74,18 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     return OpResult(out, report)
 
 
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    """The attributes stay; selecting by an attribute needs a face attribute at this step."""
+    if p.select == "attribute" and before.get(p.attribute) != "face":
+        raise OpParamsError(
+            "no face attribute of that name at this step",
+            code="op.unknown_attribute",
+            attribute=p.attribute,
+            available=sorted(k for k, e in before.items() if e == "face"),
+        )
+    return before
+
+
 OP = Operation(
     name="submesh",
     summary="Keep one connected component, or the faces whose attribute is in a range.",
@@ -81,5 +93,6 @@ OP = Operation(
     params=Params,
     numpy=_array,
     cupy=_array,  # flag, compact, re-index: the same array code on CuPy
+    attribute_flow=_attributes_after,
     reports="faces_kept, faces_before, vertices_kept",
 )
