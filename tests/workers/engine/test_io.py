@@ -472,6 +472,9 @@ def test_off_reads_and_checks_its_counts() -> None:
         # OFF is whitespace-separated: vertices need not be one per line
         b"OFF\n4 4 0\n0 0 0 1 0 0 0 1 0 0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n",
         b"OFF 4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3",
+        # comment lines before the header
+        b"# made by hand\n# twice\nOFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n"
+        b"3 0 1 3\n3 0 3 2\n3 1 2 3\n",
         # colours on face lines: trimesh's path
         b"OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 255 0 0\n3 0 1 3 255 0 0\n"
         b"3 0 3 2 0 0 0\n3 1 2 3 1 1 1\n",
@@ -1228,20 +1231,29 @@ def test_obj_files_of_every_common_shape_are_recognized_and_read(text: bytes) ->
 
 
 @pytest.mark.parametrize(
-    ("vertex", "face"),
+    ("vertex", "face", "code"),
     [
-        ({"a_0": np.zeros(4), "a_1": np.zeros(4)}, {}),  # would come back as one vector "a"
-        ({"red": np.zeros(4), "green": np.zeros(4), "blue": np.zeros(4)}, {}),  # vertex_colors
-        ({"face_normals": np.zeros((4, 3))}, {}),  # nx ny nz in the vertex element
-        ({}, {"vertex_colors": np.zeros((1, 3), dtype=np.uint8)}),  # face_colors in a face
-        ({"uv": np.zeros((4, 2)), "uv_2": np.zeros(4)}, {}),  # one uv of three columns
+        # would come back as one vector "a", as vertex_colors, as one uv of three columns
+        ({"a_0": np.zeros(4), "a_1": np.zeros(4)}, {}, "format.unsupported_attribute"),
+        (
+            {"red": np.zeros(4), "green": np.zeros(4), "blue": np.zeros(4)},
+            {},
+            "format.unsupported_attribute",
+        ),
+        ({"uv": np.zeros((4, 2)), "uv_2": np.zeros(4)}, {}, "format.unsupported_attribute"),
+        # normals and colours under the other element's name: PLY cannot hold them
+        ({"face_normals": np.zeros((4, 3))}, {}, "spec.attribute_not_supported"),
+        ({}, {"vertex_colors": np.zeros((1, 3), dtype=np.uint8)}, "spec.attribute_not_supported"),
     ],
 )
-def test_ply_refuses_names_it_would_read_back_as_other_attributes(vertex, face) -> None:
+def test_ply_refuses_names_it_would_read_back_as_other_attributes(vertex, face, code) -> None:
     m = TriMesh(np.eye(4, 3, dtype=np.float32), np.array([[0, 1, 2]], np.int32), vertex, face)
-    with pytest.raises(FormatError) as e:
-        serialize(m, "ply")
-    assert e.value.code == "format.unsupported_attribute"
+    with pytest.raises((FormatError, SpecError)) as e:
+        serialize(m, "ply", attributes=[*vertex, *face])
+    assert e.value.code == code
+    if code == "spec.attribute_not_supported":  # not asked for by name: left out
+        back = load_bytes(serialize(m, "ply"), "m.ply")
+        assert not back.vertex_attrs and not back.face_attrs
 
 
 def test_ply_column_attributes_come_back_as_scalars() -> None:

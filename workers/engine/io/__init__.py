@@ -98,7 +98,8 @@ def sniff(data: bytes) -> str | None:
     stripped = head.lstrip()
     if stripped[:5].lower() == b"solid":
         return "stl"
-    if stripped[:3] in (b"OFF", b"COF", b"NOF", b"STO", b"4OF") or stripped[:4] == b"CNOF":
+    header = _LEADING_COMMENTS.sub(b"", stripped).lstrip()  # OFF may open with comment lines
+    if header[:3] in (b"OFF", b"COF", b"NOF", b"STO", b"4OF") or header[:4] == b"CNOF":
         return "off"
     if stripped[:1] == b"{" and b'"asset"' in data[:65536]:
         return "gltf"
@@ -107,6 +108,8 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
+#: comment lines before a header
+_LEADING_COMMENTS = re.compile(rb"\A(?:[ \t]*#[^\n]*\n\s*)+")
 #: a line of OBJ geometry (``v``, ``vt``, ``vn`` or ``f`` and a blank), indented or not, after
 #: any line ending (``\r`` alone too)
 _OBJ_LINE = re.compile(rb"(?:\A|[\r\n])[ \t]*(?:v|vt|vn|f)[ \t]")

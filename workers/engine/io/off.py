@@ -39,9 +39,10 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     face section's integers are one array, row ``r`` starts at token ``s_r`` and the next at
     ``s_r + 1 + count``, and the chain of starts is found by pointer doubling; it must end
     exactly at the last token."""
+    data = without_comments(data)
     if data.lstrip()[:3] != b"OFF":
         return None
-    b = np.frombuffer(without_comments(data), dtype=np.uint8)
+    b = np.frombuffer(data, dtype=np.uint8)
     blank = spaces(b)
     starts = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
     if starts.shape[0] < 4:
