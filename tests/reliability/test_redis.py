@@ -88,7 +88,8 @@ def test_jobs_lost_with_all_redis_data_are_recreated_from_manifests(own_redis, s
     assert_problem(client.get(queued[0]["url"]), 404, "job.not_found")
     workers.start("w1")  # it finds the dataset new and re-creates the jobs from the blob store
     deadline = time.time() + 30
-    while client.get(queued[-1]["url"]).status_code == 404:
+    # recovery re-creates them one by one, in the blob store's order: wait for all five
+    while any(client.get(j["url"]).status_code == 404 for j in queued):
         assert time.time() < deadline, "jobs not re-created"
         time.sleep(0.1)
     for j in queued:
@@ -122,7 +123,7 @@ def test_jobs_that_had_ended_keep_their_end_when_redis_loses_everything(own_redi
     own_redis.start()
     workers.start("w2")  # it finds the dataset new and re-creates the jobs from the blob store
     deadline = time.time() + 30
-    while client.get(waiting["url"]).status_code == 404:
+    while any(client.get(j["url"]).status_code == 404 for j in (waiting, done, *stopped)):
         assert time.time() < deadline, "jobs not re-created"
         time.sleep(0.1)
     assert wait(client, waiting["url"], timeout=60)["state"] == "succeeded"  # it ran at last
