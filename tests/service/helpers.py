@@ -43,6 +43,7 @@ def wait(
     deadline = time.time() + timeout
     while True:
         j = client.get(url).json()
+        assert "state" in j, f"not a job: {j}"  # a problem (404, 410...) says which
         if j["state"] in states:
             return j  # type: ignore[no-any-return]
         if time.time() > deadline:
