@@ -6,9 +6,10 @@ A missing, unknown or revoked key is a 401 (``auth.missing_key``, ``auth.invalid
 
 Per-key quotas, when a key sets them, answer 429 with ``Retry-After``: requests per minute
 (``quota.requests``, a Redis counter per key and clock minute), jobs queued or running
-(``quota.concurrent_jobs``, a Redis set per key pruned of ended jobs) and upload bytes per UTC day
-(``quota.bytes``, a counter per key and day). The counters live in Redis so every API process
-shares them.
+(``quota.concurrent_jobs``, a Redis sorted set per key pruned of ended jobs) and upload bytes per
+UTC day (``quota.bytes``, a counter per key and day). The counters live in Redis so every API
+process shares them. The job quotas are taken once a submission is valid and is not a replay of
+an earlier one (:func:`admit`): a replay or a refused upload costs nothing.
 """
 
 from __future__ import annotations
@@ -81,8 +82,24 @@ def _count_request(request: Request, key_id: str, limit: int) -> None:
         )
 
 
-def check_submission(request: Request, key_id: str | None, upload_bytes: int) -> None:
-    """Concurrent-job and daily-byte quotas of the submitting key, before the job is stored."""
+#: a job counted against its key but not found (its submission failed after being admitted, or
+#: is still being stored) stops counting after this long
+_UNSEEN_SECONDS = 120.0
+#: take a place among a key's running jobs if one is free: ZCARD and ZADD in one step, so that
+#: simultaneous submissions cannot all pass the check
+_ADMIT = """
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('EXPIRE', KEYS[1], 604800)
+return 1
+"""
+
+
+def admit(request: Request, key_id: str | None, job_id: str, upload_bytes: int) -> None:
+    """Count the job ``job_id`` (not stored yet) against its key's quotas, or refuse it: at most
+    ``concurrent_jobs`` queued or running (a sorted set per key, pruned of ended jobs, the check
+    and the count one atomic step), at most ``bytes_per_day`` uploaded per UTC day. Called once
+    the submission has been validated (a refused upload costs nothing) and is not a replay."""
     if key_id is None:
         return
     key = request.app.state.keyring.get(key_id)
@@ -91,13 +108,15 @@ def check_submission(request: Request, key_id: str | None, upload_bytes: int) ->
     queue = request.app.state.queue
     r = queue.r
     if key.concurrent_jobs is not None:
-        active = f"{QUOTA_PREFIX}{key_id}:active"
-        for job_id in r.smembers(active):
-            jid = job_id.decode() if isinstance(job_id, bytes) else job_id
+        running = f"{QUOTA_PREFIX}{key_id}:running"
+        now = time.time()
+        for raw, since in r.zrange(running, 0, -1, withscores=True):
+            jid = raw.decode() if isinstance(raw, bytes) else raw
             rec = queue.get(jid)
-            if rec is None or rec.get("state") in ("succeeded", "failed", "cancelled", "expired"):
-                r.srem(active, job_id)
-        if r.scard(active) >= key.concurrent_jobs:
+            ended = rec is not None and rec.get("state") in ("succeeded", "failed", "cancelled")
+            if ended or (rec is None and now - since > _UNSEEN_SECONDS):
+                r.zrem(running, raw)
+        if not r.eval(_ADMIT, 1, running, key.concurrent_jobs, now, job_id):
             raise _too_many(
                 "quota.concurrent_jobs",
                 "this API key has as many jobs queued or running as it may",
@@ -112,6 +131,8 @@ def check_submission(request: Request, key_id: str | None, upload_bytes: int) ->
         r.expire(name, 2 * 86400)
         if used > key.bytes_per_day:
             r.decrby(name, upload_bytes)
+            if key.concurrent_jobs is not None:
+                r.zrem(f"{QUOTA_PREFIX}{key_id}:running", job_id)
             raise _too_many(
                 "quota.bytes",
                 "this API key has uploaded as many bytes today as it may",
@@ -119,17 +140,6 @@ def check_submission(request: Request, key_id: str | None, upload_bytes: int) ->
                 limit=key.bytes_per_day,
                 used=used - upload_bytes,
             )
-
-
-def job_started(request: Request, key_id: str | None, job_id: str) -> None:
-    """Count an accepted job against its key's concurrent-job quota."""
-    if key_id is None:
-        return
-    key = request.app.state.keyring.get(key_id)
-    if key is not None and key.concurrent_jobs is not None:
-        r = request.app.state.queue.r
-        r.sadd(f"{QUOTA_PREFIX}{key_id}:active", job_id)
-        r.expire(f"{QUOTA_PREFIX}{key_id}:active", 7 * 86400)
 
 
 CallerDep = Annotated[str | None, Depends(caller)]

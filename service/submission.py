@@ -10,6 +10,7 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,7 +155,10 @@ def accept(
     extra: dict[str, Any] | None = None,
     max_expanded: int,
     deadline_limit: int,
+    admit: Callable[[str], None] | None = None,
 ) -> Accepted:
+    """Validate, store and queue a job; ``admit(job_id)`` (the caller's quotas) is called once
+    the submission is known to be valid and new, before anything is stored."""
     digest = body_hash(spec_text, files) if idempotency_key else ""
     earlier = check_idempotency(queue, idempotency_key, digest)
     if earlier:
@@ -191,6 +195,8 @@ def accept(
     check_pipeline(spec, mesh)
 
     job_id = uuid.uuid4().hex
+    if admit is not None:
+        admit(job_id)
     t = time.perf_counter()
     spec_dict: dict[str, Any] = spec.model_dump(mode="json")
     if spec.deadline_seconds is None:

@@ -23,7 +23,7 @@ from workers.queue.blobs import BlobNotFound
 from workers.queue.jobs import TERMINAL
 from workers.recovery import save_outcome
 
-from ..auth import CallerDep, caller, check_submission, job_started
+from ..auth import CallerDep, admit, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError, problem
 from ..schemas import JobPublic, job_public
@@ -93,7 +93,7 @@ async def create_job(
         )
     upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
     files = [(m.filename or "", await m.read()) for m in mesh or []]
-    await run_in_threadpool(check_submission, request, who, sum(len(b) for _, b in files))
+    upload_bytes = sum(len(b) for _, b in files)
     accepted = await run_in_threadpool(
         accept,
         queue=queue,
@@ -105,9 +105,8 @@ async def create_job(
         upload_seconds=upload_s,
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
+        admit=lambda job_id: admit(request, who, job_id, upload_bytes),
     )
-    if not accepted.replayed:
-        await run_in_threadpool(job_started, request, who, accepted.job_id)
     rec = await run_in_threadpool(queue.get, accepted.job_id)
     if rec is None:  # expired between the two calls: vanishingly rare
         raise ProblemError(404, "job.not_found", "no such job", id=accepted.job_id)

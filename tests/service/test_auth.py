@@ -168,6 +168,29 @@ def test_bytes_per_day_quota(quota_client):
         assert int(r.headers["retry-after"]) <= 86401
 
 
+def test_quotas_count_new_valid_jobs_only(quota_client):
+    """A replay (same Idempotency-Key and body) is answered whatever the quotas say, and an
+    upload refused as invalid is not charged to the day's bytes."""
+    with quota_client(concurrent_jobs=1, bytes_per_day=1100) as c:  # the cube is 521 bytes
+        key = {**bearer(A), "Idempotency-Key": "k1"}
+        first = submit(c, headers=key)
+        assert first.status_code == 202
+        again = submit(c, headers=key)  # the key is at its one job: a replay still answers
+        assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+        bad = submit(c, b"\x00garbage" * 60, filename="x.obj", headers=bearer(A))
+        assert_problem(bad, 422, "format.mismatch")  # 600 bytes refused, not charged
+        assert c.delete(first.json()["url"], headers=bearer(A)).status_code == 200
+        assert submit(c, headers=bearer(A)).status_code == 202  # 1042 bytes of 1100 used
+
+
+def test_simultaneous_submissions_cannot_pass_the_concurrent_jobs_quota(quota_client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with quota_client(concurrent_jobs=2) as c, ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda _: submit(c, headers=bearer(A)).status_code, range(8)))
+    assert sorted(codes) == [202, 202] + [429] * 6, codes
+
+
 def test_bad_quota_values_are_refused():
     with pytest.raises(ValueError):
         parse_keys({"k": {"secret": A, "concurrent_jobs": 0}}, "test")
