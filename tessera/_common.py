@@ -29,8 +29,10 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with jitter: attempt ``n`` (from 0) waits a random time in
-    ``[d/2, d]`` with ``d = min(max_delay, base * 2**n)``, or what ``Retry-After`` says (at most
-    ``max_retry_after``). ``retries`` is the number of tries after the first."""
+    ``[d/2, d]`` with ``d = min(max_delay, base * 2**n)``, or what ``Retry-After`` says; a
+    ``Retry-After`` longer than ``max_retry_after`` (a daily quota's hours) gives up at once, so
+    the error reaches the caller instead of a wait. ``retries`` is the number of tries after the
+    first."""
 
     retries: int = 5
     base: float = 0.5
@@ -50,7 +52,7 @@ class RetryPolicy:
                 return None
             after = retry_after(response.headers.get("retry-after"))
             if after is not None:
-                return min(after, self.max_retry_after)
+                return after if after <= self.max_retry_after else None
         return self.backoff(attempt)
 
 

@@ -144,14 +144,13 @@ class Dispatcher:
         hook["attempts"].append(attempt)
         hook["delivered"] = ok
         next_at = ""
+        hook.pop("next_attempt_at", None)  # set again below only when another attempt is due
         if not ok and n >= self.settings.webhook_max_attempts:
             hook["gave_up"] = True
         elif not ok:
             wait = self.settings.webhook_backoff_seconds * 2 ** (n - 1)
             next_at = repr(time.time() + random.uniform(0.8, 1.0) * min(wait, 3600.0))
             hook["next_attempt_at"] = float(next_at)
-        else:
-            hook.pop("next_attempt_at", None)
         self._record(
             keys=[keys.job(job_id), keys.WEBHOOKS_DUE], args=[job_id, json.dumps(hook), next_at]
         )

@@ -231,6 +231,12 @@ def test_gives_up_with_the_last_problem(scripted, kind):
     Scripted.script = [(429, {"Retry-After": "0"})] * 2
     with pytest.raises(errors.RateLimited):
         operations(kind, scripted, RetryPolicy(retries=1, base=0.01))
+    # a wait longer than the policy allows (a daily quota's hours) is not waited: raised at once
+    Scripted.script = [(429, {"Retry-After": "36000"}), (200, {})]
+    t0 = time.monotonic()
+    with pytest.raises(errors.RateLimited):
+        operations(kind, scripted, RetryPolicy(retries=3, base=0.01, max_retry_after=120))
+    assert time.monotonic() - t0 < 2
 
 
 @CLIENTS

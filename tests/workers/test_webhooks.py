@@ -206,6 +206,7 @@ def test_unreachable_endpoint_gives_up_after_the_last_attempt(live):
         rec = delivered(tc, job)
     hook = rec["webhook"]
     assert hook["delivered"] is False and hook["gave_up"] is True
+    assert hook.get("next_attempt_at") is None  # no attempt is due any more
     assert len(hook["attempts"]) == 3
     assert all(a["status"] is None and "Connect" in a["error"] for a in hook["attempts"])
 
