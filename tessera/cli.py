@@ -143,6 +143,7 @@ class Board:
     failed: int = 0
     skipped: int = 0
     running: dict[str, float] = field(default_factory=dict)
+    finished: list[Outcome] = field(default_factory=list)
     _last: float = 0.0
 
     def line(self) -> str:
@@ -166,6 +167,7 @@ class Board:
             self.stream.flush()
 
     def finish(self, o: Outcome) -> None:
+        self.finished.append(o)
         self.running.pop(o.item.label, None)
         if o.status == "succeeded":
             self.done += 1
@@ -185,6 +187,10 @@ class Board:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+#: states of a job that a new run should not reattach to
+DEAD = frozenset({"failed", "cancelled", "expired"})
 
 
 def idempotency_key(item: Item, spec: dict[str, Any]) -> str:
@@ -212,6 +218,12 @@ async def run_one(
     try:
         key = await asyncio.to_thread(idempotency_key, item, spec)
         job = await ac.submit(item.inputs, spec=spec, idempotency_key=key)
+        if job.get("state") in DEAD:
+            # the key found an earlier run's job that failed or was cancelled (or has expired):
+            # a new run means a new try, under a key derived from that job (so that two runs
+            # that meet it again still share their new job)
+            key = f"{key}:{job['id'][:12]}"
+            job = await ac.submit(item.inputs, spec=spec, idempotency_key=key)
         job_id = job["id"]
 
         def on_progress(j: dict[str, Any]) -> None:
@@ -222,11 +234,21 @@ async def run_one(
         item.output.parent.mkdir(parents=True, exist_ok=True)
         await ac.download(job_id, item.output)
     except errors.TesseraError as exc:
-        return Outcome(item, "failed", time.monotonic() - t0, exc.code, exc.detail, job_id)
+        return Outcome(item, "failed", time.monotonic() - t0, exc.code, _detail(exc), job_id)
     except OSError as exc:
         return Outcome(item, "failed", time.monotonic() - t0, "client.os_error", str(exc), job_id)
     faces = (done.get("stats_after") or {}).get("faces")
     return Outcome(item, "succeeded", time.monotonic() - t0, job_id=job_id, faces=faces)
+
+
+def _detail(exc: errors.TesseraError) -> str:
+    """The problem's words, and where the request was wrong when it says (``errors``)."""
+    where = [
+        f"{'.'.join(str(p) for p in e.get('loc', []))}: {e.get('msg', '')}"
+        for e in (exc.errors or [])
+        if isinstance(e, dict)
+    ]
+    return "; ".join([exc.detail, *where[:5]])
 
 
 async def run_items(
@@ -240,8 +262,9 @@ async def run_items(
     timeout: float | None,
     stream: TextIO,
     retry: RetryPolicy | None = None,
+    board: Board | None = None,
 ) -> list[Outcome]:
-    board = Board(len(items), stream, stream.isatty())
+    board = board or Board(len(items), stream, stream.isatty())
     sem = asyncio.Semaphore(max(concurrency, 1))
 
     async with AsyncClient(url, api_key=api_key, retry=retry) as ac:
@@ -278,6 +301,39 @@ def summary(outcomes: list[Outcome], out: TextIO) -> None:
 def _finish(outcomes: list[Outcome]) -> int:
     summary(outcomes, sys.stdout)
     return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _run(items: list[Item], spec: dict[str, Any], args: argparse.Namespace, resume: bool) -> int:
+    """Run the items with a progress board; on Ctrl-C, the summary of what finished."""
+    outputs: dict[Path, str] = {}
+    for item in items:  # two inputs writing one file: the second would replace the first
+        other = outputs.setdefault(item.output, item.label)
+        if other != item.label:
+            raise SystemExit(f"tessera: {other} and {item.label} would both write {item.output}")
+    board = Board(len(items), sys.stderr, sys.stderr.isatty())
+    try:
+        outcomes = asyncio.run(
+            run_items(
+                items,
+                spec,
+                url=args.url,
+                api_key=args.api_key,
+                concurrency=args.concurrency,
+                resume=resume,
+                timeout=args.timeout,
+                stream=sys.stderr,
+                board=board,
+            )
+        )
+    except KeyboardInterrupt:
+        board.close()
+        summary(board.finished, sys.stdout)
+        sys.stderr.write(
+            f"tessera: interrupted with {len(board.finished)} of {len(items)} finished; jobs "
+            "in flight go on on the server: the same command picks them up again\n"
+        )
+        return 130
+    return _finish(outcomes)
 
 
 def _format(args: argparse.Namespace, spec: dict[str, Any], out: Path | None) -> str:
@@ -322,19 +378,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         items = [Item(str(inputs[0]), inputs, out)]
     else:  # next to the inputs
         items = [Item(str(p), [p], p.with_name(f"{stem(p)}.result.{fmt}")) for p in inputs]
-    outcomes = asyncio.run(
-        run_items(
-            items,
-            spec,
-            url=args.url,
-            api_key=args.api_key,
-            concurrency=args.concurrency,
-            resume=False,
-            timeout=args.timeout,
-            stream=sys.stderr,
-        )
-    )
-    return _finish(outcomes)
+    return _run(items, spec, args, resume=False)
 
 
 def find_inputs(root: Path, skip: Path | None) -> list[Path]:
@@ -366,19 +410,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         items.append(Item(str(rel), [p], out_root / rel.parent / f"{stem(p)}.{fmt}"))
     if not items:
         raise SystemExit(f"tessera: no mesh files under {root}")
-    outcomes = asyncio.run(
-        run_items(
-            items,
-            spec,
-            url=args.url,
-            api_key=args.api_key,
-            concurrency=args.concurrency,
-            resume=not args.force,
-            timeout=args.timeout,
-            stream=sys.stderr,
-        )
-    )
-    return _finish(outcomes)
+    return _run(items, spec, args, resume=not args.force)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

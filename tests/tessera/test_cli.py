@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -101,6 +102,7 @@ def test_submit_one_file(service, tmp_path):
     bad = tessera("submit", str(mesh_path("rx-cube.obj")), "--op", "weld:tolerance=-1", "-o",
                   str(tmp_path / "x.ply"), "--url", service.url)  # fmt: skip
     assert bad.returncode == 1 and "spec.invalid" in bad.stdout
+    assert "tolerance" in bad.stdout  # where the spec is wrong, from the problem's errors
     assert not (tmp_path / "x.ply").exists()
 
 
@@ -159,3 +161,52 @@ def test_batch_reports_failures_and_resumes(service, tmp_path):
     (src / "broken.obj").unlink()
     r = tessera(*args)
     assert r.returncode == 0 and "0 succeeded, 0 failed, 3 skipped" in r.stdout
+
+
+def test_a_run_submits_again_files_whose_earlier_job_is_dead(tmp_path):
+    """The Idempotency-Key of a file is its bytes and the spec: a new run that finds the earlier
+    run's job failed or cancelled submits a new one (under a key derived from the dead job), so
+    a re-run is a new try; a live job found is reattached to."""
+    import asyncio
+
+    from tessera.cli import Board, Item, run_one
+
+    class Stub:
+        def __init__(self, first_state: str) -> None:
+            self.first_state, self.keys = first_state, []
+
+        async def submit(self, inputs, spec, idempotency_key):
+            self.keys.append(idempotency_key)
+            dead = len(self.keys) == 1
+            return {
+                "id": "a" * 32 if dead else "b" * 32,
+                "state": self.first_state if dead else "queued",
+            }
+
+        async def wait(self, job_id, progress, timeout):
+            return {"id": job_id, "state": "succeeded", "stats_after": {"faces": 12}}
+
+        async def download(self, job_id, path):
+            path.write_text(job_id)
+
+    src = tmp_path / "cube.obj"
+    shutil.copy(mesh_path("rx-cube.obj"), src)
+    for state, submissions in (("failed", 2), ("cancelled", 2), ("running", 1)):
+        out = tmp_path / f"{state}.ply"
+        stub = Stub(state)
+        board = Board(1, io.StringIO(), False)
+        o = asyncio.run(run_one(stub, Item("cube", [src], out), {}, board, False, None))
+        assert o.status == "succeeded" and len(stub.keys) == submissions
+        assert out.read_text() == ("b" if submissions == 2 else "a") * 32
+        if submissions == 2:
+            assert stub.keys[1] == f"{stub.keys[0]}:{'a' * 12}"
+
+
+def test_several_inputs_writing_one_file_are_refused(tmp_path):
+    for d in ("c1", "c2"):
+        (tmp_path / d).mkdir()
+        shutil.copy(mesh_path("rx-cube.obj"), tmp_path / d / "m.obj")
+    r = tessera("submit", str(tmp_path / "c1" / "m.obj"), str(tmp_path / "c2" / "m.obj"),
+                "-o", f"{tmp_path}/outs/", "--url", "http://127.0.0.1:9")  # fmt: skip
+    assert r.returncode != 0 and "would both write" in r.stderr
+    assert not (tmp_path / "outs").exists()
