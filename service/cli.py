@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,53 +90,14 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
 
 # ----------------------------------------------------------------------------- commands
 def cmd_up(args: argparse.Namespace) -> int:
+    """Start Redis (unless one is configured), the workers and the API; stop them all on
+    Ctrl-C or SIGTERM, also during the start. Exits non-zero when the API's port is taken or a
+    component dies."""
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    _check_port_free(args.host, args.port)
     env = dict(os.environ, TESSERA_DATA_DIR=str(data_dir))
     procs: list[subprocess.Popen[bytes]] = []
-    redis_url = os.environ.get("TESSERA_REDIS_URL") or os.environ.get("REDIS_URL")
-    if redis_url:
-        log.info("using Redis at %s", redis_url)
-    else:
-        rp, redis_url = start_redis(data_dir)
-        procs.append(rp)
-        log.info(
-            "started a private redis-server at %s (AOF under %s)", redis_url, data_dir / "redis"
-        )
-    env["TESSERA_REDIS_URL"] = redis_url
-    py = sys.executable
-    for i in range(args.workers):
-        procs.append(
-            subprocess.Popen(
-                [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"], env=env
-            )
-        )
-    procs.append(
-        subprocess.Popen(
-            [
-                py,
-                "-m",
-                "uvicorn",
-                "--factory",
-                "service.main:create_app",
-                "--host",
-                args.host,
-                "--port",
-                str(args.port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-        )
-    )
-    shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
-    url = f"http://{shown}:{args.port}"
-    _wait_http(url + "/healthz", procs)
-    print(
-        f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
-        f"data in {data_dir}). Ctrl-C stops it.",
-        flush=True,
-    )
     stop = False
 
     def on_signal(_s: int, _f: Any) -> None:
@@ -144,12 +106,60 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    failed = False
     try:
+        redis_url = os.environ.get("TESSERA_REDIS_URL") or os.environ.get("REDIS_URL")
+        if redis_url:
+            log.info("using Redis at %s", redis_url)
+        else:
+            rp, redis_url = start_redis(data_dir)
+            procs.append(rp)
+            log.info(
+                "started a private redis-server at %s (AOF under %s)", redis_url, data_dir / "redis"
+            )
+        env["TESSERA_REDIS_URL"] = redis_url
+        py = sys.executable
+        for i in range(args.workers):
+            procs.append(
+                subprocess.Popen(
+                    [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"], env=env
+                )
+            )
+        procs.append(
+            subprocess.Popen(
+                [
+                    py,
+                    "-m",
+                    "uvicorn",
+                    "--factory",
+                    "service.main:create_app",
+                    "--host",
+                    args.host,
+                    "--port",
+                    str(args.port),
+                    "--log-level",
+                    "warning",
+                ],
+                env=env,
+            )
+        )
+        shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
+        url = f"http://{shown}:{args.port}"
+        if not _wait_http(url + "/healthz", procs, lambda: stop):
+            failed = not stop
+            if failed:
+                log.error("the API did not come up")
+            return 1 if failed else 0
+        print(
+            f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
+            f"data in {data_dir}). Ctrl-C stops it.",
+            flush=True,
+        )
         while not stop:
             for p in procs:
                 if p.poll() is not None:
                     log.error("a component exited (%s, code %s); stopping", p.args, p.returncode)
-                    stop = True
+                    stop = failed = True
             time.sleep(0.5)
     finally:
         for p in reversed(procs):  # API, then workers, then Redis last
@@ -160,26 +170,38 @@ def cmd_up(args: argparse.Namespace) -> int:
                 p.wait(15)
             except subprocess.TimeoutExpired:
                 p.kill()
-    return 0
+    return 1 if failed else 0
 
 
-def _wait_http(url: str, procs: list[subprocess.Popen[bytes]]) -> None:
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse to start when something already listens on the API's port (its health check would
+    answer for ours)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise SystemExit(f"tessera: cannot serve on {host}:{port}: {exc.strerror}") from None
+
+
+def _wait_http(
+    url: str, procs: list[subprocess.Popen[bytes]], stopping: Callable[[], bool]
+) -> bool:
+    """Whether the API answered its health check before a component died, a minute passed or
+    ``stopping()`` said so."""
     import httpx
 
     deadline = time.time() + 60
-    while time.time() < deadline:
+    while time.time() < deadline and not stopping():
         try:
             if httpx.get(url, timeout=1).status_code == 200:
-                return
+                return True
         except httpx.HTTPError:
             pass
         if any(p.poll() is not None for p in procs):
-            break
+            return False
         time.sleep(0.2)
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    raise SystemExit("tessera: the API did not come up")
+    return False
 
 
 def cmd_api(args: argparse.Namespace) -> int:

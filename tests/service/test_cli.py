@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -192,3 +194,36 @@ def test_up_serves_api_with_private_redis_and_a_worker(tmp_path):
             proc.wait(10)
         if proc.stdout:
             proc.stdout.close()
+
+
+def _up(port: int, data: Path, **kw: Any) -> subprocess.Popen[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TESSERA_REDIS_URL", "REDIS_URL", "TESSERA_DATA_DIR")
+    }
+    cmd = [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--data-dir", str(data)]
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw
+    )
+
+
+@pytest.mark.slow
+def test_up_refuses_a_port_in_use_and_stops_its_components_when_told_during_start(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _up(port, tmp_path / "a")
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "cannot serve on" in out and "Tessera is up" not in out
+    # SIGTERM while Redis and the workers start: nothing is left running
+    proc = _up(_free_port(), tmp_path / "b", start_new_session=True)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    deadline = time.time() + 15  # a worker's compute child ends just after its supervisor
+    while left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True).stdout:
+        assert time.time() < deadline, f"left running in its session: {left!r}"
+        time.sleep(0.2)
