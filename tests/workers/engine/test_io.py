@@ -475,9 +475,12 @@ def test_off_reads_and_checks_its_counts() -> None:
         # comment lines before the header
         b"# made by hand\n# twice\nOFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1\n"
         b"3 0 1 3\n3 0 3 2\n3 1 2 3\n",
-        # colours on face lines: trimesh's path
-        b"OFF\n4 4 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 255 0 0\n3 0 1 3 255 0 0\n"
-        b"3 0 3 2 0 0 0\n3 1 2 3 1 1 1\n",
+        # colours on face lines: trimesh's path, comments blanked for it too
+        b"OFF\n4 4 0 # c\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 255 0 0\n3 0 1 3 255 0 0\n"
+        b"3 0 3 2 0 0 0\n3 1 2 3 1 1 1 # x\n",
+        # COFF (colours on vertex lines) with a comment line among the vertices
+        b"COFF\n4 4 0\n0 0 0 9 9 9 255\n1 0 0 9 9 9 255\n# x\n0 1 0 9 9 9 255\n0 0 1 9 9 9 255\n"
+        b"3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n",
     ],
 )
 def test_off_comments_and_line_breaks_do_not_change_the_mesh(off: bytes) -> None:
@@ -1313,22 +1316,6 @@ def test_glb_triangle_fan_is_read_as_triangles() -> None:
     m = load_bytes(data, "fan.glb")
     np.testing.assert_array_equal(m.F, [[0, 1, 2], [0, 2, 3], [0, 3, 4]])
     np.testing.assert_array_equal(m.V, V)
-
-
-@pytest.mark.parametrize(
-    "off",
-    [
-        # COFF (colours on vertex lines) with a comment line among the vertices
-        b"COFF\n4 4 0\n0 0 0 9 9 9 255\n1 0 0 9 9 9 255\n# x\n0 1 0 9 9 9 255\n0 0 1 9 9 9 255\n"
-        b"3 0 2 1\n3 0 1 3\n3 0 3 2\n3 1 2 3\n",
-        # colours on face lines, a comment after the counts and after the last face
-        b"OFF\n4 4 0 # c\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 2 1 255 0 0\n3 0 1 3 255 0 0\n"
-        b"3 0 3 2 255 0 0\n3 1 2 3 255 0 0 # x\n",
-    ],
-)
-def test_off_variants_read_by_trimesh_keep_every_face_despite_comments(off: bytes) -> None:
-    m = load_bytes(off, "t.off")
-    np.testing.assert_array_equal(m.F, tetrahedron().F)
 
 
 def test_ply_attribute_named_like_the_header_end_round_trips() -> None:
