@@ -130,24 +130,26 @@ class TriMesh:
         mesh.F = mesh.F.astype(xp.int32, copy=False)
         return mesh
 
+    def check_finite(self) -> None:
+        """Raise ``mesh.non_finite`` when a vertex position is NaN or infinite."""
+        xp = self.xp
+        if not bool(xp.isfinite(self.V).all()):  # one pass; the per-row detail only on failure
+            finite = xp.isfinite(self.V).all(axis=1)
+            raise MeshError(
+                "vertex positions must be finite",
+                code="mesh.non_finite",
+                count=int((~finite).sum()),
+                first_vertex=int(xp.argmin(finite)),
+            )
+
     def check(self) -> None:
         """Raise :class:`MeshError` for what no operation accepts: NaN/Inf, indices out of range,
         no faces. Other defects (duplicates, non-manifold edges...) are operations' business."""
-        xp = self.xp
         if self.n_vertices == 0:
             raise MeshError("mesh has no vertices", code="mesh.empty")
         if self.n_faces == 0:
             raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=self.n_vertices)
-        if not bool(xp.isfinite(self.V).all()):  # one pass; the per-row detail only on failure
-            finite = xp.isfinite(self.V).all(axis=1)
-            bad = int((~finite).sum())
-            first = int(xp.argmin(finite))
-            raise MeshError(
-                "vertex positions must be finite",
-                code="mesh.non_finite",
-                count=bad,
-                first_vertex=first,
-            )
+        self.check_finite()
         lo, hi = int(self.F.min()), int(self.F.max())
         if lo < 0 or hi >= self.n_vertices:
             raise MeshError(

@@ -54,6 +54,7 @@ from ..dynamic.relax import SurfaceProjector, tangential_relax
 from ..dynamic.remesh_collapse import collapse_short_edges_rounds
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
+from ..geometry import face_areas64
 from ..mesh import TriMesh
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 from .registry import Operation, OpKind, OpParams, OpResult
@@ -166,8 +167,7 @@ def _check_target(xp: ModuleType, V: Any, F: Any, L: float) -> None:
             "every edge has length 0: a relative target edge length is 0 too",
             code="mesh.zero_edge_length",
         )
-    a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
-    area = 0.5 * float(xp.linalg.norm(xp.cross(b - a, c - a), axis=1).sum())
+    area = float(face_areas64(xp, V, F).sum())
     estimate = area / (math.sqrt(3.0) / 4.0 * L * L)
     if estimate > MAX_OUTPUT_FACES:
         raise OpParamsError(

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import MeshError, OpParamsError
+from ..errors import OpParamsError
 from ..io.volumes import RAW_DTYPES, RawLayout
 from ..marching_cubes import extract, sphere_distance
 from ..mesh import TriMesh
@@ -156,12 +156,7 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     with np.errstate(over="ignore"):
         V = V.astype(p.dtype)
     out = TriMesh(V, F.astype(xp.int32), va, source="marching_cubes")
-    if not bool(xp.isfinite(out.V).all()):  # a file's placement beyond the output's range
-        raise MeshError(
-            "vertex positions overflow the output precision",
-            code="mesh.non_finite",
-            dtype=p.dtype,
-        )
+    out.check_finite()  # a file's placement beyond the output dtype's range
     report = {
         "field": f.type,
         "resolution": resolution,
