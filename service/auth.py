@@ -20,6 +20,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from workers.apikeys import KeyRing
+from workers.queue.jobs import TERMINAL
 
 from .errors import ProblemError
 
@@ -113,7 +114,7 @@ def admit(request: Request, key_id: str | None, job_id: str, upload_bytes: int) 
         for raw, since in r.zrange(running, 0, -1, withscores=True):
             jid = raw.decode() if isinstance(raw, bytes) else raw
             rec = queue.get(jid)
-            ended = rec is not None and rec.get("state") in ("succeeded", "failed", "cancelled")
+            ended = rec is not None and rec.get("state") in TERMINAL
             if ended or (rec is None and now - since > _UNSEEN_SECONDS):
                 r.zrem(running, raw)
         if not r.eval(_ADMIT, 1, running, key.concurrent_jobs, now, job_id):

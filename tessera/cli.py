@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import errors
-from ._common import RetryPolicy, build_spec
+from ._common import TERMINAL, RetryPolicy, build_spec
 from .client import AsyncClient
 
 # what the engine reads (MESH_FORMATS, plus archives) and writes (OUTPUT_FORMATS); a test keeps
@@ -139,18 +139,17 @@ class Board:
     total: int
     stream: TextIO
     tty: bool
-    done: int = 0
-    failed: int = 0
-    skipped: int = 0
     running: dict[str, float] = field(default_factory=dict)
     finished: list[Outcome] = field(default_factory=list)
     _last: float = 0.0
 
+    def count(self, status: str) -> int:
+        return sum(o.status == status for o in self.finished)
+
     def line(self) -> str:
-        finished = self.done + self.failed + self.skipped
         head = (
-            f"[{finished}/{self.total}] ok {self.done}  failed {self.failed}  "
-            f"skipped {self.skipped}  running {len(self.running)}"
+            f"[{len(self.finished)}/{self.total}] ok {self.count('succeeded')}  failed "
+            f"{self.count('failed')}  skipped {self.count('skipped')}  running {len(self.running)}"
         )
         if self.running:
             label, p = next(iter(self.running.items()))
@@ -169,18 +168,12 @@ class Board:
     def finish(self, o: Outcome) -> None:
         self.finished.append(o)
         self.running.pop(o.item.label, None)
-        if o.status == "succeeded":
-            self.done += 1
-        elif o.status == "skipped":
-            self.skipped += 1
-        else:
-            self.failed += 1
         if self.tty:
             self.show(force=True)
         else:
-            finished = self.done + self.failed + self.skipped
             what = o.code if o.status == "failed" else str(o.item.output)
-            self.stream.write(f"[{finished}/{self.total}] {o.status} {o.item.label}: {what}\n")
+            head = f"[{len(self.finished)}/{self.total}]"
+            self.stream.write(f"{head} {o.status} {o.item.label}: {what}\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -190,7 +183,7 @@ class Board:
 
 
 #: states of a job that a new run should not reattach to
-DEAD = frozenset({"failed", "cancelled", "expired"})
+DEAD = TERMINAL - {"succeeded"}
 
 
 def idempotency_key(item: Item, spec: dict[str, Any]) -> str:
