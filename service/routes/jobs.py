@@ -197,7 +197,8 @@ def content_disposition(filename: str) -> str:
 
 
 #: a byte-range set as RFC 9110 (section 14.1.2) writes it: "first-last", "first-" or "-suffix"
-_RANGE_SET = re.compile(r"bytes=\s*(?:\d+-\d*|-\d+)(?:\s*,\s*(?:\d+-\d*|-\d+))*\s*")
+#: (the unit in any case, as RFC 9110 allows)
+_RANGE_SET = re.compile(r"bytes=\s*(?:\d+-\d*|-\d+)(?:\s*,\s*(?:\d+-\d*|-\d+))*\s*", re.IGNORECASE)
 
 
 class _RangedFile(FileResponse):
@@ -206,8 +207,12 @@ class _RangedFile(FileResponse):
     would answer a plain-text 400. Valid ranges get 206 (or 416 when none can be satisfied)."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"range"]
-        value = next((v for k, v in scope.get("headers") or [] if k.lower() == b"range"), None)
+        headers, value = [], None
+        for k, v in scope.get("headers") or []:
+            if k.lower() == b"range":
+                value = v
+            else:
+                headers.append((k, v))
         ranges = None if value is None else _byte_ranges(value.decode("latin-1"))
         if ranges is not None:
             size = os.stat(self.path).st_size
@@ -234,10 +239,10 @@ def _satisfiable(r: tuple[int | None, int | None], size: int) -> bool:
 
 
 def _byte_ranges(value: str) -> list[tuple[int | None, int | None]] | None:
-    """``(first byte, last byte or None)`` of each range of a valid byte-range set (the unit in
-    any case, as RFC 9110 allows; a suffix range ``-n`` as ``(None, n)``), else None."""
+    """``(first byte, last byte or None)`` of each range of a valid byte-range set (a suffix range
+    ``-n`` as ``(None, n)``), else None."""
     text = value.strip()
-    if _RANGE_SET.fullmatch("bytes" + text[5:]) is None or text[:5].lower() != "bytes":
+    if _RANGE_SET.fullmatch(text) is None:
         return None
     out: list[tuple[int | None, int | None]] = []
     for spec in text[len("bytes=") :].split(","):

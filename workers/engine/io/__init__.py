@@ -61,11 +61,8 @@ MAX_ARCHIVE_MEMBERS = 1000
 
 def format_can_hold(fmt: str, name: str, element: str) -> bool:
     if fmt == "ply":  # a face element's nx ny nz / red green blue read as face_normals/colors
-        renamed = {
-            "vertex": ("face_normals", "face_colors"),
-            "face": ("vertex_normals", "vertex_colors"),
-        }
-        return name not in renamed[element]
+        renamed = ply.FACE_RENAMES if element == "face" else ply.FACE_RENAMES.values()
+        return name not in renamed
     if fmt == "npz":
         return True
     if fmt == "glb":
@@ -496,9 +493,9 @@ def serialize_chunks(
         )
     explicit = attributes is not None
     va, fa = select_attributes(mesh, attributes)
-    if not explicit:  # everything the format holds: leave out what it would read back renamed
-        va = {k: v for k, v in va.items() if fmt != "ply" or format_can_hold(fmt, k, "vertex")}
-        fa = {k: v for k, v in fa.items() if fmt != "ply" or format_can_hold(fmt, k, "face")}
+    if not explicit:  # everything the format holds (PLY: not what it would read back renamed)
+        va = {k: v for k, v in va.items() if format_can_hold(fmt, k, "vertex")}
+        fa = {k: v for k, v in fa.items() if format_can_hold(fmt, k, "face")}
     if explicit:
         for n, element in [(k, "vertex") for k in va] + [(k, "face") for k in fa]:
             if not format_can_hold(fmt, n, element):

@@ -220,7 +220,7 @@ def _blocks(attrs: dict[str, np.ndarray]) -> list[tuple[list[str], np.ndarray]]:
 
 
 #: a face element's normals and colours are read under these names
-_FACE_RENAMES = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
+FACE_RENAMES = {"vertex_normals": "face_normals", "vertex_colors": "face_colors"}
 
 
 def _check_read_back(
@@ -231,7 +231,7 @@ def _check_read_back(
     ``a_1``, or a vertex attribute called ``face_normals``, would come back changed."""
     names = [p for props, _ in blocks for p in props]
     kinds = {p: a.dtype.kind for props, a in blocks for p in props}
-    renames = _FACE_RENAMES if element == "face" else {}
+    renames = FACE_RENAMES if element == "face" else {}
     back = {renames.get(a, a) for a, _, _ in _plan(names, kinds, skip=set())}
     if back != set(attrs):
         raise FormatError(
@@ -468,7 +468,7 @@ def read_binary(data: bytes) -> BinaryPly | None:
         return None  # trimesh refuses a body of another size, and so do we
     if of_triangle is not None:
         fa = {name: a[of_triangle] for name, a in fa.items()}
-    fa = {_FACE_RENAMES.get(name, name): a for name, a in fa.items()}
+    fa = {FACE_RENAMES.get(name, name): a for name, a in fa.items()}
     V = vertex.take(data, ["x", "y", "z"])
     return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
 
@@ -621,7 +621,7 @@ def extra_face_properties(raw: Any) -> dict[str, np.ndarray]:
     if not cols:
         return {}
     out = _gather(cols, skip={"vertex_indices", "vertex_index"})
-    return {_FACE_RENAMES.get(k, k): v for k, v in out.items()}
+    return {FACE_RENAMES.get(k, k): v for k, v in out.items()}
 
 
 def _element_columns(raw: Any, element: str) -> dict[str, np.ndarray]:
