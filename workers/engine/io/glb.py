@@ -192,7 +192,8 @@ def check_accessors(data: bytes, available: int) -> None:
                 "glTF accessors without a buffer view (sparse or all zeros) are not supported",
                 code="format.unsupported_feature",
             )
-        view = views[_whole(a["bufferView"])] if _whole(a["bufferView"]) < len(views) else None
+        at = _whole(a["bufferView"])
+        view = views[at] if at < len(views) else None
         if not isinstance(view, dict):
             raise FormatError("glTF accessor names no buffer view", code="format.parse_error")
         length = _whole(view.get("byteLength", 0))

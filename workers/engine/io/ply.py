@@ -348,9 +348,12 @@ class _Element(NamedTuple):
         (at, dt), k = self.props[names[0]], len(names)
         side_by_side = all(self.props[c] == (at + j * dt.itemsize, dt) for j, c in enumerate(names))
         if side_by_side:
-            a = _records.take(data, self.start, self.rows, self.row, at, dt, k)
-        else:
-            a = np.stack([self.take(data, [c]) for c in names], axis=1)
+            return self.column(data, at, dt, k)
+        return np.stack([self.take(data, [c]) for c in names], axis=1)
+
+    def column(self, data: bytes, at: int, dt: np.dtype, k: int = 1) -> np.ndarray:
+        """Copy of the ``k`` values of ``dt`` at byte ``at`` of every row, in native order."""
+        a = _records.take(data, self.start, self.rows, self.row, at, dt, k)
         return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
@@ -416,18 +419,13 @@ def read_binary(data: bytes) -> BinaryPly | None:
         layout[name] = _Element(at, count, row, fields)
         at += count * row
     vertex, face = layout["vertex"], layout["face"]
-    count_at, count_dt = face.props[" count"]
+    count_dt = face.props[" count"][1]
     index_at, index_dt = face.props[" indices"]
     # a line break after the last row, as some writers leave, is no data
     ends = at == len(data) or data[at:] in (b"\n", b"\r\n")
-    same = ends and bool(
-        (_records.take(data, face.start, face.rows, face.row, 0, count_dt, 1) == k).all()
-    )
-    for name, c in lists:
-        if same:
-            at_count, cdt = face.props[f" {name} count"]
-            counts = _records.take(data, face.start, face.rows, face.row, at_count, cdt, 1)
-            same = bool((counts == c).all())
+    # every list as long in every row as in the first (read only when the rows fit)
+    lengths = [(" count", k)] + [(f" {n} count", c) for n, c in lists]
+    same = ends and all(bool((face.column(data, *face.props[p]) == c).all()) for p, c in lengths)
     if lists and not same:
         # rows of several lengths with two lists: trimesh's reader misreads them
         raise FormatError(
@@ -435,9 +433,7 @@ def read_binary(data: bytes) -> BinaryPly | None:
             code="format.unsupported_feature",
         )
     if same:
-        idx = _records.take(data, face.start, face.rows, face.row, index_at, index_dt, k)
-        if not idx.dtype.isnative:
-            idx = idx.astype(idx.dtype.newbyteorder("="))
+        idx = face.column(data, index_at, index_dt, k)
         # triangles as stored; quads as trimesh splits them; larger polygons as fans
         n = face.rows
         if k == 3:
@@ -451,7 +447,7 @@ def read_binary(data: bytes) -> BinaryPly | None:
         fa = _attributes(data, face, skip=set())
         for name, c in lists:  # per-corner values of each face, e.g. texcoord (u v per corner)
             if c > 0:
-                fa[name] = _list_values(data, face, name, c)
+                fa[name] = face.column(data, *face.props[f" {name}"], c)
     elif elements[-1][0] == "face":
         # polygons of several sizes: rows of varying length, found by pointer jumping
         base = count_dt.itemsize + k * index_dt.itemsize  # the properties follow the list
@@ -471,13 +467,6 @@ def read_binary(data: bytes) -> BinaryPly | None:
     fa = {FACE_RENAMES.get(name, name): a for name, a in fa.items()}
     V = vertex.take(data, ["x", "y", "z"])
     return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
-
-
-def _list_values(data: bytes, face: _Element, name: str, c: int) -> np.ndarray:
-    """The ``c`` values of the list property ``name`` in every row, ``(rows, c)``."""
-    at, dt = face.props[f" {name}"]
-    a = _records.take(data, face.start, face.rows, face.row, at, dt, c)
-    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
 #: bytes of a polygon face element searched for row starts at a time (bounds the memory the
