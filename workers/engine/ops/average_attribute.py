@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -49,13 +50,7 @@ def _attribute(mesh: TriMesh, p: Params) -> tuple[Any, tuple[int, ...], Any]:
     xp = mesh.xp
     a = mesh.vertex_attrs.get(p.attribute)
     if a is None:
-        raise OpParamsError(
-            "no such per-vertex attribute",
-            code="op.unknown_attribute",
-            attribute=p.attribute,
-            vertex_attributes=sorted(mesh.vertex_attrs),
-            is_face_attribute=p.attribute in mesh.face_attrs,
-        )
+        raise _unknown(p, mesh.vertex_attrs, p.attribute in mesh.face_attrs)
     if not (xp.issubdtype(a.dtype, xp.number) or a.dtype == xp.bool_):
         raise OpParamsError(
             "attribute is not numeric",
@@ -152,15 +147,20 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     return _result(mesh, p, src, shape, dtype)
 
 
+def _unknown(p: Params, vertex_attributes: Iterable[str], is_face: bool) -> OpParamsError:
+    return OpParamsError(
+        "no such per-vertex attribute",
+        code="op.unknown_attribute",
+        attribute=p.attribute,
+        vertex_attributes=sorted(vertex_attributes),
+        is_face_attribute=is_face,
+    )
+
+
 def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
     if before.get(p.attribute) != "vertex":
-        raise OpParamsError(
-            "no such per-vertex attribute at this step",
-            code="op.unknown_attribute",
-            attribute=p.attribute,
-            vertex_attributes=sorted(k for k, e in before.items() if e == "vertex"),
-            is_face_attribute=before.get(p.attribute) == "face",
-        )
+        vertex = [k for k, e in before.items() if e == "vertex"]
+        raise _unknown(p, vertex, before.get(p.attribute) == "face")
     return {**before, (p.output or p.attribute): "vertex"}
 
 

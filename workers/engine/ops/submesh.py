@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -39,12 +40,7 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     if p.select == "attribute":
         a = mesh.face_attrs.get(p.attribute)
         if a is None or a.ndim != 1:
-            raise OpParamsError(
-                "no scalar face attribute of that name",
-                code="op.unknown_attribute",
-                attribute=p.attribute,
-                available=sorted(mesh.face_attrs),
-            )
+            raise _unknown(p, mesh.face_attrs)
         keep = (a >= p.min) & (a <= p.max)
     else:
         comp, n_comp = mesh.topology.vertex_components()
@@ -77,13 +73,17 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
 def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
     """The attributes stay; selecting by an attribute needs a face attribute at this step."""
     if p.select == "attribute" and before.get(p.attribute) != "face":
-        raise OpParamsError(
-            "no face attribute of that name at this step",
-            code="op.unknown_attribute",
-            attribute=p.attribute,
-            available=sorted(k for k, e in before.items() if e == "face"),
-        )
+        raise _unknown(p, [k for k, e in before.items() if e == "face"])
     return before
+
+
+def _unknown(p: Params, face_attributes: Iterable[str]) -> OpParamsError:
+    return OpParamsError(
+        "no scalar face attribute of that name",
+        code="op.unknown_attribute",
+        attribute=p.attribute,
+        available=sorted(face_attributes),
+    )
 
 
 OP = Operation(
