@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
+import stat
 import time
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -215,7 +215,7 @@ class _RangedFile(FileResponse):
                 headers.append((k, v))
         ranges = None if value is None else _byte_ranges(value.decode("latin-1"))
         if ranges is not None:
-            size = os.stat(self.path).st_size
+            size = self.stat_result.st_size  # given by _file
             if not any(_satisfiable(r, size) for r in ranges):  # none can be: 416
                 response = problem(
                     416,
@@ -260,11 +260,17 @@ def _file(store: Any, blob: dict[str, Any], job_id: str, presign_seconds: int = 
     """The blob as a file (local store), a redirect to a presigned URL, or a stream (S3)."""
     path = store.local_path(blob["key"])
     if path is not None:
-        if not path.is_file():
+        try:
+            st = path.stat()  # once: the response uses it for its headers and ranges
+        except FileNotFoundError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
             raise ProblemError(
                 410, "job.result_missing", "the result is no longer stored", id=job_id
             )
-        return _RangedFile(path, media_type=blob["media_type"], filename=blob["filename"])
+        return _RangedFile(
+            path, media_type=blob["media_type"], filename=blob["filename"], stat_result=st
+        )
     try:
         size = store.size(blob["key"])
     except BlobNotFound:
