@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from workers.engine.errors import SpecError
 from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes
 from workers.engine.mesh import TriMesh
-from workers.engine.pipeline import parse_pipeline, starts_with_source
+from workers.engine.pipeline import Step, parse_pipeline, starts_with_source
 from workers.queue import keys
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
@@ -41,14 +41,14 @@ def parse_spec(text: str) -> JobCreate:
         raise SpecError("the job spec is invalid", code="spec.invalid", errors=errors) from None
 
 
-def check_pipeline(spec: JobCreate, mesh: TriMesh) -> None:
+def check_pipeline(spec: JobCreate, steps: list[Step], mesh: TriMesh) -> None:
     """What the worker would refuse before running anything is refused here, before the job is
     stored: a source step after the first, parameters that contradict each other (each step is
     parsed as the worker parses it), a step naming an attribute the mesh does not have at that
     point, and requested attributes that the pipeline does not leave on the mesh or that the
     output format cannot hold (each step's effect on the attributes is followed, e.g.
-    ``dual_mesh`` swapping vertex and face attributes)."""
-    steps = parse_pipeline(spec.pipeline)
+    ``dual_mesh`` swapping vertex and face attributes). ``steps`` are the spec's pipeline as
+    :func:`~workers.engine.pipeline.parse_pipeline` parsed it."""
     available: dict[str, str] = {k: "vertex" for k in mesh.vertex_attrs}
     available.update({k: "face" for k in mesh.face_attrs})
     for step in steps:  # also refuses a step naming an attribute that is not there at that point
@@ -174,25 +174,27 @@ def accept(
     t = time.perf_counter()
     if files:
         mesh = load_files(files, max_expanded, raw_layout(spec))
-        if mesh.n_faces == 0 and not starts_with_source(spec.pipeline):
+        steps = parse_pipeline(spec.pipeline)
+        if mesh.n_faces == 0 and not starts_with_source(steps):
             raise ProblemError(
                 422,
                 "upload.volume_needs_source",
                 "a volume (.npy) is read only by a source step: start the pipeline with "
                 'marching_cubes and field {"type": "volume"}',
             )
-    elif starts_with_source(spec.pipeline):
+    else:
+        steps = parse_pipeline(spec.pipeline)
+        if not starts_with_source(steps):
+            raise ProblemError(
+                422,
+                "upload.no_mesh",
+                "no mesh uploaded: send one in `mesh`, or start the pipeline with a source step "
+                "such as marching_cubes",
+            )
         # a source step (marching_cubes) makes the mesh: the stored input is an empty one
         mesh = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))
-    else:
-        raise ProblemError(
-            422,
-            "upload.no_mesh",
-            "no mesh uploaded: send one in `mesh`, or start the pipeline with a source step "
-            "such as marching_cubes",
-        )
     parse_s = time.perf_counter() - t
-    check_pipeline(spec, mesh)
+    check_pipeline(spec, steps, mesh)
 
     job_id = uuid.uuid4().hex
     if admit is not None:

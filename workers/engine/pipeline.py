@@ -70,10 +70,10 @@ def parse_pipeline(steps: Iterable[Any]) -> list[Step]:
     return out
 
 
-def starts_with_source(steps: Iterable[Any]) -> bool:
-    """Whether the pipeline's first step makes the mesh (then no input mesh is needed)."""
-    parsed = parse_pipeline(steps)
-    return bool(parsed) and parsed[0].op.kind is OpKind.source
+def starts_with_source(steps: list[Step]) -> bool:
+    """Whether the (parsed) pipeline's first step makes the mesh (then no input mesh is
+    needed)."""
+    return bool(steps) and steps[0].op.kind is OpKind.source
 
 
 @dataclass
