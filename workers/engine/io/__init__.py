@@ -296,10 +296,10 @@ def _parse(
                 p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
             )
     if kind == "off":
+        data = without_comments(data)  # for our reader and trimesh's (which loses faces to them)
         o = read_off(data)
         if o is not None:
             return TriMesh.from_arrays(o[0], o[1], dtype=dtype)
-        data = without_comments(data)  # trimesh's reader loses faces to comments
     if kind == "glb":
         g = glb.read_simple(data)
         if g is not None:

@@ -31,15 +31,15 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     plain ``OFF`` file, or None for trimesh's path (COFF, NOFF and the other variants, colours on
     face lines, anything that does not add up).
 
-    OFF is whitespace-separated: ``#`` comments run to the end of their line and are blanked
-    first; the header token ``OFF``, the three counts and the ``3 n_vertices`` coordinates are
-    the first tokens, wherever their lines break. Faces are rows ``k i j ...``, one per line
+    OFF is whitespace-separated: ``#`` comments run to the end of their line, and the caller
+    blanks them first (:func:`without_comments`, also for trimesh's path); the header token
+    ``OFF``, the three counts and the ``3 n_vertices`` coordinates are the first tokens, wherever
+    their lines break. Faces are rows ``k i j ...``, one per line
     (checked, so that colour values on face lines send the file to trimesh). Faces of several
     sizes are what trimesh cannot read here. Rows are told apart without a loop over them: the
     face section's integers are one array, row ``r`` starts at token ``s_r`` and the next at
     ``s_r + 1 + count``, and the chain of starts is found by pointer doubling; it must end
     exactly at the last token."""
-    data = without_comments(data)
     if data.lstrip()[:3] != b"OFF":
         return None
     b = np.frombuffer(data, dtype=np.uint8)
@@ -47,23 +47,22 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     starts = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
     if starts.shape[0] < 4:
         return None
-    text = b.tobytes()
-    head = text[: int(starts[4]) if starts.shape[0] > 4 else len(text)].split()
+    head = data[: int(starts[4]) if starts.shape[0] > 4 else len(data)].split()
     if head[0] != b"OFF" or not all(c.isdigit() for c in head[1:4]):
         return None
     nv, nf = int(head[1]), int(head[2])
     if starts.shape[0] < 4 + 3 * nv:
         return None
-    split = int(starts[4 + 3 * nv]) if starts.shape[0] > 4 + 3 * nv else len(text)
+    split = int(starts[4 + 3 * nv]) if starts.shape[0] > 4 + 3 * nv else len(data)
     try:
-        V = parse_floats(text[int(starts[4]) : split] if nv else b"")
-        T = parse_ints(text[split:])
+        V = parse_floats(data[int(starts[4]) : split] if nv else b"")
+        T = parse_ints(data[split:])
     except ValueError:
         return None
     if V.shape[0] != 3 * nv:
         return None
     sizes = _row_sizes(T, nf)
-    if sizes is None or not _rows_are_lines(text[split:], sizes + 1):
+    if sizes is None or not _rows_are_lines(data[split:], sizes + 1):
         return None
     row_at = np.cumsum(sizes + 1) - (sizes + 1)
     j = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
