@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis
+import redis.asyncio
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from pydantic.json_schema import models_json_schema
@@ -54,11 +55,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
+        # long polls block on Redis for up to a minute each: an asyncio client, no socket timeout
+        app.state.waiter = redis.asyncio.Redis.from_url(
+            settings.redis_url, socket_connect_timeout=2, health_check_interval=30
+        )
         app.state.store = open_store(store_config(settings))
         try:
             yield
         finally:
             client.close()
+            await app.state.waiter.aclose()
 
     app = FastAPI(title="Tessera", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings

@@ -146,12 +146,19 @@ class JobPublic(BaseModel):
     timings: dict[str, float] = Field(
         default_factory=dict,
         description="Seconds per stage: upload, parse, store_input (API); queued; load, "
-        "stats_before, <i>:<op>, stats_after, serialize, store, run (worker).",
+        "transfer (to the GPU), stats_before, <i>:<op>, stats_after, serialize, store, run "
+        "(worker).",
     )
     stats_before: dict[str, Any] | None = None
     stats_after: dict[str, Any] | None = None
     reports: list[dict[str, Any]] | None = None
     backend: str | None = None
+    device: dict[str, str] | None = Field(
+        None,
+        description="Where the job ran and why: requested (the spec's device), backend (numpy "
+        "or cupy) and reason (auto runs small meshes on the CPU, where GPU launches would cost "
+        "more than the work).",
+    )
     patching: list[dict[str, Any]] | None = Field(
         None,
         description="Each patching the GPU steps built (RXMesh patches, cached for the later "
@@ -221,6 +228,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
         stats_after=rec.get("stats_after"),
         reports=rec.get("reports"),
         backend=rec.get("backend") or None,
+        device=rec.get("device") or None,
         patching=rec.get("patching") or None,
         error=ErrorPublic(**rec["error"]) if rec.get("error") else None,
         input=InputPublic(**rec["input"]) if rec.get("input") else None,

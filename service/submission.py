@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +19,12 @@ import numpy as np
 from pydantic import ValidationError
 
 from workers.engine.errors import SpecError
-from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes
+from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes, stored
 from workers.engine.mesh import TriMesh
 from workers.engine.pipeline import Step, parse_pipeline, starts_with_source
 from workers.queue import keys
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
-from workers.runner import encode_input
 
 from .errors import ProblemError
 from .schemas import JobCreate
@@ -77,13 +77,21 @@ def check_pipeline(spec: JobCreate, steps: list[Step], mesh: TriMesh) -> None:
 MAX_FILES = 64
 
 
-def body_hash(spec_text: str, files: list[tuple[str, bytes]]) -> str:
+def body_hash(
+    spec_text: str, files: list[tuple[str, bytes]], file_digests: list[bytes] | None = None
+) -> str:
+    """What an Idempotency-Key is bound to: SHA-256 over the digests of the spec, each file's
+    name and each file's bytes (``file_digests``: those already computed as the body came in)."""
     h = hashlib.sha256()
     h.update(hashlib.sha256(spec_text.encode()).digest())
-    for name, data in files:
+    for i, (name, data) in enumerate(files):
         h.update(hashlib.sha256(name.encode()).digest())
-        h.update(hashlib.sha256(data).digest())
+        h.update(file_digests[i] if file_digests else hashlib.sha256(data).digest())
     return h.hexdigest()
+
+
+#: hashes a large upload while it is parsed (hashlib lets go of the GIL)
+_HASHER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="tessera-hash")
 
 
 def raw_layout(spec: JobCreate) -> RawLayout | None:
@@ -119,6 +127,8 @@ def load_files(
 class Accepted:
     job_id: str
     replayed: bool
+    #: the job's record when it is known without asking Redis again
+    record: dict[str, Any] | None = None
 
 
 def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | None:
@@ -156,14 +166,56 @@ def accept(
     max_expanded: int,
     deadline_limit: int,
     admit: Callable[[str], None] | None = None,
+    file_digests: list[bytes] | None = None,
 ) -> Accepted:
     """Validate, store and queue a job; ``admit(job_id)`` (the caller's quotas) is called once
-    the submission is known to be valid and new, before anything is stored."""
-    digest = body_hash(spec_text, files) if idempotency_key else ""
-    earlier = check_idempotency(queue, idempotency_key, digest)
-    if earlier:
-        return Accepted(earlier, True)
+    the submission is known to be valid and new, before anything is stored. With an
+    Idempotency-Key never seen before, the body's hash is computed while the mesh is parsed."""
+    hashing: Future[str] | None = None
+    digest = ""
+    if idempotency_key:
+        if queue.r.exists(keys.idempotency(idempotency_key)):
+            digest = body_hash(spec_text, files, file_digests)
+            earlier = check_idempotency(queue, idempotency_key, digest)
+            if earlier:
+                return Accepted(earlier, True)
+        else:  # the common case: a new key (a race with another request is settled at submit)
+            hashing = _HASHER.submit(body_hash, spec_text, files, file_digests)
+    try:
+        return _accept_new(
+            queue=queue,
+            store=store,
+            spec_text=spec_text,
+            files=files,
+            idempotency_key=idempotency_key,
+            upload_seconds=upload_seconds,
+            extra=extra,
+            max_expanded=max_expanded,
+            deadline_limit=deadline_limit,
+            admit=admit,
+            digest=lambda: hashing.result() if hashing is not None else digest,
+        )
+    finally:
+        if hashing is not None:
+            hashing.cancel()
 
+
+def _accept_new(
+    *,
+    queue: JobQueue,
+    store: BlobStore,
+    spec_text: str,
+    files: list[tuple[str, bytes]],
+    idempotency_key: str | None,
+    upload_seconds: float,
+    extra: dict[str, Any] | None,
+    max_expanded: int,
+    deadline_limit: int,
+    admit: Callable[[str], None] | None,
+    digest: Callable[[], str],
+) -> Accepted:
+    """:func:`accept` for a submission that is not a replay: ``digest()`` gives the body's
+    hash once it is needed (after parsing)."""
     spec = parse_spec(spec_text)
     if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
         raise SpecError(
@@ -197,13 +249,18 @@ def accept(
     check_pipeline(spec, steps, mesh)
 
     job_id = uuid.uuid4().hex
+    body_digest = digest()  # a replay found by the submit script below is compared with it
+    if idempotency_key:
+        earlier = check_idempotency(queue, idempotency_key, body_digest)
+        if earlier:  # another request with this key was accepted while this one was parsed
+            return Accepted(earlier, True)
     if admit is not None:
         admit(job_id)
     t = time.perf_counter()
     spec_dict: dict[str, Any] = spec.model_dump(mode="json")
     if spec.deadline_seconds is None:
         spec_dict["deadline_seconds"] = deadline_limit
-    store.put_bytes(input_key(job_id), encode_input(mesh))
+    store.put_chunks(input_key(job_id), stored.encode_chunks(mesh))
     inp = {
         "name": files[0][0][-200:] if files else "",
         "bytes": sum(len(d) for _, d in files),
@@ -218,7 +275,7 @@ def accept(
         "created_at": time.time(),
         "idempotency_key": idempotency_key,
         **(extra or {}),
-        "body_hash": digest,
+        "body_hash": body_digest,
     }
     store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
     store_s = time.perf_counter() - t
@@ -231,7 +288,7 @@ def accept(
     fields.update(extra or {})  # the route's: the submitting API key, the base URL for links
     try:
         status, dup = queue.submit(
-            job_id, fields, idempotency_key=idempotency_key, body_hash=digest
+            job_id, fields, idempotency_key=idempotency_key, body_hash=body_digest
         )
     except BaseException:
         store.delete_prefix(job_prefix(job_id))
@@ -239,5 +296,5 @@ def accept(
     if status == "duplicate" and dup:
         # another request with the same key won the race: drop ours, answer with theirs
         store.delete_prefix(job_prefix(job_id))
-        return Accepted(_earlier_job(dup, digest), True)
+        return Accepted(_earlier_job(dup, body_digest), True)
     return Accepted(job_id, False)

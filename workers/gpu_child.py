@@ -86,6 +86,7 @@ def child_main(
                 store,
                 progress,
                 input_name=job.get("input_name", ""),
+                **({"gpu_min_faces": job["gpu_min_faces"]} if "gpu_min_faces" in job else {}),
             )
             conn.send(("done", fields))
         except InputError as exc:

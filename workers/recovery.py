@@ -24,7 +24,7 @@ import logging
 import time
 
 from .queue import keys
-from .queue.blobs import BlobNotFound, BlobStore, input_key, outcome_key
+from .queue.blobs import BlobNotFound, BlobStore, find_input, outcome_key
 from .queue.jobs import TERMINAL, JobQueue
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def recover_jobs(
         created = float(manifest.get("created_at") or now)
         if now - created < min_age:
             continue
-        if not store.exists(input_key(job_id)):
+        if find_input(store, job_id) is None:
             continue  # never fully accepted
         outcome = _outcome(store, job_id)
         # a job's time runs from its end once it has one

@@ -6,7 +6,7 @@ the same inside the GPU child.
 
 from __future__ import annotations
 
-import io
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,11 +15,19 @@ import numpy as np
 
 from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
-from .engine.io import serialize_chunks
+from .engine.backend import GPU_MIN_FACES, choose
+from .engine.io import serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
-from .engine.pipeline import run_pipeline
-from .queue.blobs import BlobStore, artifact_key, input_key, result_key
+from .engine.pipeline import parse_pipeline, run_pipeline, starts_with_source
+from .queue.blobs import (
+    BlobNotFound,
+    BlobStore,
+    artifact_key,
+    find_input,
+    input_key,
+    result_key,
+)
 
 Progress = Callable[[float, str], None]
 
@@ -33,23 +41,33 @@ MEDIA_TYPES = {
 }
 
 
-def encode_input(mesh: TriMesh) -> bytes:
-    """The canonical stored form of an accepted upload: uncompressed NPZ of the parsed arrays."""
-    buf = io.BytesIO()
-    arrays: dict[str, Any] = {"V": mesh.V, "F": mesh.F}
-    arrays.update({f"vertex.{k}": v for k, v in mesh.vertex_attrs.items()})
-    arrays.update({f"face.{k}": v for k, v in mesh.face_attrs.items()})
-    np.savez(buf, **arrays)
-    return buf.getvalue()
+def load_input(store: BlobStore, job_id: str) -> TriMesh:
+    """The job's accepted input as the API stored it (:mod:`~.engine.io.stored`): one read into
+    one writable buffer, the arrays viewing it; nothing is parsed again."""
+    key = input_key(job_id)
+    if not store.exists(key):  # accepted before the stored form existed
+        key = find_input(store, job_id) or key
+    path = store.local_path(key)
+    if path is None:
+        return stored.decode(bytearray(store.get_bytes(key)))
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            buf = np.empty(size, dtype=np.uint8)
+            view, got = memoryview(buf), 0
+            while got < size:
+                n = fh.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+    except FileNotFoundError:
+        raise BlobNotFound(key) from None
+    return stored.decode(buf[:got])
 
 
-def decode_input(data: bytes) -> TriMesh:
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    va = {k[7:]: v for k, v in arrays.items() if k.startswith("vertex.")}
-    fa = {k[5:]: v for k, v in arrays.items() if k.startswith("face.")}
-    # already checked when the upload was accepted
-    return TriMesh(arrays["V"], arrays["F"], va, fa)
+def _sync(mesh: TriMesh) -> None:
+    if mesh.backend == "cupy":
+        mesh.xp.cuda.get_current_stream().synchronize()
 
 
 def execute(
@@ -59,9 +77,12 @@ def execute(
     store: BlobStore,
     progress: Progress | None = None,
     input_name: str = "",
+    gpu_min_faces: int = GPU_MIN_FACES,
 ) -> dict[str, Any]:
     """Run a job's spec on its stored input; write the result blob. Returns the fields the job
-    record gets on success: result, timings, stats before/after, per-step reports, backend."""
+    record gets on success: result, timings, stats before/after, per-step reports, backend and
+    why it was chosen (``device``: ``auto`` runs meshes under ``gpu_min_faces`` faces on the
+    CPU)."""
 
     def report(p: float, stage: str) -> None:
         if progress:
@@ -70,9 +91,21 @@ def execute(
     timings: dict[str, float] = {}
     t = time.perf_counter()
     report(0.0, "load")
-    mesh = decode_input(store.get_bytes(input_key(job_id)))
+    mesh = load_input(store, job_id)
     timings["load"] = time.perf_counter() - t
 
+    # the statistics are computed where the mesh will live, so the mesh moves first (once), and
+    # the topology they build stays cached on it for the steps that need it
+    requested = spec.get("device", "auto")
+    steps = parse_pipeline(spec.get("pipeline", []))
+    # a source step makes the mesh: its size is not known yet, so auto takes the GPU if there is one
+    size = gpu_min_faces if starts_with_source(steps) else mesh.n_faces
+    backend, why = choose(requested, size, gpu_min_faces)
+    if mesh.backend != backend:
+        t = time.perf_counter()
+        mesh = mesh.to(backend)
+        _sync(mesh)
+        timings["transfer"] = time.perf_counter() - t
     t = time.perf_counter()
     stats_before = mesh_stats(mesh)
     timings["stats_before"] = time.perf_counter() - t
@@ -82,8 +115,8 @@ def execute(
 
     result = run_pipeline(
         mesh,
-        spec.get("pipeline", []),
-        device=spec.get("device", "auto"),
+        steps,
+        device="gpu" if backend == "cupy" else "cpu",
         progress=pipeline_progress,
     )
     timings.update(result.timings)
@@ -147,6 +180,7 @@ def execute(
             for s in result.steps
         ],
         "backend": result.backend,
+        "device": {"requested": requested, "backend": backend, "reason": why},
         "artifacts": artifacts,
         "patching": result.patching,
     }

@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long the current job may still run."
     )
+    gpu_min_faces: int = Field(
+        10_000,
+        ge=0,
+        description="device auto runs meshes with fewer faces on the CPU (GPU launches would "
+        "cost more than the work); 0: always the GPU when there is one.",
+    )
     worker_name: str | None = Field(None, description="Consumer name; host:pid when unset.")
     blob_url: str | None = Field(
         None, description="s3://bucket/prefix for an S3-compatible blob store; local when unset."

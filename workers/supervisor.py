@@ -243,6 +243,7 @@ class Supervisor:
                         "attempt": c.attempt,
                         "spec": spec,
                         "input_name": (c.record.get("input") or {}).get("name", ""),
+                        "gpu_min_faces": self.settings.gpu_min_faces,
                     },
                 )
             )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import re
 import stat
 import time
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Header, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import (
     FileResponse,
@@ -21,6 +23,7 @@ from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
 from workers.queue.jobs import TERMINAL
+from workers.queue.waiting import wait_for_end
 from workers.recovery import save_outcome
 
 from ..auth import CallerDep, admit, caller
@@ -33,6 +36,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(calle
 
 _PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "Problem details"}
 _ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 429, 503)}
+#: the longest long poll of ``GET /v1/jobs/{id}?wait=``
+MAX_WAIT_SECONDS = 60.0
 
 
 def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
@@ -42,6 +47,14 @@ def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     if rec is None or (who is not None and rec.get("key_id") != who):
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     return rec  # type: ignore[no-any-return]
+
+
+#: the body of ``POST /v1/jobs`` besides the multipart form: a JSON job spec alone (a pipeline
+#: that makes its own mesh), or the mesh file's bytes with the spec in the ``Tessera-Spec`` header
+_BODY_FORMS: dict[str, Any] = {
+    "application/json": {"schema": {"$ref": "#/components/schemas/JobCreate"}},
+    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+}
 
 
 @router.post(
@@ -58,10 +71,21 @@ def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
         **_ERRORS,
     },
     summary="Submit a mesh and a pipeline",
-    description="Multipart form: the mesh file in `mesh`, the job spec (JSON, see `JobCreate`) in "
-    "`spec`. Answers 202 with the job and its URL; the same `Idempotency-Key` with the same body "
+    description="Three forms of body, told apart by `Content-Type`:\n\n"
+    "- `multipart/form-data` (browsers, several files): the mesh file in `mesh`, the job spec "
+    "(JSON, see `JobCreate`) in `spec`;\n"
+    "- any other type, e.g. `application/octet-stream` (large files: the body streams straight "
+    "in, with no form to parse): the mesh file's bytes as the whole body, the job spec in the "
+    "`Tessera-Spec` header and the file's name in `filename` (optional: the format is "
+    "recognised from the bytes);\n"
+    "- `application/json`: the job spec alone, for a pipeline whose first step makes the mesh "
+    "(e.g. `marching_cubes`).\n\n"
+    "Answers 202 with the job and its URL; the same `Idempotency-Key` with the same body "
     "answers 200 with the same job.",
-    openapi_extra={"x-spec-schema": {"$ref": "#/components/schemas/JobCreate"}},
+    openapi_extra={
+        "x-spec-schema": {"$ref": "#/components/schemas/JobCreate"},
+        "requestBody": {"content": _BODY_FORMS},
+    },
 )
 async def create_job(
     request: Request,
@@ -82,17 +106,49 @@ async def create_job(
         ),
     ] = None,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
+    spec_header: Annotated[
+        str | None,
+        Header(
+            alias="Tessera-Spec",
+            max_length=65536,
+            description="The job spec as JSON, when the body is the mesh file itself.",
+        ),
+    ] = None,
+    filename: Annotated[
+        str | None,
+        Query(
+            max_length=1000,
+            description="The mesh file's name, when the body is the file itself (its extension "
+            "must agree with the bytes; it also names the result).",
+        ),
+    ] = None,
 ) -> JSONResponse:
     if idempotency_key and who is not None:  # one key's Idempotency-Keys never meet another's
         idempotency_key = f"{who}:{idempotency_key}"
+    form = body_form(request.headers.get("content-type"))
+    upload_started = getattr(request.state, "started", None) or time.time()
+    digest = None
+    if form == "multipart":
+        files: list[tuple[str, bytes]] = [(m.filename or "", await m.read()) for m in mesh or []]
+    elif form == "json":
+        spec, files = (await request.body()).decode("utf-8", "replace"), []
+    else:
+        if spec_header is None:
+            raise ProblemError(
+                422,
+                "spec.missing",
+                "a mesh sent as the request body needs its job spec in the Tessera-Spec header",
+            )
+        spec = spec_header
+        data, digest = await read_body(request, hashed=bool(idempotency_key))
+        files = [(filename or "", data)] if data else []
+    upload_s = time.time() - upload_started
     if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
         raise ProblemError(
             422,
             "spec.webhook_unsigned",
             "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
         )
-    upload_s = time.time() - request.state.started if hasattr(request.state, "started") else 0.0
-    files = [(m.filename or "", await m.read()) for m in mesh or []]
     upload_bytes = sum(len(b) for _, b in files)
     accepted = await run_in_threadpool(
         accept,
@@ -106,8 +162,11 @@ async def create_job(
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
         admit=lambda job_id: admit(request, who, job_id, upload_bytes),
+        file_digests=None if digest is None else [digest],
     )
-    rec = await run_in_threadpool(queue.get, accepted.job_id)
+    rec = accepted.record
+    if rec is None:
+        rec = await run_in_threadpool(queue.get, accepted.job_id)
     if rec is None:  # expired between the two calls: vanishingly rare
         raise ProblemError(404, "job.not_found", "no such job", id=accepted.job_id)
     job = job_public(rec, base, time.time())
@@ -118,9 +177,73 @@ async def create_job(
     )
 
 
+def body_form(content_type: str | None) -> str:
+    """Which of the three bodies ``POST /v1/jobs`` got: ``multipart`` (or an urlencoded form,
+    which FastAPI reads the same way), ``json`` (the spec alone) or ``file`` (anything else)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        return "multipart"
+    if media == "application/json":
+        return "json"
+    return "file"
+
+
+async def read_body(request: Request, hashed: bool) -> tuple[bytes, bytes | None]:
+    """The whole request body as it streams in (one copy: the pieces are joined at the end) and,
+    when ``hashed``, its SHA-256 (for the Idempotency-Key's body check), computed on the pieces
+    in a thread while the next ones arrive."""
+    chunks: list[bytes] = []
+    h = hashlib.sha256() if hashed else None
+    pending: Any = None
+    async for chunk in request.stream():
+        if not chunk:
+            continue
+        chunks.append(chunk)
+        if h is not None and len(chunks) % _HASH_BATCH == 0:
+            if pending is not None:
+                await pending
+            batch = chunks[-_HASH_BATCH:]
+            pending = asyncio.ensure_future(run_in_threadpool(_update, h, batch))
+    if h is not None:
+        if pending is not None:
+            await pending
+        rest = chunks[len(chunks) - len(chunks) % _HASH_BATCH :]
+        _update(h, rest)
+    data = b"".join(chunks)
+    return data, (h.digest() if h is not None else None)
+
+
+#: pieces (of about 256 KB) hashed per trip to a thread
+_HASH_BATCH = 32
+
+
+def _update(h: Any, pieces: list[bytes]) -> None:
+    for p in pieces:
+        h.update(p)
+
+
 @router.get("/{job_id}", response_model=JobPublic, responses=_ERRORS, summary="A job's state")
-def get_job(job_id: str, queue: QueueDep, base: BaseUrlDep, who: CallerDep) -> JobPublic:
-    return job_public(_record(queue, job_id, who), base, time.time())
+async def get_job(
+    job_id: str,
+    request: Request,
+    queue: QueueDep,
+    base: BaseUrlDep,
+    who: CallerDep,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            description="Long poll: answer as soon as the job has ended, or after this many "
+            "seconds with the job as it is then (0: at once).",
+        ),
+    ] = 0.0,
+) -> JobPublic:
+    rec = await run_in_threadpool(_record, queue, job_id, who)
+    if wait > 0 and rec.get("state") not in TERMINAL:
+        await wait_for_end(request.app.state.waiter, job_id, wait)
+        rec = await run_in_threadpool(_record, queue, job_id, who)
+    return job_public(rec, base, time.time())
 
 
 @router.get(

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from workers.engine.io import load_bytes
-from workers.queue.blobs import BlobNotFound, input_key
+from workers.engine.io import load_bytes, stored
+from workers.queue.blobs import BlobNotFound, find_input, input_key
 
 from .. import preview
 from ..auth import CallerDep, caller
@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(calle
 MEDIA_TYPE = preview.MEDIA_TYPE
 
 
-def _build(store: Any, source: str, filename: str, key: str, max_faces: int) -> bytes:
+def _build(store: Any, source: str, filename: str | None, key: str, max_faces: int) -> bytes:
     """The preview bytes, made once per mesh and size and kept beside the job's blobs (they go
     with them when the job expires)."""
     try:
@@ -33,7 +33,9 @@ def _build(store: Any, source: str, filename: str, key: str, max_faces: int) -> 
         data = store.get_bytes(source)
     except BlobNotFound:
         raise ProblemError(410, "job.result_missing", "the mesh is no longer stored") from None
-    out = preview.encode(load_bytes(data, filename), max_faces)
+    # the input is kept as the API stored it (``filename`` None), the result as its file
+    mesh = stored.decode(data) if filename is None else load_bytes(data, filename)
+    out = preview.encode(mesh, max_faces)
     store.put_bytes(key, out)
     return out
 
@@ -77,7 +79,8 @@ async def get_preview(
         rec = await run_in_threadpool(_record, queue, job_id, who)
         if _expired(rec):
             raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
-        source, filename = input_key(job_id), "input.npz"
+        source = await run_in_threadpool(find_input, store, job_id) or input_key(job_id)
+        filename = None
     key = f"{source}.preview-{max_faces}.tpv"
     data = await run_in_threadpool(_build, store, source, filename, key, max_faces)
     return Response(data, media_type=MEDIA_TYPE, headers={"Cache-Control": "private, max-age=60"})

@@ -79,7 +79,7 @@ def test_child_killed_mid_job_is_picked_up_again_by_its_supervisor(client, worke
     files = wait_for(
         lambda: "outcome.json" in (f := job_files(settings, job["id"])) and f, 10, "outcome"
     )
-    assert files == ["input.npz", "manifest.json", "outcome.json", "result-a2.ply"]
+    assert files == ["input.arrays", "manifest.json", "outcome.json", "result-a2.ply"]
     assert client.get(done["result"]["url"]).status_code == 200
 
 

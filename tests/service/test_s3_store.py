@@ -52,7 +52,7 @@ def test_jobs_run_on_the_s3_store(s3_service, tmp_path):
     assert sorted(names) == [
         "artifact-laplacian-a1.npz",
         "artifact-mass-a1.npz",
-        "input.npz",
+        "input.arrays",
         "manifest.json",
         "outcome.json",
         "result-a1.ply",

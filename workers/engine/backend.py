@@ -74,6 +74,27 @@ def resolve(device: Device | str) -> str:
     return "numpy"
 
 
+#: below this many faces ``device: auto`` runs on the CPU: a small mesh's operations are each a
+#: few kernel launches on the GPU, and launches (about 10 µs each, hundreds per pipeline) cost more
+#: than NumPy needs for the whole mesh; the job record says so (``device`` in its fields)
+GPU_MIN_FACES = 10_000
+
+
+def choose(
+    device: Device | str, n_faces: int, gpu_min_faces: int = GPU_MIN_FACES
+) -> tuple[str, str]:
+    """The backend a job on a mesh of ``n_faces`` runs on, and why: ``resolve`` for ``gpu`` and
+    ``cpu``; ``auto`` also takes the CPU for meshes under ``gpu_min_faces`` faces."""
+    device = Device(device)
+    if device is not Device.auto:
+        return resolve(device), f"device {device.value} was asked for"
+    if not gpu_available():
+        return resolve(device), "no usable GPU here"
+    if n_faces < gpu_min_faces:
+        return "numpy", f"{n_faces} faces: under {gpu_min_faces}, the CPU beats GPU launches"
+    return "cupy", f"{n_faces} faces: on the GPU"
+
+
 def xp_for(backend: str) -> ModuleType:
     return cupy_module() if backend == "cupy" else np
 

@@ -33,7 +33,9 @@ class Step:
 
 def parse_step(raw: Any) -> Step:
     """A step from ``"name"``, ``("name", {params})``, ``{"op": "name", **params}`` or a pydantic
-    step model."""
+    step model (a parsed :class:`Step` is taken as it is)."""
+    if isinstance(raw, Step):
+        return raw
     if isinstance(raw, BaseModel):
         raw = raw.model_dump()
     if isinstance(raw, str):

@@ -174,7 +174,21 @@ def store_config(settings: Any) -> dict[str, Any]:
 
 
 def input_key(job_id: str) -> str:
+    """The accepted upload, parsed (see ``workers.engine.io.stored``)."""
+    return f"jobs/{job_id}/input.arrays"
+
+
+def legacy_input_key(job_id: str) -> str:
+    """Where jobs accepted before the stored form existed keep their input (NPZ)."""
     return f"jobs/{job_id}/input.npz"
+
+
+def find_input(store: BlobStore, job_id: str) -> str | None:
+    """The key of a job's stored input (either form), or None when it has none."""
+    for key in (input_key(job_id), legacy_input_key(job_id)):
+        if store.exists(key):
+            return key
+    return None
 
 
 def manifest_key(job_id: str) -> str:

@@ -47,6 +47,7 @@ JSON_FIELDS = (
     "patches",
     "artifacts",
     "webhook",
+    "device",
 )
 FLOAT_FIELDS = (
     "created_at",

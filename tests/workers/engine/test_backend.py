@@ -35,3 +35,22 @@ def test_numpy_arrays() -> None:
     assert array_backend(a) == "numpy" and array_backend([1, 2]) == "numpy"
     assert to_numpy(a) is a
     np.testing.assert_array_equal(to_numpy([1, 2]), [1, 2])
+
+
+def test_auto_takes_the_cpu_for_small_meshes_where_a_gpu_is(monkeypatch) -> None:
+    from workers.engine import backend
+
+    monkeypatch.setattr(backend, "gpu_available", lambda: True)
+    small, why = backend.choose("auto", 12, gpu_min_faces=10_000)
+    assert small == "numpy" and "12 faces" in why
+    assert backend.choose("auto", 10_000, gpu_min_faces=10_000)[0] == "cupy"
+    assert backend.choose("auto", 12, gpu_min_faces=0)[0] == "cupy"
+    assert backend.choose("cpu", 10**7)[0] == "numpy"
+
+
+def test_auto_without_a_gpu_is_the_cpu_at_any_size(monkeypatch) -> None:
+    from workers.engine import backend
+
+    monkeypatch.setattr(backend, "gpu_available", lambda: False)
+    monkeypatch.setattr(backend, "_warned_fallback", True)
+    assert backend.choose("auto", 10**8) == ("numpy", "no usable GPU here")

@@ -1,0 +1,163 @@
+"""The three bodies of ``POST /v1/jobs`` (multipart, the file itself, the spec alone) and the long
+poll of ``GET /v1/jobs/{id}?wait=``, through HTTP with real workers and Redis."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import mesh_path
+from tests.service.helpers import assert_problem, spec, submit, wait
+from workers.engine.io import load_bytes
+
+pytestmark = pytest.mark.slow
+
+NORMALS = spec("weld", {"op": "vertex_normals", "weighting": "angle"}, "gaussian_curvature")
+
+
+def raw(client, name, spec_text=NORMALS, headers=None, **params):
+    data = mesh_path(name).read_bytes() if isinstance(name, str) else name
+    return client.post(
+        "/v1/jobs",
+        content=data,
+        params=params,
+        headers={"Content-Type": "application/octet-stream", "Tessera-Spec": spec_text}
+        | (headers or {}),
+    )
+
+
+def test_the_file_as_the_body_gives_the_same_result_as_multipart(client, workers):
+    workers.start("w1")
+    a = raw(client, "spot.obj", filename="spot.obj")
+    assert a.status_code == 202, a.text
+    assert a.json()["input"]["name"] == "spot.obj"
+    assert a.json()["input"]["bytes"] == len(mesh_path("spot.obj").read_bytes())
+    b = submit(client, "spot.obj", NORMALS)
+    ja, jb = wait(client, a.json()["url"]), wait(client, b.json()["url"])
+    assert ja["state"] == jb["state"] == "succeeded", (ja, jb)
+    assert ja["stats_before"] == jb["stats_before"] and ja["stats_after"] == jb["stats_after"]
+    ra, rb = client.get(ja["result"]["url"]), client.get(jb["result"]["url"])
+    assert ra.content == rb.content
+    assert ra.headers["content-disposition"] == 'attachment; filename="spot.ply"'
+    mesh = load_bytes(ra.content, "spot.ply")
+    assert np.isfinite(mesh.vertex_attrs["gaussian_curvature"]).all()
+
+
+def test_without_a_filename_the_format_comes_from_the_bytes(client, workers):
+    workers.start("w1")
+    r = raw(client, "rx-torus.obj")
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    assert job["input"]["faces"] == job["stats_before"]["faces"] > 0
+    assert job["result"]["filename"] == "result.ply"
+
+
+def test_a_file_body_needs_its_spec_in_the_header(client):
+    r = client.post("/v1/jobs", content=b"ply\n", headers={"Content-Type": "model/stl"})
+    body = assert_problem(r, 422, "spec.missing")
+    assert "Tessera-Spec" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"", "upload.no_mesh"),
+        (b"\x00\x01 not a mesh at all", "format.unsupported"),
+        (b"ply\nformat binary_little_endian 1.0\nelement vertex 1000000\n", None),
+    ],
+)
+def test_a_bad_file_body_is_refused_before_anything_is_stored(client, data, code):
+    r = raw(client, data, filename="x.ply" if data.startswith(b"ply") else None)
+    assert r.status_code == 422, r.text
+    if code:
+        assert r.json()["code"] == code
+
+
+def test_a_bad_spec_header_is_refused(client):
+    r = raw(client, "rx-cube.obj", spec_text='{"pipeline": [{"op": "no_such_op"}]}')
+    assert_problem(r, 422, "spec.invalid")
+    r = raw(client, "rx-cube.obj", spec_text="{not json")
+    assert_problem(r, 422, "spec.invalid")
+
+
+def test_the_extension_must_agree_with_the_bytes(client):
+    r = raw(client, "rx-cube.obj", filename="cube.stl")
+    assert_problem(r, 422, "format.mismatch")
+
+
+def test_the_same_file_body_and_key_is_one_job_another_body_a_conflict(client):
+    key = {"Idempotency-Key": "raw-1"}
+    a = raw(client, "rx-cube.obj", headers=key, filename="c.obj")
+    b = raw(client, "rx-cube.obj", headers=key, filename="c.obj")
+    assert (a.status_code, b.status_code) == (202, 200), (a.text, b.text)
+    assert a.json()["id"] == b.json()["id"]
+    c = raw(client, "rx-sphere3.obj", headers=key, filename="c.obj")
+    assert_problem(c, 409, "idempotency.conflict")
+    d = raw(client, "rx-cube.obj", headers=key, filename="d.obj")  # the name is part of it
+    assert_problem(d, 409, "idempotency.conflict")
+
+
+def test_the_body_limit_holds_for_a_file_body(client, settings):
+    big = b"x" * (settings.max_upload_bytes + 1)
+    r = raw(client, big, filename="big.obj")
+    assert_problem(r, 413, "upload.too_large")
+
+
+def test_a_json_body_is_the_spec_of_a_pipeline_that_makes_its_mesh(client, workers):
+    workers.start("w1")
+    body = {
+        "pipeline": [{"op": "marching_cubes", "field": {"resolution": 16}}],
+        "output": {"format": "npz"},
+    }
+    r = client.post("/v1/jobs", json=body)
+    assert r.status_code == 202, r.text
+    job = wait(client, r.json()["url"])
+    assert job["state"] == "succeeded", job
+    assert job["stats_after"]["faces"] > 0 and job["input"]["faces"] == 0
+    r = client.post("/v1/jobs", json={"pipeline": [{"op": "weld"}]})
+    assert_problem(r, 422, "upload.no_mesh")
+
+
+def test_long_poll_answers_when_the_job_ends(client, workers):
+    workers.start("w1")
+    job = submit(client, "spot.obj", NORMALS).json()
+    t = time.monotonic()
+    done = client.get(job["url"], params={"wait": 30}).json()
+    assert done["state"] == "succeeded", done
+    assert time.monotonic() - t < 25
+    # an ended job answers at once
+    t = time.monotonic()
+    assert client.get(job["url"], params={"wait": 30}).json()["state"] == "succeeded"
+    assert time.monotonic() - t < 2
+
+
+def test_long_poll_gives_up_after_its_wait(client):
+    job = submit(client, "rx-cube.obj").json()  # no worker: it stays queued
+    t = time.monotonic()
+    r = client.get(job["url"], params={"wait": 0.5})
+    assert r.status_code == 200 and r.json()["state"] == "queued"
+    assert 0.4 <= time.monotonic() - t < 5
+
+
+@pytest.mark.parametrize("wait_s", ["-1", "61", "soon"])
+def test_long_poll_bounds(client, wait_s):
+    job = submit(client, "rx-cube.obj").json()
+    assert_problem(client.get(job["url"], params={"wait": wait_s}), 422, "request.invalid")
+
+
+def test_long_poll_of_an_unknown_job_is_404(client):
+    assert_problem(client.get("/v1/jobs/nosuchjob", params={"wait": 1}), 404, "job.not_found")
+
+
+def test_the_record_says_where_the_job_ran_and_why(client, workers):
+    workers.start("w1")
+    job = wait(client, submit(client, "rx-cube.obj", spec("stats")).json()["url"])
+    assert job["state"] == "succeeded", job
+    assert job["device"]["requested"] == "auto"
+    assert job["device"]["backend"] == job["backend"] == "numpy"
+    assert job["device"]["reason"]
+    assert json.dumps(job["device"])  # plain JSON
