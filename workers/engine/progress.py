@@ -153,3 +153,16 @@ def decay(first: float, left: float, end: float = 1.0) -> float:
     if left >= first:
         return 0.0
     return math.log(first / left) / math.log(first / end)
+
+
+def rounds_done(
+    rounds: int, max_rounds: int, first: float = 0.0, last: float = 0.0, tail: float = 0.0
+) -> float:
+    """Estimated fraction done of a loop of at most ``max_rounds`` rounds after ``rounds`` of
+    them, the first of which found ``first`` units of work and the latest ``last`` (splits,
+    collapses, candidates left); the loop stops once a round finds less than ``max(tail *
+    first, 1)``. The larger of the rounds used up and :func:`decay` of the work."""
+    f = rounds / max_rounds if max_rounds > 0 else 0.0
+    if rounds > 0 and first > 0:
+        f = max(f, decay(first, last, max(tail * first, 1.0)))
+    return min(f, 1.0)
