@@ -70,6 +70,17 @@ def test_a_step_maps_into_its_slice_clamps_and_never_goes_back(unlimited: None) 
     assert len(seen) == 6
 
 
+def test_a_done_part_ends_exactly_where_the_next_begins(unlimited: None) -> None:
+    seen: Seen = []
+    with progress.step(lambda p, s: seen.append((p, s)), 1 / 3, 2 / 3, "op"):
+        with progress.part(0.1, 0.7):
+            progress.report(1.0)
+        with progress.part(0.7, 1.0):
+            progress.report(0.0)
+            progress.report(1.0)
+    assert [p for p, _ in seen] == [1 / 3 + (1 / 3) * 0.7] * 2 + [2 / 3]
+
+
 def test_parts_nest_and_prefix_their_detail(unlimited: None) -> None:
     seen: Seen = []
     with progress.step(lambda p, s: seen.append((p, s)), 0.0, 1.0, "remesh"):
