@@ -94,9 +94,10 @@ def _clamp(x: float) -> float:
 
 
 def report(fraction: float, detail: str = "") -> None:
-    """Report that the current operation (or :func:`part` of it) is ``fraction`` (0..1) done,
-    now doing ``detail`` (a few words: ``"iteration 2/5"``). A no-op when nobody listens or
-    the last report went less than :data:`INTERVAL` seconds ago."""
+    """Report that the current operation (or :func:`part` of it) is ``fraction`` (0..1, a host
+    float: never a device value, whose reading would synchronize) done, now doing ``detail``
+    (a few words: ``"iteration 2/5"``). A no-op when nobody listens or the last report went
+    less than :data:`INTERVAL` seconds ago."""
     r = _current.get()
     if r is not None:
         r(fraction, detail)

@@ -203,7 +203,7 @@ def test_remesh_and_decimate_report_many_values_inside_their_slices(unlimited: N
     ],
 )
 def test_iterative_operations_report_inside_their_slice(
-    unlimited: None, mesh_name: str, step: object, detail: str, later: str
+    unlimited: None, mesh_name: str, step: str | tuple[str, dict], detail: str, later: str
 ) -> None:
     name = step if isinstance(step, str) else step[0]
     seen: Seen = []
