@@ -41,12 +41,11 @@ clock: Callable[[], float] = time.monotonic
 
 @dataclass(eq=False)
 class _Channel:
-    """What the reporters of one step share: where reports go, the step's slice and name, when
-    the last report went and the highest pipeline fraction sent."""
+    """What the reporters of one step share: where reports go, the step's name and the end of
+    its slice, when the last report went and the highest pipeline fraction sent."""
 
     send: Progress
     name: str
-    lo: float
     hi: float
     interval: float
     last: float
@@ -136,7 +135,7 @@ def step(send: Progress | None, lo: float, hi: float, name: str) -> Iterator[Non
     if send is not None:
         lo, hi = _clamp(lo), _clamp(hi)
         hi = max(lo, hi)
-        reporter = Reporter(_Channel(send, name, lo, hi, INTERVAL, clock(), lo), lo, hi)
+        reporter = Reporter(_Channel(send, name, hi, INTERVAL, clock(), lo), lo, hi)
     token = _current.set(reporter)
     try:
         yield
