@@ -48,8 +48,10 @@ def _cap(n: int) -> int:
 def _report(it: int, n: int) -> None:
     """Progress after ``it`` iterations. How many a mesh needs is not known in advance (on the
     shared meshes one to three times sqrt(n): the front crosses the surface, then the values
-    settle), so the estimate is ``1 - exp(-2 it / sqrt(n))``, the same on every path."""
-    progress.report(1.0 - math.exp(-2.0 * it / math.sqrt(max(n, 1))), f"iteration {it}")
+    settle), so the estimate is ``1 - exp(-2 it / sqrt(n))``, the same on every path. Worked
+    out only when a report is due (this runs every iteration on the CPU)."""
+    if progress.due():
+        progress.report(1.0 - math.exp(-2.0 * it / math.sqrt(max(n, 1))), f"iteration {it}")
 
 
 def _not_converged(iterations: int) -> MeshError:
