@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from . import backend as _backend
+from . import progress as _progress
 from .errors import MeshError, SpecError
 from .mesh import TriMesh
 from .ops import OPS, Operation, OpKind, OpParams
@@ -18,7 +19,7 @@ from .patches import patches_built
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[float, str], None]
+Progress = _progress.Progress
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,12 @@ def run_pipeline(
 
     When the first step is a source operation (``OpKind.source``, e.g. ``marching_cubes``) the
     input ``mesh`` may be None or faceless (an uploaded volume): the source step gets it (None
-    becomes an empty mesh on the chosen backend) and makes the mesh the later steps work on."""
+    becomes an empty mesh on the chosen backend) and makes the mesh the later steps work on.
+
+    ``progress(fraction, stage)`` hears ``i / n`` with the op's name as step ``i`` of ``n``
+    starts, what the step reports of itself in between (``workers.engine.progress``: mapped
+    into ``[i / n, (i + 1) / n]``, stage ``"op: detail"``, at most every ``INTERVAL`` seconds)
+    and ``(1.0, "done")`` at the end; the fractions never go backwards."""
     steps = parse_pipeline(pipeline)
     be = _backend.resolve(device)
     if steps and steps[0].op.kind is OpKind.source and mesh is None:
@@ -153,7 +159,8 @@ def run_pipeline(
         if impl_backend != mesh.backend:
             mesh = mesh.to(impl_backend)
         t0 = time.perf_counter()
-        out = step.op.implementation(impl_backend)(mesh, step.params)
+        with _progress.step(progress, i / n, (i + 1) / n, step.op.name):
+            out = step.op.implementation(impl_backend)(mesh, step.params)
         _sync(out.mesh)
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())

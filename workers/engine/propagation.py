@@ -28,10 +28,12 @@ exact great-circle distances on spheres and Euclidean distances on flat meshes.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from . import progress
 from .errors import MeshError
 from .mesh import TriMesh
 
@@ -41,6 +43,15 @@ CAP_PER_VERTEX = 4
 
 def _cap(n: int) -> int:
     return CAP_PER_VERTEX * n + 100
+
+
+def _report(it: int, n: int) -> None:
+    """Progress after ``it`` iterations. How many a mesh needs is not known in advance (on the
+    shared meshes one to three times sqrt(n): the front crosses the surface, then the values
+    settle), so the estimate is ``1 - exp(-2 it / sqrt(n))``, the same on every path. Worked
+    out only when a report is due (this runs every iteration on the CPU)."""
+    if progress.due():
+        progress.report(1.0 - math.exp(-2.0 * it / math.sqrt(max(n, 1))), f"iteration {it}")
 
 
 def _not_converged(iterations: int) -> MeshError:
@@ -110,6 +121,7 @@ def propagate_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[np.ndarray, int
     targets = C_sorted[starts]
     A, B, a, b, c = A[order], B[order], a[order], b[order], c[order]
     for it in range(1, _cap(n) + 1):
+        _report(it - 1, n)
         cand = np.minimum.reduceat(candidate(d[A], d[B], a, b, c), starts)
         new = d.copy()
         new[targets] = np.minimum(d[targets], cand)
@@ -146,6 +158,7 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
             if not int(changed[0]):
                 return cur, it
             changed.fill(0)
+            _report(it, n)  # after the read: the device has run ``it`` iterations
     raise _not_converged(_cap(n))
 
 
@@ -195,6 +208,8 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
         cur, nxt = nxt, cur
         active, next_active = next_active, active
         next_active.fill(0)
-        if (it % CHECK_EVERY == 0 or it == 1) and not bool(active.any()):
-            return cur, it, int(ran)
+        if it % CHECK_EVERY == 0 or it == 1:
+            if not bool(active.any()):
+                return cur, it, int(ran)
+            _report(it, n)  # after the read: the device has run ``it`` iterations
     raise _not_converged(_cap(n))

@@ -32,6 +32,7 @@ import math
 from types import ModuleType
 from typing import Any
 
+from .. import progress
 from ..graph import csr_from_pairs, scatter_min
 from ._edges import (
     SHIFT,
@@ -213,9 +214,13 @@ def collapse_short_edges_rounds(
     tail: float = 0.0,
 ) -> tuple[Surface, dict[str, Any]]:
     """Collapse rounds until none is accepted; returns the surface and ``{"collapses",
-    "rounds"}``."""
-    total, rounds, first = 0, 0, 0
+    "rounds"}``. Reports progress per round (:func:`~workers.engine.progress.rounds_done` of
+    the collapses)."""
+    total, rounds, first, k = 0, 0, 0, 0
     while rounds < max_rounds:
+        progress.report(
+            progress.rounds_done(rounds, max_rounds, first, k, tail), f"round {rounds + 1}"
+        )
         S, k = collapse_round(xp, S, min_length, max_length)
         if k == 0:
             break

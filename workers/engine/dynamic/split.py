@@ -17,6 +17,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from .. import progress
 from ._edges import Surface, bucket_priority, claim, edge_keys, edge_lookup, edge_table
 
 
@@ -68,9 +69,14 @@ def split_long_edges(
 ) -> tuple[Surface, dict[str, Any]]:
     """Split rounds until no edge (with at most two faces) is longer than ``max_length``.
 
+    Reports progress per round (:func:`~workers.engine.progress.rounds_done` of the splits).
+
     Returns the surface and ``{"splits", "rounds"}``."""
-    total, rounds, first = 0, 0, 0
+    total, rounds, first, k = 0, 0, 0, 0
     while rounds < max_rounds:
+        progress.report(
+            progress.rounds_done(rounds, max_rounds, first, k, tail), f"round {rounds + 1}"
+        )
         S, k = split_round(xp, S, max_length)
         if k == 0:
             break

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import progress
 from ..dynamic.collapse import (
     CollapseState,
     Planner,
@@ -48,16 +49,28 @@ def run_rounds(
     """Rounds until none is accepted, the budget is spent or ``max_rounds``. ``widen``: called
     when a round accepts nothing; if it returns True (the planner now offers more candidates)
     the round is tried again. Returns the state, the log and why it stopped: ``"goal"`` (budget
-    spent), ``"blocked"`` (no collapse accepted) or ``"max_rounds"``."""
+    spent), ``"blocked"`` (no collapse accepted) or ``"max_rounds"``.
+
+    Reports progress per round: with a budget, the share of it spent; without, the rounds'
+    valid candidates shrinking (:func:`~workers.engine.progress.rounds_done`), each round
+    leaving about its valid candidates less its collapses."""
     log = RoundLog()
     stopped = "max_rounds"
-    for _ in range(max_rounds):
+    first_budget: int | None = None
+    first, rest = 0, 0
+    for r in range(max_rounds):
         left = budget(state) if budget is not None else None
         if left is not None and left <= 0:
             stopped = "goal"
             break
+        if left is not None:
+            first_budget = first_budget or left
+            done = max(r / max_rounds, 1.0 - left / first_budget)
+        else:
+            done = progress.rounds_done(r, max_rounds, first, rest)
+        progress.report(done, f"round {r + 1}, {state.n_faces} faces")
         topo = Topology.build(state.F, state.n_vertices)
-        state, n_acc, _ = collapse_round(
+        state, n_acc, n_valid = collapse_round(
             state,
             plan,
             log,
@@ -67,7 +80,7 @@ def run_rounds(
             topo=topo,
         )
         if n_acc == 0 and widen is not None and widen():
-            state, n_acc, _ = collapse_round(
+            state, n_acc, n_valid = collapse_round(
                 state,
                 plan,
                 log,
@@ -80,6 +93,8 @@ def run_rounds(
             stopped = "blocked"
             break
         log.collapses.append(n_acc)
+        first = first or n_valid
+        rest = max(n_valid - n_acc, 0)
     else:
         left = budget(state) if budget is not None else None
         if left is not None and left <= 0:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import progress
 from ..geometry import scatter_rows
 from ..kernels.loader import launch, load_kernel
 from ..laplacian import corner_cotangents64, side_weights
@@ -53,7 +54,8 @@ def smooth_numpy(
     edge_of_side = (topo.FE // 2).ravel()
     i, j = EV[:, 0], EV[:, 1]
     X = mesh.V.astype(xp.float64)
-    for _ in range(iterations):
+    for it in range(iterations):
+        progress.report(it / iterations, f"iteration {it + 1}/{iterations}")
         for s in factors:
             if weights == "uniform":
                 w = xp.ones(EV.shape[0])
@@ -86,7 +88,8 @@ def smooth_cupy(
     """The same on the GPU (``kernels/laplacian_smooth.cu``): per step, one thread per face adds
     its half-cotangents to its edges' weights (cotangent weights only), one thread per edge
     scatters the weighted differences to both ends, one thread per vertex moves it. Double
-    atomics; the positions ping-pong between two float64 buffers."""
+    atomics; the positions ping-pong between two float64 buffers. Progress counts the
+    iterations queued (nothing here reads the device back)."""
     cp = mesh.xp
     topo = mesh.topology
     n, m = mesh.n_vertices, mesh.n_faces
@@ -104,7 +107,8 @@ def smooth_cupy(
     k_scatter = load_kernel("laplacian_smooth", "laplacian_smooth_scatter")
     k_update = load_kernel("laplacian_smooth", "laplacian_smooth_update")
     uniform = np.int32(weights == "uniform")
-    for _ in range(iterations):
+    for it in range(iterations):
+        progress.report(it / iterations, f"iteration {it + 1}/{iterations}")
         for s in factors:
             if weights == "cotangent":
                 W.fill(0)

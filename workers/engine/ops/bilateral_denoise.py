@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from .. import progress
 from ..backend import cupy_module
 from ..errors import OpParamsError
 from ..geometry import face_cross64, scatter_rows, unitize
@@ -213,7 +214,8 @@ def _run(mesh: TriMesh, p: Params, step: Any) -> OpResult:
     ring = one_ring(mesh)
     fixed = fixed_vertices(mesh, p.fix_boundary)
     sizes = xp.zeros(n, dtype=xp.int64)
-    for _ in range(p.iterations):
+    for it in range(p.iterations):
+        progress.report(it / p.iterations, f"iteration {it + 1}/{p.iterations}")
         N = vertex_normals64(xp, X, mesh.F, n)
         sc = sigma_c_per_vertex(mesh, X, ring, p)
         off, members = neighbourhoods(mesh, X, ring, 2.0 * sc, p.max_rings)
@@ -296,7 +298,8 @@ def _ring_cupy(mesh: TriMesh, p: Params) -> OpResult:
     fixed = fixed_vertices(mesh, p.fix_boundary)
     patches = patches_for(mesh, "bilateral_denoise")
     sizes = xp.ones(n, dtype=xp.int32)
-    for _ in range(p.iterations):
+    for it in range(p.iterations):
+        progress.report(it / p.iterations, f"iteration {it + 1}/{p.iterations}")
         N = vertex_normals64(xp, X, mesh.F, n)
         X, sizes = bilateral_step(mesh, X, N, fixed, p.sigma_c, p.sigma_s, patches)
     used = mesh.topology.used_vertices

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import Field
 
+from .. import progress
 from ..dynamic._edges import edge_table, float_priority
 from ..dynamic.flip import (
     BOUNDARY,
@@ -67,7 +68,7 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
     F = mesh.F.astype(xp.int64)
     n, m = mesh.n_vertices, mesh.n_faces
     limit = math.pi + p.angle_tolerance
-    flips, rounds, before = 0, 0, None
+    flips, rounds, before, first = 0, 0, None, 0
     while True:
         E = edge_table(xp, F)
         Q = flip_quads(xp, V, F, E, p.feature_angle)
@@ -76,8 +77,15 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
         if before is None:
             before = int(bad.sum())
         flippable = bad & (Q.reason == 0) & (new < old)
-        if rounds >= p.max_rounds or not bool(flippable.any()):
+        # the count (not just any()) in the same one read to the host: it estimates progress
+        left = int(flippable.sum())
+        if rounds >= p.max_rounds or left == 0:
             break
+        first = first or left
+        progress.report(
+            progress.rounds_done(rounds, p.max_rounds, first, left),
+            f"round {rounds + 1}, {left} to flip",
+        )
         acc = select_flips(
             xp, Q, flippable, float_priority(xp, old - math.pi, larger_first=True), m, n
         )

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from .. import progress
 from ..dynamic._edges import Surface, compact_vertices, edge_table
 from ..dynamic.flip import valence_flip_round
 from ..dynamic.relax import SurfaceProjector, tangential_relax
@@ -66,6 +67,13 @@ MAX_ROUNDS = 30
 #: long thin tail of rounds (a few edits each, a full edge table rebuild each) is left to the next
 #: iteration, as a sequential remesher's single sweep over the edges would leave it
 TAIL = 1.0 / 32.0
+
+#: share of an iteration's time per sub-step, for progress (on the CPU, Stanford bunny: the
+#: collapse checks take about half, projection a fifth, flips a sixth)
+SHARES = {"split": 0.1, "collapse": 0.5, "flip": 0.15, "relax": 0.05, "project": 0.2}
+#: the stretch of the op's progress the iterations cover (before: the feature and projection
+#: set-up; after: attribute sampling and quality)
+ITERATIONS_SPAN = (0.05, 0.95)
 
 
 class Params(OpParams):
@@ -178,6 +186,21 @@ def _check_target(xp: ModuleType, V: Any, F: Any, L: float) -> None:
         )
 
 
+def _stretches(iteration: int, p: Params) -> dict[str, tuple[float, float]]:
+    """The stretch of the op's 0..1 each sub-step of ``iteration`` covers (by :data:`SHARES`)."""
+    names = [s for s in SHARES if p.project or s != "project"]
+    total = sum(SHARES[s] for s in names)
+    a, b = ITERATIONS_SPAN
+    width = (b - a) / p.iterations
+    lo = a + width * iteration
+    out: dict[str, tuple[float, float]] = {}
+    acc = 0.0
+    for s in names:
+        out[s] = (lo + width * acc / total, lo + width * (acc + SHARES[s]) / total)
+        acc += SHARES[s]
+    return out
+
+
 def remesh(mesh: TriMesh, p: Params) -> OpResult:
     xp = mesh.xp
     S, layout, E0 = _initial_surface(mesh, p.feature_angle)
@@ -191,23 +214,33 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
     before = quality(xp, V0, F0)
     totals = {"splits": 0, "collapses": 0, "flips": 0, "projection_misses": 0}
     rounds: dict[str, list[int]] = {"split": [], "collapse": [], "flip": []}
-    for _ in range(p.iterations):
-        S, rs = split_long_edges(xp, S, hi, MAX_ROUNDS, TAIL)
-        S, rc = collapse_short_edges_rounds(xp, S, lo, hi, MAX_ROUNDS, TAIL)
-        F, flips, first, n_flip_rounds = S.F, 0, 0, 0
-        for _ in range(MAX_ROUNDS):
-            F, k = valence_flip_round(xp, S.V, F, S.feature)
-            flips += k
-            n_flip_rounds += k > 0
-            first = first or k
-            if k < max(TAIL * first, 1):
-                break
+    for it in range(p.iterations):
+        span = _stretches(it, p)
+        where = f"iteration {it + 1}/{p.iterations}"
+        with progress.part(*span["split"], f"{where}, split"):
+            S, rs = split_long_edges(xp, S, hi, MAX_ROUNDS, TAIL)
+        with progress.part(*span["collapse"], f"{where}, collapse"):
+            S, rc = collapse_short_edges_rounds(xp, S, lo, hi, MAX_ROUNDS, TAIL)
+        F, flips, first, n_flip_rounds, k = S.F, 0, 0, 0, 0
+        with progress.part(*span["flip"], f"{where}, flip"):
+            for r in range(MAX_ROUNDS):
+                progress.report(
+                    progress.rounds_done(r, MAX_ROUNDS, first, k, TAIL), f"round {r + 1}"
+                )
+                F, k = valence_flip_round(xp, S.V, F, S.feature)
+                flips += k
+                n_flip_rounds += k > 0
+                first = first or k
+                if k < max(TAIL * first, 1):
+                    break
         S.F = F
         rounds["split"].append(rs["rounds"])
         rounds["collapse"].append(rc["rounds"])
         rounds["flip"].append(n_flip_rounds)
+        progress.report(span["relax"][0], f"{where}, relax")
         V = tangential_relax(xp, S.V, S.F, ~S.locked, p.relaxation)
         if p.project:
+            progress.report(span["project"][0], f"{where}, project")
             free = xp.nonzero(~S.locked)[0]
             Q, _, _, found = projector.nearest(V[free])
             V[free] = Q
@@ -216,6 +249,7 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         totals["splits"] += rs["splits"]
         totals["collapses"] += rc["collapses"]
         totals["flips"] += flips
+    progress.report(ITERATIONS_SPAN[1], "attributes and quality")
     F, kept = compact_vertices(xp, S.F, S.n_vertices)
     V = S.V[kept]
     # attributes: sampled on the input face nearest each output vertex / face centroid

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from .. import progress
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ._refine import poly_edges, stack_vertex_attrs, unstack_vertex_attrs
@@ -173,7 +174,10 @@ def subdivide(mesh: TriMesh, p: Params) -> OpResult:
     A, layout = stack_vertex_attrs(mesh)
     P = mesh.F.astype(xp.int64)
     origin = xp.arange(mesh.n_faces, dtype=xp.int64)  # input face of each current face
-    for _ in range(p.levels):
+    # progress by the faces each level makes (its work grows with them)
+    made = [output_faces(mesh.n_faces, p.scheme, j) for j in range(1, p.levels + 1)]
+    for level in range(p.levels):
+        progress.report(sum(made[:level]) / max(sum(made), 1), f"level {level + 1}/{p.levels}")
         corner = xp.zeros(X.shape[0], dtype=bool)
         corner[:n0] = corner0
         d = int(P.shape[1])
