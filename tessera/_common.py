@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import email.utils
+import io
 import json
 import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -22,6 +23,12 @@ Step = str | tuple[str, dict[str, Any]] | dict[str, Any]
 ProgressCallback = Callable[[dict[str, Any]], None]
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: pieces a file is sent and received in
+CHUNK_BYTES = 1 << 20
+#: the longest job spec sent in a header (longer ones go in a multipart form)
+MAX_SPEC_HEADER = 8192
+#: the longest long poll asked of the API per request (it allows 60 s)
+LONG_POLL_SECONDS = 30.0
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "expired"})
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -119,6 +126,21 @@ class Upload:
     def content(self) -> bytes:
         return self.data if self.data is not None else Path(self.path or "").read_bytes()
 
+    def size(self) -> int:
+        return len(self.data) if self.data is not None else Path(self.path or "").stat().st_size
+
+    def chunks(self, size: int = CHUNK_BYTES) -> Iterator[bytes | memoryview]:
+        """The bytes in pieces (a file is read as it is sent, never whole): HTTP libraries
+        send one large ``bytes`` body far more slowly than the same bytes in pieces."""
+        if self.data is not None:
+            mv = memoryview(self.data)
+            for i in range(0, len(mv), size):
+                yield mv[i : i + size]
+            return
+        with open(self.path or "", "rb") as fh:
+            while piece := fh.read(size):
+                yield piece
+
 
 def uploads(
     mesh: MeshInput | Sequence[MeshInput], filename: str | Sequence[str] | None
@@ -150,9 +172,35 @@ def uploads(
 
 def multipart(parts: list[Upload], spec: dict[str, Any]) -> dict[str, Any]:
     return {
-        "files": [("mesh", (u.filename, u.content(), "application/octet-stream")) for u in parts],
+        # a file object is sent in pieces (a whole bytes value is sent slowly)
+        "files": [
+            ("mesh", (u.filename, io.BytesIO(u.content()), "application/octet-stream"))
+            for u in parts
+        ],
         "data": {"spec": json.dumps(spec)},
     }
+
+
+def file_body(part: Upload, spec: dict[str, Any]) -> dict[str, Any]:
+    """One file as the whole request body, the spec in the ``Tessera-Spec`` header: the API
+    streams such a body straight in, with no form to parse."""
+    return {
+        "content": part.chunks(),
+        "headers": {
+            "Content-Type": "application/octet-stream",
+            "Content-Length": str(part.size()),
+            "Tessera-Spec": json.dumps(spec, separators=(",", ":")),
+        },
+        "params": {"filename": part.filename},
+    }
+
+
+def submission(parts: list[Upload], spec: dict[str, Any]) -> dict[str, Any]:
+    """The request for a submission: one file goes as the body itself, several files (or a
+    spec too long for a header) as a multipart form."""
+    if len(parts) == 1 and len(json.dumps(spec, separators=(",", ":"))) <= MAX_SPEC_HEADER:
+        return file_body(parts[0], spec)
+    return multipart(parts, spec)
 
 
 def new_idempotency_key() -> str:
@@ -195,6 +243,32 @@ class Progress:
         if self.callback is not None and key != self.seen:
             self.seen = key
             self.callback(job)
+
+
+class LongPoll:
+    """How long each request of a wait asks the API to hold it: as long as allowed when only the
+    end matters, about ``poll_max`` when the caller follows progress; and the pause before the
+    next request, which is none unless the API answered early (one without long polls answers
+    at once: then the requests are spaced as a polling loop would space them)."""
+
+    def __init__(self, follow_progress: bool, poll_max: float = 1.0) -> None:
+        self.longest = max(poll_max, 0.05) if follow_progress else LONG_POLL_SECONDS
+        self._delays = poll_delays(most=max(poll_max, 0.05))
+        self._first = follow_progress  # a progress display sees the job as it is at once
+
+    def next(self, deadline: float | None) -> float:
+        if self._first:
+            self._first = False
+            return 0.0
+        if deadline is None:
+            return self.longest
+        return max(min(self.longest, deadline - time.monotonic()), 0.0)
+
+    def pause(self, asked: float, took: float, deadline: float | None) -> float:
+        if asked > 0 and took >= asked / 2:
+            return 0.0
+        d = float(next(self._delays))
+        return d if deadline is None else max(min(d, deadline - time.monotonic()), 0.0)
 
 
 def poll_delays(first: float = 0.05, factor: float = 1.5, most: float = 1.0) -> Any:

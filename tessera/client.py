@@ -25,8 +25,10 @@ import httpx
 
 from . import errors
 from ._common import (
+    CHUNK_BYTES,
     DEFAULT_URL,
     TERMINAL,
+    LongPoll,
     MeshInput,
     Progress,
     ProgressCallback,
@@ -35,10 +37,9 @@ from ._common import (
     build_spec,
     check_terminal,
     job_id_of,
-    multipart,
     new_idempotency_key,
-    poll_delays,
     raise_for_problem,
+    submission,
     tmp_path_for,
     uploads,
 )
@@ -51,6 +52,26 @@ def _headers(api_key: str | None) -> dict[str, str]:
     if api_key:
         h["Authorization"] = f"Bearer {api_key}"
     return h
+
+
+def _merge(kw: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The request's keyword arguments with the body's (its headers added)."""
+    body = dict(body)
+    headers = {**(kw.get("headers") or {}), **body.pop("headers", {})}
+    return {**kw, **body, "headers": headers}
+
+
+async def _aiter(pieces: Any) -> Any:
+    for piece in pieces:
+        yield piece
+
+
+def _poll_timeout(client: Any, wait: float) -> Any:
+    """The HTTP timeout of a long poll: the client's, with the wait added to the read."""
+    if wait <= 0:
+        return httpx.USE_CLIENT_DEFAULT
+    t = client.http.timeout
+    return httpx.Timeout(t.connect, read=(t.read or 60.0) + wait, write=t.write, pool=t.pool)
 
 
 def _default_url(url: str | None) -> str:
@@ -89,12 +110,16 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        make = kw.pop("make", None)  # rebuilds the body for every try (multipart)
+    def _request(
+        self, method: str, path: str, *, stream: bool = False, **kw: Any
+    ) -> httpx.Response:
+        make = kw.pop("make", None)  # rebuilds the body for every try (a file is read again)
         attempt = 0
         while True:
             try:
-                resp = self.http.request(method, self.url + path, **(make() if make else {}), **kw)
+                body = make() if make else {}
+                req = self.http.build_request(method, self.url + path, **_merge(kw, body))
+                resp = self.http.send(req, stream=stream)
             except httpx.TransportError as exc:
                 wait = self.retry.delay(attempt, None)
                 if wait is None:
@@ -105,6 +130,8 @@ class Client:
             else:
                 wait = self.retry.delay(attempt, resp) if resp.status_code >= 400 else None
                 if wait is None:
+                    if resp.status_code >= 400 and stream:
+                        resp.read()
                     raise_for_problem(resp)
                     return resp
                 log.warning("%s %s: %d; retry in %.2fs", method, path, resp.status_code, wait)
@@ -145,12 +172,17 @@ class Client:
         return self._json(  # type: ignore[no-any-return]
             "POST",
             "/v1/jobs",
-            make=lambda: multipart(parts, body),
+            make=lambda: submission(parts, body),
             headers={"Idempotency-Key": key},
         )
 
-    def get(self, job: str | dict[str, Any]) -> dict[str, Any]:
-        return self._json("GET", f"/v1/jobs/{job_id_of(job)}")  # type: ignore[no-any-return]
+    def get(self, job: str | dict[str, Any], wait: float = 0.0) -> dict[str, Any]:
+        """The job's record; with ``wait``, a long poll: the API answers once the job has ended
+        or after ``wait`` seconds (at most 60)."""
+        params = {"wait": wait} if wait > 0 else None
+        return self._json(  # type: ignore[no-any-return]
+            "GET", f"/v1/jobs/{job_id_of(job)}", params=params, timeout=_poll_timeout(self, wait)
+        )
 
     def wait(
         self,
@@ -160,26 +192,26 @@ class Client:
         timeout: float | None = None,
         poll_max: float = 1.0,
     ) -> dict[str, Any]:
-        """Poll until the job ends; returns its record when it succeeded, raises
+        """Wait until the job ends (long polls; short ones while ``progress`` wants the job's
+        progress); returns its record when it succeeded, raises
         :class:`~tessera.errors.JobFailed`, ``JobCancelled`` or ``Gone`` otherwise, and
         :class:`~tessera.errors.WaitTimeout` after ``timeout`` seconds."""
         job_id = job_id_of(job)
         deadline = None if timeout is None else time.monotonic() + timeout
         seen = Progress(progress)
-        for delay in poll_delays(most=poll_max):
-            rec = self.get(job_id)
+        waits = LongPoll(progress is not None, poll_max)
+        while True:
+            ask = waits.next(deadline)
+            t = time.monotonic()
+            rec = self.get(job_id, wait=ask)
             seen.update(rec)
             if rec["state"] in TERMINAL:
                 return check_terminal(rec)
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise errors.WaitTimeout(
-                        "client.timeout", f"job {job_id} still {rec['state']}", body=rec
-                    )
-                delay = min(delay, left)
-            time.sleep(delay)
-        raise AssertionError("unreachable")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise errors.WaitTimeout(
+                    "client.timeout", f"job {job_id} still {rec['state']}", body=rec
+                )
+            time.sleep(waits.pause(ask, time.monotonic() - t, deadline))
 
     def result(self, job: str | dict[str, Any]) -> bytes:
         return self._request("GET", f"/v1/jobs/{job_id_of(job)}/result").content
@@ -197,10 +229,16 @@ class Client:
         return self._save(f"/v1/jobs/{job_id_of(job)}/artifacts/{name}", Path(path))
 
     def _save(self, route: str, path: Path) -> Path:
-        data = self._request("GET", route).content
+        """Stream the file to a temporary name beside ``path``, then rename it into place."""
         tmp = tmp_path_for(path)
         try:
-            tmp.write_bytes(data)
+            resp = self._request("GET", route, stream=True)
+            try:
+                with open(tmp, "wb") as fh:
+                    for piece in resp.iter_raw(CHUNK_BYTES):
+                        fh.write(piece)
+            finally:
+                resp.close()
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -262,13 +300,18 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    async def _request(
+        self, method: str, path: str, *, stream: bool = False, **kw: Any
+    ) -> httpx.Response:
         make = kw.pop("make", None)
         attempt = 0
         while True:
             try:
                 body = await asyncio.to_thread(make) if make else {}
-                resp = await self.http.request(method, self.url + path, **body, **kw)
+                if "content" in body:  # pieces of a file, read as they are sent
+                    body["content"] = _aiter(body["content"])
+                req = self.http.build_request(method, self.url + path, **_merge(kw, body))
+                resp = await self.http.send(req, stream=stream)
             except httpx.TransportError as exc:
                 wait = self.retry.delay(attempt, None)
                 if wait is None:
@@ -279,6 +322,8 @@ class AsyncClient:
             else:
                 wait = self.retry.delay(attempt, resp) if resp.status_code >= 400 else None
                 if wait is None:
+                    if resp.status_code >= 400 and stream:
+                        await resp.aread()
                     raise_for_problem(resp)
                     return resp
                 log.warning("%s %s: %d; retry in %.2fs", method, path, resp.status_code, wait)
@@ -315,12 +360,15 @@ class AsyncClient:
         return await self._json(  # type: ignore[no-any-return]
             "POST",
             "/v1/jobs",
-            make=lambda: multipart(parts, body),
+            make=lambda: submission(parts, body),
             headers={"Idempotency-Key": key},
         )
 
-    async def get(self, job: str | dict[str, Any]) -> dict[str, Any]:
-        return await self._json("GET", f"/v1/jobs/{job_id_of(job)}")  # type: ignore[no-any-return]
+    async def get(self, job: str | dict[str, Any], wait: float = 0.0) -> dict[str, Any]:
+        params = {"wait": wait} if wait > 0 else None
+        return await self._json(  # type: ignore[no-any-return]
+            "GET", f"/v1/jobs/{job_id_of(job)}", params=params, timeout=_poll_timeout(self, wait)
+        )
 
     async def wait(
         self,
@@ -333,20 +381,19 @@ class AsyncClient:
         job_id = job_id_of(job)
         deadline = None if timeout is None else time.monotonic() + timeout
         seen = Progress(progress)
-        for delay in poll_delays(most=poll_max):
-            rec = await self.get(job_id)
+        waits = LongPoll(progress is not None, poll_max)
+        while True:
+            ask = waits.next(deadline)
+            t = time.monotonic()
+            rec = await self.get(job_id, wait=ask)
             seen.update(rec)
             if rec["state"] in TERMINAL:
                 return check_terminal(rec)
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise errors.WaitTimeout(
-                        "client.timeout", f"job {job_id} still {rec['state']}", body=rec
-                    )
-                delay = min(delay, left)
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise errors.WaitTimeout(
+                    "client.timeout", f"job {job_id} still {rec['state']}", body=rec
+                )
+            await asyncio.sleep(waits.pause(ask, time.monotonic() - t, deadline))
 
     async def result(self, job: str | dict[str, Any]) -> bytes:
         return (await self._request("GET", f"/v1/jobs/{job_id_of(job)}/result")).content
@@ -364,10 +411,15 @@ class AsyncClient:
         return await self._save(f"/v1/jobs/{job_id_of(job)}/artifacts/{name}", Path(path))
 
     async def _save(self, route: str, path: Path) -> Path:
-        data = (await self._request("GET", route)).content
         tmp = tmp_path_for(path)
         try:
-            tmp.write_bytes(data)
+            resp = await self._request("GET", route, stream=True)
+            try:
+                with open(tmp, "wb") as fh:
+                    async for piece in resp.aiter_raw(CHUNK_BYTES):
+                        fh.write(piece)
+            finally:
+                await resp.aclose()
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

@@ -275,3 +275,43 @@ def test_submission_survives_redis_restart(tmp_path):
     finally:
         api.stop()
         server.stop()
+
+
+def test_one_file_goes_as_the_body_several_as_a_form(tmp_path):
+    from tessera._common import MAX_SPEC_HEADER, submission, uploads
+
+    path = tmp_path / "cube.obj"
+    path.write_bytes(mesh_path("rx-cube.obj").read_bytes())
+    spec = {"pipeline": [{"op": "weld"}]}
+    one = submission(uploads(path, None), spec)
+    assert one["headers"]["Tessera-Spec"] == '{"pipeline":[{"op":"weld"}]}'
+    assert one["headers"]["Content-Length"] == str(path.stat().st_size)
+    assert one["params"] == {"filename": "cube.obj"}
+    assert b"".join(bytes(p) for p in one["content"]) == path.read_bytes()
+    data = bytes(range(256)) * 9000  # 2.3 MB of bytes: sent in pieces of at most 1 MiB
+    pieces = list(submission(uploads(data, "x.stl"), spec)["content"])
+    assert len(pieces) == 3 and b"".join(bytes(p) for p in pieces) == data
+    several = submission(uploads([path, path], None), spec)
+    assert "files" in several and len(several["files"]) == 2
+    long_spec = {"pipeline": [{"op": "weld"}] * (MAX_SPEC_HEADER // 10)}
+    assert "files" in submission(uploads(path, None), long_spec)
+
+
+def test_wait_long_polls_instead_of_polling(tc):
+    """Without a progress callback a wait is one long request (until the job ends or the
+    timeout), not a loop of polls."""
+    asked = []
+    real_get = tc.get
+
+    def counting_get(job, wait=0.0):
+        asked.append(wait)
+        return real_get(job, wait=wait)
+
+    tc.get = counting_get
+    job = tc.submit(mesh_path("rx-cube.obj"), [{"op": "sleep", "seconds": 30}])
+    t0 = time.monotonic()
+    with pytest.raises(errors.WaitTimeout):
+        tc.wait(job, timeout=1.5)
+    assert 1.3 < time.monotonic() - t0 < 5
+    assert len(asked) <= 2 and asked[0] == pytest.approx(1.5, abs=0.1)
+    tc.cancel(job)
