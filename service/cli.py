@@ -1,6 +1,7 @@
 """The ``tessera`` command.
 
-tessera up      [--host H] [--port P] [--data-dir D] [--workers N]   everything on one machine
+tessera up      [--host H] [--port P] [--data-dir D] [--workers N] [--api-workers N]
+                                                                      everything on one machine
 tessera api     [--host H] [--port P]                                 the HTTP API only
 tessera worker  [--name N]                                            one worker (supervisor)
 tessera ops     [NAME]                                                the operation catalogue
@@ -139,6 +140,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                     str(args.port),
                     "--log-level",
                     "warning",
+                    *(["--workers", str(args.api_workers)] if args.api_workers > 1 else []),
                 ],
                 env=env,
             )
@@ -208,7 +210,12 @@ def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
     uvicorn.run(
-        "service.main:create_app", factory=True, host=args.host, port=args.port, log_level="info"
+        "service.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        workers=args.workers if args.workers > 1 else None,
     )
     return 0
 
@@ -332,12 +339,20 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8000)
     up.add_argument("--data-dir", default=os.environ.get("TESSERA_DATA_DIR", "./tessera-data"))
-    up.add_argument("--workers", type=int, default=1)
+    up.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (each with its own compute child); several per GPU let small "
+        "jobs pass a long one",
+    )
+    up.add_argument("--api-workers", type=int, default=1, help="API processes (uvicorn --workers)")
     up.set_defaults(fn=cmd_up)
 
     api = sub.add_parser("api", help="run the HTTP API")
     api.add_argument("--host", default="127.0.0.1")
     api.add_argument("--port", type=int, default=8000)
+    api.add_argument("--workers", type=int, default=1, help="API processes")
     api.set_defaults(fn=cmd_api)
 
     w = sub.add_parser("worker", help="run one worker")

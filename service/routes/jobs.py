@@ -327,7 +327,11 @@ _RANGE_SET = re.compile(r"bytes=\s*(?:\d+-\d*|-\d+)(?:\s*,\s*(?:\d+-\d*|-\d+))*\
 class _RangedFile(FileResponse):
     """A file whose request's ``Range`` header is ignored (the whole file, 200) when it is not a
     valid byte-range set, as RFC 9110 asks of a server that does not understand it; Starlette
-    would answer a plain-text 400. Valid ranges get 206 (or 416 when none can be satisfied)."""
+    would answer a plain-text 400. Valid ranges get 206 (or 416 when none can be satisfied).
+    The file goes out in pieces of 4 MiB: Starlette's 64 KiB pieces capped a download at about a
+    third of what the same server sends in large ones."""
+
+    chunk_size = 4 << 20
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         headers, value = [], None
