@@ -1,7 +1,7 @@
 """``python -m bench.suite`` (``./dev.sh gpu``): on a GPU host, the whole test suite with the GPU
 required (a skipped GPU test is a failure there), then the benchmarks (``python -m bench``: every
-operation against its baselines; ``python -m bench.patched``: patched vs global kernels); the
-tables last.
+operation against its baselines; ``python -m bench.patched``: patched vs global kernels;
+``python -m bench.service``: the service end to end, upload to download); the tables last.
 
 Arguments after ``--`` go to ``python -m bench`` (``--sizes`` also to ``bench.patched``).
 ``TESSERA_SUITE=tests|bench`` runs only that half. Exits non-zero when a test or a benchmark
@@ -98,6 +98,7 @@ def main() -> None:
         i = bench_args.index("--sizes") if "--sizes" in bench_args else len(bench_args)
         sizes = bench_args[i : i + 2]
         brc |= subprocess.call([sys.executable, "-m", "bench.patched", *sizes], cwd=ROOT)
+        brc |= subprocess.call([sys.executable, "-m", "bench.service"], cwd=ROOT)
     print("\n" + "=" * 78)
     print(
         f"tests: {counts['tests']} run, {counts['failures']} failed, {counts['errors']} errors, "
@@ -106,8 +107,8 @@ def main() -> None:
     )
     if counts["left_out"]:
         print("left out here (CI runs them): " + "; ".join(counts["left_out"]))
-    for name in ("RESULTS.md", "PATCHED.md"):
-        results = ROOT / "bench" / "results" / name
+    for name in ("RESULTS.md", "PATCHED.md", "SERVICE.md"):
+        results = out / name
         if only != "tests" and results.is_file():
             print(results.read_text())
     sys.exit(1 if counts["returncode"] != 0 or brc != 0 else 0)

@@ -135,7 +135,11 @@ class JobPublic(BaseModel):
     url: str
     state: Literal["queued", "running", "succeeded", "failed", "cancelled", "expired"]
     progress: float = Field(description="0 to 1; monotone within an attempt.")
-    stage: str | None = None
+    stage: str | None = Field(
+        None,
+        description="What runs now: the operation's name, with detail after a colon for the "
+        "long ones (e.g. 'isotropic_remesh: iteration 2/5, collapse, round 3').",
+    )
     attempts: int = Field(description="Runs started so far.")
     max_attempts: int
     created_at: datetime

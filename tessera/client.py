@@ -25,7 +25,6 @@ import httpx
 
 from . import errors
 from ._common import (
-    CHUNK_BYTES,
     DEFAULT_URL,
     TERMINAL,
     LongPoll,
@@ -235,7 +234,7 @@ class Client:
             resp = self._request("GET", route, stream=True)
             try:
                 with open(tmp, "wb") as fh:
-                    for piece in resp.iter_raw(CHUNK_BYTES):
+                    for piece in resp.iter_raw():  # as they arrive: re-chunking halves the rate
                         fh.write(piece)
             finally:
                 resp.close()
@@ -416,7 +415,7 @@ class AsyncClient:
             resp = await self._request("GET", route, stream=True)
             try:
                 with open(tmp, "wb") as fh:
-                    async for piece in resp.aiter_raw(CHUNK_BYTES):
+                    async for piece in resp.aiter_raw():
                         fh.write(piece)
             finally:
                 await resp.aclose()

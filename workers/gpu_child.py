@@ -49,10 +49,27 @@ def poisoned(exc: BaseException) -> bool:
     return False
 
 
+def _warm(log: logging.Logger) -> None:
+    """Warm the backends a job may run on (see :func:`workers.runner.warm_up`); a failure here
+    is only logged: the job that meets the same fault reports it properly."""
+    from .engine.backend import gpu_available
+    from .runner import warm_up
+
+    for backend in ("numpy", "cupy") if gpu_available() else ("numpy",):
+        try:
+            log.info("warmed %s in %.2fs", backend, warm_up(backend))
+        except Exception as exc:
+            log.warning("warming %s failed: %s: %s", backend, exc.__class__.__name__, exc)
+
+
 def child_main(
-    conn: Connection, blob_root: str | dict[str, Any], log_level: int = logging.INFO
+    conn: Connection,
+    blob_root: str | dict[str, Any],
+    log_level: int = logging.INFO,
+    warm: bool = False,
 ) -> None:
-    """Entry point of the child process; ``blob_root`` is what ``open_store`` takes."""
+    """Entry point of the child process; ``blob_root`` is what ``open_store`` takes; ``warm``:
+    run a small job on each backend before taking jobs."""
     logging.basicConfig(level=log_level, format=f"%(asctime)s child[{os.getpid()}] %(message)s")
     # the supervisor decides when we stop (a Ctrl-C or a SIGTERM to the whole process group must
     # not kill a job the supervisor is still letting finish); it uses SIGKILL. The supervisor
@@ -64,6 +81,8 @@ def child_main(
     from .runner import execute
 
     store = open_store(blob_root)
+    if warm:
+        _warm(log)
     while True:
         try:
             msg = conn.recv()

@@ -46,6 +46,11 @@ class Settings(BaseSettings):
         description="device auto runs meshes with fewer faces on the CPU (GPU launches would "
         "cost more than the work); 0: always the GPU when there is one.",
     )
+    warm_up: bool = Field(
+        True,
+        description="Each compute child runs a small job on its backends when it starts, so "
+        "the first real job does not pay for loading and compiling GPU kernels.",
+    )
     worker_name: str | None = Field(None, description="Consumer name; host:pid when unset.")
     blob_url: str | None = Field(
         None, description="s3://bucket/prefix for an S3-compatible blob store; local when unset."

@@ -98,7 +98,12 @@ class Supervisor:
         os.environ.setdefault("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
         self.child = ctx.Process(
             target=child_main,
-            args=(child, store_config(self.settings), logging.getLogger().level),
+            args=(
+                child,
+                store_config(self.settings),
+                logging.getLogger().level,
+                self.settings.warm_up,
+            ),
             name="tessera-child",
             daemon=True,
         )

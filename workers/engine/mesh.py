@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backend import array_backend, to_numpy, xp_for
+from .backend import array_backend, to_device, to_numpy, xp_for
 from .errors import MeshError
 
 if TYPE_CHECKING:
@@ -224,11 +224,7 @@ class TriMesh:
         """The same mesh on ``"numpy"`` or ``"cupy"`` (a no-op when already there)."""
         if backend == self.backend:
             return self
-        if backend == "numpy":
-            conv = to_numpy
-        else:
-            xp = xp_for(backend)
-            conv = xp.asarray
+        conv = to_numpy if backend == "numpy" else to_device
         return TriMesh(
             conv(self.V),
             conv(self.F),

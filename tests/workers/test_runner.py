@@ -1,0 +1,84 @@
+"""What a worker does with one job, without Redis: the stored input, the device choice, the
+warm-up a compute child runs at start."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import mesh_path
+from workers.engine.io import load_bytes, stored
+from workers.engine.ops.stats import mesh_stats
+from workers.queue.blobs import LocalBlobStore, input_key, legacy_input_key
+from workers.runner import _warm_up_mesh, execute, load_input, warm_up
+
+SPEC = {
+    "pipeline": [{"op": "weld"}, {"op": "vertex_normals"}, {"op": "gaussian_curvature"}],
+    "output": {"format": "ply"},
+}
+
+
+def _store_input(store, job_id, name="spot.obj"):
+    mesh = load_bytes(mesh_path(name).read_bytes(), name)
+    store.put_chunks(input_key(job_id), stored.encode_chunks(mesh))
+    return mesh
+
+
+def test_the_stored_input_comes_back_as_accepted(tmp_path):
+    store = LocalBlobStore(tmp_path)
+    mesh = _store_input(store, "j1")
+    back = load_input(store, "j1")
+    np.testing.assert_array_equal(back.V, mesh.V)
+    np.testing.assert_array_equal(back.F, mesh.F)
+    assert back.V.flags.writeable
+
+
+def test_an_input_stored_as_npz_by_an_earlier_version_still_runs(tmp_path):
+    import io
+
+    store = LocalBlobStore(tmp_path)
+    mesh = load_bytes(mesh_path("rx-cube.obj").read_bytes(), "rx-cube.obj")
+    buf = io.BytesIO()
+    np.savez(buf, V=mesh.V, F=mesh.F)
+    store.put_bytes(legacy_input_key("old"), buf.getvalue())
+    fields = execute("old", 1, SPEC, store)
+    assert fields["stats_before"]["faces"] == 12 and fields["result"]["bytes"] > 0
+
+
+def test_a_job_reports_where_it_ran_and_its_stages(tmp_path):
+    store = LocalBlobStore(tmp_path)
+    _store_input(store, "j2")
+    fields = execute("j2", 1, {**SPEC, "device": "cpu"}, store)
+    assert fields["device"] == {
+        "requested": "cpu",
+        "backend": "numpy",
+        "reason": "device cpu was asked for",
+    }
+    assert {"load", "stats_before", "0:weld", "stats_after", "serialize"} <= set(fields["timings"])
+    assert "transfer" not in fields["timings"]  # it stayed on the host
+
+
+def test_auto_runs_a_small_mesh_on_the_cpu_even_with_a_gpu(tmp_path, monkeypatch):
+    from workers.engine import backend
+
+    monkeypatch.setattr(backend, "gpu_available", lambda: True)
+    store = LocalBlobStore(tmp_path)
+    _store_input(store, "j3", "rx-cube.obj")
+    fields = execute("j3", 1, SPEC, store, gpu_min_faces=100)
+    assert fields["backend"] == "numpy" and fields["device"]["backend"] == "numpy"
+    assert "12 faces" in fields["device"]["reason"]
+
+
+def test_the_warm_up_mesh_takes_every_branch_of_the_statistics():
+    s = mesh_stats(_warm_up_mesh())
+    assert s["components"] == 2 and s["genus"] == 1 and s["boundary_loops"] == 1
+    assert s["closed"] is False and s["manifold"] and s["consistently_oriented"]
+
+
+def test_warm_up_runs_on_the_cpu():
+    assert warm_up("numpy") > 0
+
+
+@pytest.mark.gpu
+def test_warm_up_runs_on_the_gpu():
+    assert warm_up("cupy") > 0
