@@ -15,5 +15,8 @@ COPY tessera ./tessera
 RUN pip install --no-cache-dir ".[s3]" && useradd --uid 10001 tessera && mkdir -p /data && chown tessera /data
 USER tessera
 ENV TESSERA_DATA_DIR=/data
+# glibc backs large allocations (an upload's bytes, the parsed arrays) with huge pages: far fewer
+# page faults when a 300 MB body is joined and parsed
+ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 EXPOSE 8000
 CMD ["uvicorn", "--factory", "service.main:create_app", "--host", "0.0.0.0", "--port", "8000"]

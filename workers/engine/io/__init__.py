@@ -438,22 +438,25 @@ def load_path(path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMes
 
 # ----------------------------------------------------------------------------- writing
 def select_attributes(
-    mesh: TriMesh, names: Iterable[str] | None
+    mesh: TriMesh, names: Iterable[str] | None, host: bool = True
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Host copies of the attributes to write: all of them (``names is None``) or those named."""
+    """Host copies of the attributes to write: all of them (``names is None``) or those named;
+    with ``host=False`` the arrays where they are."""
     from ..backend import to_numpy
+
+    conv = to_numpy if host else _same
 
     if names is None:
         return (
-            {k: to_numpy(v) for k, v in mesh.vertex_attrs.items()},
-            {k: to_numpy(v) for k, v in mesh.face_attrs.items()},
+            {k: conv(v) for k, v in mesh.vertex_attrs.items()},
+            {k: conv(v) for k, v in mesh.face_attrs.items()},
         )
     va, fa = {}, {}
     for n in names:
         if n in mesh.vertex_attrs:
-            va[n] = to_numpy(mesh.vertex_attrs[n])
+            va[n] = conv(mesh.vertex_attrs[n])
         elif n in mesh.face_attrs:
-            fa[n] = to_numpy(mesh.face_attrs[n])
+            fa[n] = conv(mesh.face_attrs[n])
         else:
             raise SpecError(
                 "requested attribute not on the mesh",
@@ -462,6 +465,10 @@ def select_attributes(
                 available=sorted([*mesh.vertex_attrs, *mesh.face_attrs]),
             )
     return va, fa
+
+
+def _same(a: Any) -> Any:
+    return a
 
 
 def serialize(
@@ -492,7 +499,13 @@ def serialize_chunks(
             supported=list(OUTPUT_FORMATS),
         )
     explicit = attributes is not None
-    va, fa = select_attributes(mesh, attributes)
+    # binary PLY of triangles on the GPU: the rows are packed there and only bytes come back
+    on_device = (
+        fmt == "ply"
+        and mesh.backend == "cupy"
+        and not (polygons and any(g in mesh.face_attrs for g in GROUP_ATTRIBUTES))
+    )
+    va, fa = select_attributes(mesh, attributes, host=not on_device)
     if not explicit:  # everything the format holds (PLY: not what it would read back renamed)
         va = {k: v for k, v in va.items() if format_can_hold(fmt, k, "vertex")}
         fa = {k: v for k, v in fa.items() if format_can_hold(fmt, k, "face")}
@@ -506,6 +519,8 @@ def serialize_chunks(
                     attribute=n,
                     holds=OUTPUT_HOLDS[fmt],
                 )
+    if on_device:
+        return ply.ply_chunks(mesh.V, mesh.F, va, fa)
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
     poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
     if poly is not None:

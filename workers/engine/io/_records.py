@@ -9,6 +9,7 @@ is the slow case this avoids).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -29,13 +30,46 @@ def pack(blocks: list[np.ndarray]) -> np.ndarray:
     return rows
 
 
-def pack_chunks(blocks: list[np.ndarray], rows: int | None = None) -> Iterator[memoryview]:
+def pack_chunks(blocks: list[Any], rows: int | None = None) -> Iterator[memoryview]:
     """The bytes of :func:`pack` of ``blocks``, ``rows`` (default :data:`CHUNK_ROWS`) rows at a
-    time; every chunk is a buffer of its own (it stays valid after the next one is made)."""
+    time; every chunk is a buffer of its own (it stays valid after the next one is made). Blocks
+    on the GPU (CuPy) are packed there and each chunk of finished rows is copied to the host
+    (:func:`pack_chunks_device`)."""
+    if type(blocks[0]).__module__.startswith("cupy"):
+        yield from pack_chunks_device(blocks)
+        return
     n = blocks[0].shape[0]
     rows = rows or CHUNK_ROWS
     for s in range(0, n, rows):
         yield pack([b[s : s + rows] for b in blocks]).data
+
+
+#: bytes of rows packed on the device per chunk copied to the host
+DEVICE_CHUNK_BYTES = 32 << 20
+
+
+def pack_chunks_device(
+    blocks: list[Any], chunk_bytes: int = DEVICE_CHUNK_BYTES
+) -> Iterator[memoryview]:
+    """:func:`pack_chunks` for CuPy blocks: each chunk's rows are laid out in device memory (one
+    strided copy per block) and the finished bytes are copied to a host buffer of their own. The
+    host then only writes bytes: no copy of the columns to the host first, no packing there
+    (for a 17.8M-face result that was 0.27 s of a 0.35 s serialize on an H100 host)."""
+    import cupy as cp
+
+    n = blocks[0].shape[0]
+    flat = [b.reshape(n, -1) for b in blocks]
+    widths = [f.shape[1] * f.dtype.itemsize for f in flat]
+    width = sum(widths)
+    rows = max(1, chunk_bytes // max(width, 1))
+    for s in range(0, n, rows):
+        e = min(n, s + rows)
+        buf = cp.empty((e - s, width), dtype=cp.uint8)
+        at = 0
+        for f, w in zip(flat, widths, strict=True):
+            buf[:, at : at + w] = cp.ascontiguousarray(f[s:e]).view(cp.uint8).reshape(e - s, w)
+            at += w
+        yield memoryview(buf.get()).cast("B")
 
 
 def take(

@@ -127,7 +127,8 @@ def ply_chunks(
     offsets: np.ndarray | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The bytes of a binary little-endian PLY with attributes as properties, in pieces of about
-    a megabyte: the header, then the vertex and face rows. Faces are the triangles ``F (m,
+    a megabyte: the header, then the vertex and face rows (triangles on the GPU are packed there,
+    in pieces of 32 MB). Faces are the triangles ``F (m,
     3)``, or with ``offsets (n + 1,)`` the polygons ``F[offsets[p]:offsets[p + 1]]`` of the
     flat corner array ``F`` (one ``vertex_indices`` list per polygon, its length in a ``uchar``,
     or an ``int`` when some polygon has more than 255 corners). Every check (property names and
@@ -158,7 +159,12 @@ def ply_chunks(
     head = ("\n".join(header) + "\n").encode()
     vertex_rows = _records.pack_chunks([_little(a) for _, a in vblocks])
     if sizes is None:
-        count = np.broadcast_to(np.uint8(3), (F.shape[0], 1))
+        if _on_gpu(F):  # rows packed on the device (see _records.pack_chunks_device)
+            import cupy as cp
+
+            count = cp.full((F.shape[0], 1), 3, dtype=cp.uint8)
+        else:
+            count = np.broadcast_to(np.uint8(3), (F.shape[0], 1))
         face_rows = _records.pack_chunks(
             [count, _little(F.astype(np.int32, copy=False))] + [_little(a) for _, a in fblocks]
         )
@@ -198,7 +204,13 @@ def start_of(sizes: np.ndarray) -> np.ndarray:
     return np.asarray(np.cumsum(sizes) - sizes, dtype=np.int64)
 
 
-def _little(a: np.ndarray) -> np.ndarray:
+def _on_gpu(a: Any) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+def _little(a: Any) -> Any:
+    if _on_gpu(a):  # the device is little-endian: packed there as it is
+        return a
     return np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
 
 
@@ -206,7 +218,7 @@ def _blocks(attrs: dict[str, np.ndarray]) -> list[tuple[list[str], np.ndarray]]:
     """Attributes as ``(property names, (n, k) array)``: one column per property."""
     blocks: list[tuple[list[str], np.ndarray]] = []
     for name, a in attrs.items():
-        a = _ply_dtype(name, np.asarray(a))
+        a = _ply_dtype(name, a if _on_gpu(a) else np.asarray(a))
         if name in ("vertex_normals", "face_normals") and a.shape[1:] == (3,):
             blocks.append((["nx", "ny", "nz"], a))
         elif name in ("vertex_colors", "face_colors") and a.shape[1:] in ((3,), (4,)):
