@@ -161,3 +161,20 @@ def test_the_record_says_where_the_job_ran_and_why(client, workers):
     assert job["device"]["backend"] == job["backend"] == "numpy"
     assert job["device"]["reason"]
     assert json.dumps(job["device"])  # plain JSON
+
+
+def test_a_small_job_passes_a_long_one_on_another_compute_child(client, workers):
+    """Several workers (each with its own compute child) per machine: a small job does not wait
+    behind a long one."""
+    workers.start("w1")
+    workers.start("w2")
+    long = submit(client, "rx-cube.obj", spec({"op": "sleep", "seconds": 30})).json()
+    deadline = time.monotonic() + 20
+    while client.get(long["url"]).json()["state"] != "running":
+        assert time.monotonic() < deadline, "the long job never started"
+        time.sleep(0.05)
+    small = submit(client, "spot.obj", NORMALS).json()
+    done = client.get(small["url"], params={"wait": 20}).json()
+    assert done["state"] == "succeeded", done
+    assert client.get(long["url"]).json()["state"] == "running"
+    client.delete(long["url"])
