@@ -145,6 +145,9 @@ def settings(redis_client: object, redis_url: str, tmp_path: Path) -> object:
         max_attempts=3,
         max_upload_bytes=8 << 20,
         shutdown_grace_seconds=3.0,
+        # a worker's compute child starts at once (tests start and kill many); the warm-up has
+        # its own tests
+        warm_up=False,
     )
 
 

@@ -73,7 +73,7 @@ def live_settings(redis_url: str, data_dir: Path, **extra: Any) -> Any:
         lease_seconds=2.0,
         max_attempts=2,
         max_upload_bytes=8 << 20,
-        **extra,
+        **{"warm_up": False, **extra},
     )
 
 

@@ -178,3 +178,21 @@ def test_a_small_job_passes_a_long_one_on_another_compute_child(client, workers)
     assert done["state"] == "succeeded", done
     assert client.get(long["url"]).json()["state"] == "running"
     client.delete(long["url"])
+
+
+def test_a_warming_worker_warms_its_backends_then_runs_jobs(client, settings, tmp_path):
+    from tests.conftest import Workers
+    from workers.engine.backend import gpu_available
+
+    w = Workers(settings.model_copy(update={"warm_up": True}), tmp_path)
+    try:
+        w.start("warm")
+        job = submit(client, "spot.obj", NORMALS).json()
+        done = client.get(job["url"], params={"wait": 60}).json()
+        assert done["state"] == "succeeded", done
+        log = w.log("warm")
+        assert "warmed numpy in" in log
+        assert ("warmed cupy in" in log) == gpu_available()
+        assert "warming" not in log  # no failure
+    finally:
+        w.stop_all()
