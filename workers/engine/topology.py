@@ -141,6 +141,37 @@ class Topology:
             ef_sides.astype(np.int64),
         )
 
+    def without_unused(self, F: Any, used: Any, new_of_old: Any) -> Topology:
+        """This topology for the same faces after the unused vertices are dropped and the used
+        ones (ids ``used``, increasing) renumbered in order: ``new_of_old[used]`` is
+        ``0..len(used)-1`` and ``F`` is ``new_of_old[self.F]``.
+
+        An order-keeping renumbering keeps every edge's min-first order and the edges' numbering
+        by first side, so edges, sides and their lists stay as they are and only ``EV`` is
+        renumbered. What was memoised comes along: per-edge, per-side and per-face entries as
+        they are, per-vertex arrays restricted to the used vertices, vertex ids renumbered; the
+        vertex CSRs and patches are rebuilt on demand. Equal to :meth:`build` on ``F``."""
+        xp = self.xp
+        EV = new_of_old[self.EV].astype(xp.int32)
+        out = Topology(int(used.shape[0]), F, EV, self.FE, self.ef_offsets, self.ef_sides)
+        cache = self._cache
+        # "stats": the face figures of ops/stats.py (counts: none names a vertex)
+        for key in ("efc", "bnd", "nme", "efp", "two_pairs", "two_same", "orient", "stats"):
+            if key in cache:
+                out._cache[key] = cache[key]
+        for key in ("vfc", "used", "bndv", "fans"):
+            if key in cache:
+                out._cache[key] = cache[key][used]
+        if "nmv" in cache:
+            out._cache["nmv"] = new_of_old[cache["nmv"]]
+        if "vcomp" in cache:
+            label, count = cache["vcomp"]
+            out._cache["vcomp"] = (label[used], count)
+        if "loops" in cache:
+            verts, loop, count = cache["loops"]
+            out._cache["loops"] = (new_of_old[verts], loop, count)
+        return out
+
     # ------------------------------------------------------------ per edge
     @property
     def edge_face_count(self) -> Any:
