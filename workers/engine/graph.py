@@ -127,9 +127,9 @@ def bucket_sort(keys: Any, n_keys: int, values: Any, carry: Any = None) -> tuple
     m = int(keys.shape[0])
     try:
         from scipy.sparse import _sparsetools
-    except ImportError:  # pragma: no cover - SciPy without its private helpers
+    except ImportError:  # a SciPy without its private helpers
         _sparsetools = None
-    if _sparsetools is None:  # pragma: no cover
+    if _sparsetools is None:
         order = np.argsort(keys, kind="stable")
         offsets = np.zeros(n_keys + 1, dtype=keys.dtype)
         np.cumsum(np.bincount(keys, minlength=n_keys), out=offsets[1:])

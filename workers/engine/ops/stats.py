@@ -265,17 +265,28 @@ def _distinct_rows_numpy(P: Any) -> int:
 
 def _area_volume_numpy(V: Any, F: Any, with_volume: bool) -> tuple[float, float | None]:
     """``(area, volume or None)`` on NumPy, equal to the bit to the generic path's whole-array
-    expressions. Per block of faces, coordinate by coordinate (gathers from one float64 column
-    per coordinate, contiguous arithmetic), the same element operations: the corners widened to
-    float64, ``np.cross``'s products and differences, the squared norm summed in the order
+    expressions: :func:`_face_norms_numpy`'s arrays, each summed once as a whole in NumPy's
+    pairwise order, as the generic path sums its own."""
+    norms, prod = _face_norms_numpy(V, F, with_volume)
+    area = float(0.5 * norms.sum())
+    volume = float(prod.sum() / 6.0) if prod is not None else None
+    return area, volume
+
+
+def _face_norms_numpy(V: Any, F: Any, with_products: bool) -> tuple[Any, Any]:
+    """``(|cross|, a * cross or None)``, (m,) and (m, 3) float64, with ``cross`` and ``a`` as
+    face_cross64 and face_corners64 give them, equal to the bit to
+    ``np.linalg.norm(cross, axis=1)`` and ``a * cross``.
+
+    Per block of faces, coordinate by coordinate (gathers from one float64 column per
+    coordinate, contiguous arithmetic), the same element operations: the corners widened to
+    float64, np.cross's products and differences, the squared norm summed in the order
     ``np.add.reduce`` sums a row of three (checked at import; ``np.linalg.norm`` otherwise).
-    The norms and, for the volume, the corner-times-cross products go into full-length arrays,
-    each summed once as a whole in NumPy's pairwise order. The blocks' temporaries stay in cache
-    instead of a dozen arrays of the mesh's size."""
+    The blocks' temporaries stay in cache instead of a dozen arrays of the mesh's size."""
     m = int(F.shape[0])
     VT = np.ascontiguousarray(V.T, dtype=np.float64)  # widening is exact: gather, then widen
     norms = np.empty(m, dtype=np.float64)
-    prod = np.empty((m, 3), dtype=np.float64) if with_volume else None
+    prod = np.empty((m, 3), dtype=np.float64) if with_products else None
     for i in range(0, m, _BLOCK):
         Fb = F[i : i + _BLOCK]
         f0, f1, f2 = (np.ascontiguousarray(Fb[:, k]) for k in range(3))
@@ -291,16 +302,14 @@ def _area_volume_numpy(V: Any, F: Any, with_volume: bool) -> tuple[float, float 
         c2 -= u[1] * w[0]
         if _ROW_SUM_LEFT:
             norms[i : i + _BLOCK] = np.sqrt((c0 * c0 + c1 * c1) + c2 * c2)
-        else:  # pragma: no cover - a NumPy that sums a row of three otherwise
+        else:  # a NumPy that sums a row of three the other way
             norms[i : i + _BLOCK] = np.linalg.norm(np.stack([c0, c1, c2], axis=1), axis=1)
         if prod is not None:
             p = prod[i : i + _BLOCK]
             np.multiply(a[0], c0, out=p[:, 0])
             np.multiply(a[1], c1, out=p[:, 1])
             np.multiply(a[2], c2, out=p[:, 2])
-    area = float(0.5 * norms.sum())
-    volume = float(prod.sum() / 6.0) if prod is not None else None
-    return area, volume
+    return norms, prod
 
 
 #: whether ``np.add.reduce`` sums a row of three as ``(x0 + x1) + x2`` (as NumPy 2 does; the other
