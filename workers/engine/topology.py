@@ -156,7 +156,7 @@ class Topology:
         out = Topology(int(used.shape[0]), F, EV, self.FE, self.ef_offsets, self.ef_sides)
         cache = self._cache
         # "stats": the face figures of ops/stats.py (counts: none names a vertex)
-        for key in ("efc", "bnd", "nme", "efp", "two_pairs", "two_same", "orient", "stats"):
+        for key in ("efc", "bnd", "nme", "efp", "two_same", "orient", "stats"):
             if key in cache:
                 out._cache[key] = cache[key]
         for key in ("vfc", "used", "bndv", "fans"):
@@ -301,7 +301,7 @@ class Topology:
         two_slots = self.non_manifold_edges.shape[0] == 0 and 2 * n_corners < _INT32_MAX
         if two_slots:
             s, t = self._two_face_pairs()
-            same_dir = self._two_face_same()
+            same_dir = self._two_face_same(s, t)
         else:
             s, t = (x.astype(np.int32) for x in self.ef_pairs())
             same_dir = Fr[s] == Fr[t]
@@ -340,23 +340,22 @@ class Topology:
 
     def _two_face_pairs(self) -> tuple[Any, Any]:
         """The two sides (int32, smaller first) of every edge with exactly two faces, in edge
-        order: :meth:`ef_pairs` when no edge has three or more faces."""
+        order: :meth:`ef_pairs` when no edge has three or more faces. Not memoised (two int32
+        per edge): fans and orientation need them once, through :meth:`_two_face_same`."""
         import numpy as np
 
-        def make() -> tuple[Any, Any]:
-            two = self.ef_offsets[:-1][self.edge_face_count == 2]
-            return self.ef_sides[two].astype(np.int32), self.ef_sides[two + 1].astype(np.int32)
+        two = self.ef_offsets[:-1][self.edge_face_count == 2]
+        return self.ef_sides[two].astype(np.int32), self.ef_sides[two + 1].astype(np.int32)
 
-        return self._memo("two_pairs", make)  # type: ignore[no-any-return]
-
-    def _two_face_same(self) -> Any:
-        """For each of :meth:`_two_face_pairs`, whether its two faces walk the edge the same way
-        (equal orientation bits: the orientation's inconsistency, the fans' corner matching)."""
+    def _two_face_same(self, s: Any = None, t: Any = None) -> Any:
+        """For each of :meth:`_two_face_pairs` (``s``, ``t`` when the caller has them), whether
+        its two faces walk the edge the same way (equal orientation bits): the orientation's
+        inconsistency, the fans' corner matching."""
 
         def make() -> Any:
-            s, t = self._two_face_pairs()
+            a, b = (s, t) if s is not None else self._two_face_pairs()
             bits = self.FE.ravel()
-            return (bits[s] & 1) == (bits[t] & 1)
+            return (bits[a] & 1) == (bits[b] & 1)
 
         return self._memo("two_same", make)
 
