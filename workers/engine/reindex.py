@@ -15,8 +15,9 @@ from typing import Any
 
 from .errors import OpParamsError
 from .geometry import face_areas64
-from .graph import compact_groups, connected_components, expand_counts, group_rows
+from .graph import compact_groups, connected_components, expand_counts, group_rows, numpy_fast
 from .mesh import TriMesh
+from .topology import Topology
 
 #: candidate pairs examined by a tolerance weld before it refuses (memory bound, not a tuning knob)
 MAX_CANDIDATE_PAIRS = 50_000_000
@@ -52,13 +53,28 @@ def apply_vertex_map(
     ``reps`` (the old vertex whose position each new vertex takes), with the weld report."""
     xp = mesh.xp
     n, n_new = mesh.n_vertices, int(reps.shape[0])
-    F = new_of_old[mesh.F].astype(xp.int32)
-    V = mesh.V[reps]
+    unchanged = (
+        n_new == n
+        and mesh.F.dtype == xp.int32
+        and _is_range(xp, new_of_old)
+        and _is_range(xp, reps)
+    )
+    if unchanged:
+        # nothing merged or dropped: the input's faces and positions are the result's, and so is
+        # its topology with everything memoised on it (a later step or the job's stats reuse it)
+        F, V = mesh.F, mesh.V
+    else:
+        F = new_of_old[mesh.F].astype(xp.int32)
+        V = mesh.V[reps]
     groups = None
     if mesh.vertex_attrs:
         old = xp.nonzero(new_of_old >= 0)[0]
         groups = (old, new_of_old[old], n_new)
     out = mesh.reindexed(V, F, vertex_groups=groups)
+    if unchanged:
+        out._topology = mesh._topology
+    else:
+        out._topology = _topology_without_unused(mesh, new_of_old, n_new, F)
     report = {
         "vertices_before": n,
         "vertices_after": n_new,
@@ -67,6 +83,25 @@ def apply_vertex_map(
         "degenerate_faces": int(_degenerate_mask(xp, F).sum()),
     }
     return out, report
+
+
+def _topology_without_unused(mesh: TriMesh, new_of_old: Any, n_new: int, F: Any) -> Topology | None:
+    """The input's topology carried over to the result (NumPy, when it was built) when the map
+    only drops the unused vertices and numbers the used ones in order: a weld that merged
+    nothing, ``remove_unused``. None otherwise: the result builds its own on demand."""
+    topo = mesh._topology
+    if topo is None or not numpy_fast(mesh.xp):
+        return None
+    xp = mesh.xp
+    used = xp.nonzero(topo.used_vertices)[0]
+    if used.shape[0] != n_new or not _is_range(xp, new_of_old[used]):
+        return None
+    return topo.without_unused(F, used, new_of_old)
+
+
+def _is_range(xp: ModuleType, a: Any) -> bool:
+    """Whether the 1-D integer array ``a`` is ``0, 1, ..., len(a) - 1``."""
+    return bool((a == xp.arange(a.shape[0], dtype=a.dtype)).all())
 
 
 def close_pairs(xp: ModuleType, P: Any, tol: float) -> tuple[Any, Any]:
@@ -138,6 +173,8 @@ def remove_unused(mesh: TriMesh) -> tuple[TriMesh, dict]:
     n_keep = int(keep.shape[0])
     if n_keep == mesh.n_vertices:  # nothing removed: keep the topology cache
         out._topology = mesh._topology
+    else:
+        out._topology = _topology_without_unused(mesh, new_of_old, n_keep, F)
     return out, {"vertices_before": mesh.n_vertices, "removed": mesh.n_vertices - n_keep}
 
 

@@ -19,7 +19,19 @@ from types import ModuleType
 from typing import Any
 
 from .backend import array_backend, xp_for
-from .graph import compact_groups, connected_components, csr_from_pairs
+from .graph import (
+    bucket_sort,
+    compact_groups,
+    compact_ordered,
+    connected_components,
+    csr_components,
+    csr_from_pairs,
+    numpy_fast,
+    scipy_components,
+)
+
+#: the NumPy fast paths index sides and corners in int32
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass(eq=False)
@@ -47,6 +59,8 @@ class Topology:
     @classmethod
     def build(cls, F: Any, n_vertices: int) -> Topology:
         xp = xp_for(array_backend(F))
+        if numpy_fast(xp) and max(3 * int(F.shape[0]), n_vertices) < _INT32_MAX:
+            return cls._build_numpy(F, n_vertices)
         F64 = F.astype(xp.int64)
         a = F64.ravel()
         b = F64[:, [1, 2, 0]].ravel()
@@ -59,6 +73,104 @@ class Topology:
         sides = xp.arange(a.shape[0], dtype=xp.int64)
         ef_offsets, ef_sides, _ = csr_from_pairs(xp, n_edges, edge_of_side, sides)
         return cls(n_vertices, F, EV, FE, ef_offsets, ef_sides)
+
+    @classmethod
+    def _build_numpy(cls, F: Any, n_vertices: int) -> Topology:
+        """:meth:`build` on NumPy, the same arrays without a comparison sort: three stable
+        counting sorts (:func:`~.graph.bucket_sort`) in int32. Sides sorted by ``hi`` then, stably,
+        by ``lo`` are sorted by the edge key with ties in side order, so each run of equal keys
+        is an edge whose first entry is its smallest side; edges are numbered by that side (first
+        occurrence, as :func:`~.graph.compact_groups` numbers them), and a third counting sort of
+        the sides by edge id gives the EF lists in increasing side order. Arrays the sorts have
+        consumed are reused as scratch: on a virtual machine fresh memory costs as much as the
+        arithmetic."""
+        import numpy as np
+
+        n = n_vertices
+        n_sides = 3 * int(F.shape[0])
+        F32 = F.astype(np.int32, copy=False)
+        a = F32.ravel()
+        b = F32[:, [1, 2, 0]].ravel()
+        flip = a > b  # the orientation bit of FE
+        lo = np.minimum(a, b)
+        hi = np.maximum(a, b, out=b)
+        sides = np.arange(n_sides, dtype=np.int32)
+        hi_offsets, by_hi, lo_by_hi = bucket_sort(hi, n, sides, lo)
+        hi_by_hi = np.repeat(np.arange(n, dtype=np.int32), np.diff(hi_offsets))
+        lo_offsets, order, hi_sorted = bucket_sort(lo_by_hi, n, by_hi, hi_by_hi)
+        # by_hi, lo_by_hi and hi_by_hi are spent: reused below as scratch
+        # runs of equal (lo, hi): hi changes, or a new lo row starts
+        head = np.empty(n_sides, dtype=bool)
+        head[:1] = True
+        np.not_equal(hi_sorted[1:], hi_sorted[:-1], out=head[1:])
+        del hi_sorted
+        row_start = lo_offsets[:-1]
+        head[row_start[row_start < n_sides]] = True
+        starts = np.flatnonzero(head)
+        n_edges = int(starts.shape[0])
+        run_first = order[starts]  # the smallest side of each run (the sorts are stable)
+        del starts
+        is_first = np.zeros(n_sides, dtype=bool)
+        is_first[run_first] = True
+        first = np.flatnonzero(is_first)  # edge e's first side, increasing in e
+        del is_first
+        edge_id = by_hi
+        edge_id[first] = np.arange(n_edges, dtype=np.int32)
+        run_edge = edge_id[run_first]
+        del run_first
+        run_of_sorted = np.cumsum(head, dtype=np.int32, out=lo_by_hi)
+        run_of_sorted -= 1
+        del head
+        edge_of_side = edge_id  # every entry is overwritten
+        edge_of_side[order] = np.take(run_edge, run_of_sorted, out=hi_by_hi)
+        del order, run_edge, run_of_sorted
+        EV = np.empty((n_edges, 2), dtype=np.int32)
+        EV[:, 0] = lo[first]
+        EV[:, 1] = hi[first]
+        del lo, hi, a, b, first
+        FE = np.multiply(edge_of_side, 2, out=lo_by_hi)
+        FE += flip
+        FE = FE.reshape(-1, 3)
+        ef_offsets, ef_sides, _ = bucket_sort(edge_of_side, n_edges, sides)
+        return cls(
+            n_vertices,
+            F,
+            EV,
+            FE,
+            ef_offsets.astype(np.int64),
+            ef_sides.astype(np.int64),
+        )
+
+    def without_unused(self, F: Any, used: Any, new_of_old: Any) -> Topology:
+        """This topology for the same faces after the unused vertices are dropped and the used
+        ones (ids ``used``, increasing) renumbered in order: ``new_of_old[used]`` is
+        ``0..len(used)-1`` and ``F`` is ``new_of_old[self.F]``.
+
+        An order-keeping renumbering keeps every edge's min-first order and the edges' numbering
+        by first side, so edges, sides and their lists stay as they are and only ``EV`` is
+        renumbered. What was memoised comes along: per-edge, per-side and per-face entries as
+        they are, per-vertex arrays restricted to the used vertices, vertex ids renumbered; the
+        vertex CSRs and patches are rebuilt on demand. Equal to :meth:`build` on ``F``."""
+        xp = self.xp
+        EV = new_of_old[self.EV].astype(xp.int32)
+        out = Topology(int(used.shape[0]), F, EV, self.FE, self.ef_offsets, self.ef_sides)
+        cache = self._cache
+        # "stats": the face figures of ops/stats.py (counts: none names a vertex)
+        for key in ("efc", "bnd", "nme", "efp", "two_same", "orient", "stats"):
+            if key in cache:
+                out._cache[key] = cache[key]
+        for key in ("vfc", "used", "bndv", "fans"):
+            if key in cache:
+                out._cache[key] = cache[key][used]
+        if "nmv" in cache:
+            out._cache["nmv"] = new_of_old[cache["nmv"]]
+        if "vcomp" in cache:
+            label, count = cache["vcomp"]
+            out._cache["vcomp"] = (label[used], count)
+        if "loops" in cache:
+            verts, loop, count = cache["loops"]
+            out._cache["loops"] = (new_of_old[verts], loop, count)
+        return out
 
     # ------------------------------------------------------------ per edge
     @property
@@ -147,6 +259,8 @@ class Topology:
 
         def make() -> Any:
             xp = self.xp
+            if numpy_fast(xp) and 3 * self.n_faces < _INT32_MAX:
+                return self._fans_numpy()
             s, t = self.ef_pairs()
             # side s = 3f + k joins corners k and (k+1)%3 of face f to the matching corners of t;
             # which corner of t carries the same vertex depends on the side's direction.
@@ -171,6 +285,80 @@ class Topology:
 
         return self._memo("fans", make)
 
+    def _fans_numpy(self) -> Any:
+        """:meth:`vertex_fans` on NumPy: the same corner graph, in int32, with SciPy's components;
+        a component never leaves its vertex, so the fans of a vertex are the components whose
+        corners it carries, counted by one scatter and one bincount (no sort of the
+        ``(vertex, component)`` pairs).
+
+        Without edges of three or more faces every corner has at most two neighbours, one
+        through each of its two sides, so the graph's CSR form is two slots per corner (itself
+        where a side has no partner) written by four scatters, no sort."""
+        import numpy as np
+
+        n_corners = 3 * self.n_faces
+        Fr = self.F.ravel()
+        two_slots = self.non_manifold_edges.shape[0] == 0 and 2 * n_corners < _INT32_MAX
+        if two_slots:
+            s, t = self._two_face_pairs()
+            same_dir = self._two_face_same(s, t)
+        else:
+            s, t = (x.astype(np.int32) for x in self.ef_pairs())
+            same_dir = Fr[s] == Fr[t]
+        s1 = s + 1  # the corner at the end of side s: the next corner of its face
+        s1[s % 3 == 2] -= 3
+        t1 = t + 1
+        t1[t % 3 == 2] -= 3
+        if bool(same_dir.any()):
+            b0 = np.where(same_dir, t, t1)  # the corner of t at s's start ...
+            b1 = np.where(same_dir, t1, t)  # ... and at its end
+            c0 = np.where(same_dir, s, s1)  # the corner of s at t's start ...
+            c1 = np.where(same_dir, s1, s)  # ... and at its end
+        else:  # consistently oriented: every pair runs both ways
+            b0, b1, c0, c1 = t1, t, s1, s
+        if not two_slots:
+            i, j = np.concatenate([s, s1]), np.concatenate([b0, b1])
+            del s, t, s1, t1, b0, b1, c0, c1
+            n_comp, lab = scipy_components(n_corners, i, j)
+        else:
+            # slot 0 of corner c: its neighbour through side c (c is its start); slot 1: through
+            # the side ending at c. Each side is in at most one pair, so no slot is written twice.
+            nbr = np.empty((n_corners, 2), dtype=np.int32)
+            nbr[:, 0] = np.arange(n_corners, dtype=np.int32)
+            nbr[:, 1] = nbr[:, 0]
+            nbr[s, 0] = b0
+            nbr[s1, 1] = b1
+            nbr[t, 0] = c0
+            nbr[t1, 1] = c1
+            del s, t, s1, t1, b0, b1, c0, c1
+            indptr = np.arange(0, 2 * n_corners + 1, 2, dtype=np.int32)
+            n_comp, lab = csr_components(indptr, nbr.ravel())
+            del nbr, indptr
+        vertex_of = np.empty(n_comp, dtype=Fr.dtype)
+        vertex_of[lab] = Fr
+        return np.bincount(vertex_of, minlength=self.n_vertices)
+
+    def _two_face_pairs(self) -> tuple[Any, Any]:
+        """The two sides (int32, smaller first) of every edge with exactly two faces, in edge
+        order: :meth:`ef_pairs` when no edge has three or more faces. Not memoised (two int32
+        per edge): fans and orientation need them once, through :meth:`_two_face_same`."""
+        import numpy as np
+
+        two = self.ef_offsets[:-1][self.edge_face_count == 2]
+        return self.ef_sides[two].astype(np.int32), self.ef_sides[two + 1].astype(np.int32)
+
+    def _two_face_same(self, s: Any = None, t: Any = None) -> Any:
+        """For each of :meth:`_two_face_pairs` (``s``, ``t`` when the caller has them), whether
+        its two faces walk the edge the same way (equal orientation bits): the orientation's
+        inconsistency, the fans' corner matching."""
+
+        def make() -> Any:
+            a, b = (s, t) if s is not None else self._two_face_pairs()
+            bits = self.FE.ravel()
+            return (bits[a] & 1) == (bits[b] & 1)
+
+        return self._memo("two_same", make)
+
     @property
     def non_manifold_vertices(self) -> Any:
         """Ids of vertices whose incident faces form more than one fan (bow-ties)."""
@@ -183,6 +371,15 @@ class Topology:
 
         def make() -> tuple[Any, int]:
             xp = self.xp
+            if numpy_fast(xp):
+                import numpy as np
+
+                n_lab, lab = scipy_components(self.n_vertices, self.EV[:, 0], self.EV[:, 1])
+                used = self.used_vertices
+                sub, n_comp = compact_ordered(lab[used], n_lab)
+                out = np.full(self.n_vertices, -1, dtype=np.int64)
+                out[used] = sub
+                return out, n_comp
             lab = connected_components(xp, self.n_vertices, self.EV[:, 0], self.EV[:, 1])
             used = xp.nonzero(self.used_vertices)[0]
             sub, first = compact_groups(xp, lab[used])
@@ -204,6 +401,19 @@ class Topology:
                 z = xp.zeros(0, dtype=xp.int64)
                 return z, z, 0
             ev = self.EV[be].astype(xp.int64)
+            if numpy_fast(xp):
+                import numpy as np
+
+                on_loop = np.zeros(self.n_vertices, dtype=bool)
+                on_loop[ev.ravel()] = True
+                verts = np.flatnonzero(on_loop)  # np.unique's result, by a scatter
+                local_of = np.empty(self.n_vertices, dtype=np.int64)
+                local_of[verts] = np.arange(verts.shape[0], dtype=np.int64)
+                n_loops, lab = scipy_components(
+                    int(verts.shape[0]), local_of[ev[:, 0]], local_of[ev[:, 1]]
+                )
+                loop, n_loops = compact_ordered(lab, n_loops)
+                return verts, loop, n_loops
             verts = xp.unique(ev.ravel())
             local = xp.searchsorted(verts, ev)
             lab = connected_components(xp, int(verts.shape[0]), local[:, 0], local[:, 1])
@@ -226,6 +436,13 @@ class Topology:
 
         def make() -> tuple[bool, Any]:
             xp = self.xp
+            if numpy_fast(xp):
+                import numpy as np
+
+                # without an edge walked the same way by its two faces, no edge of the double
+                # cover joins a positive copy to a negative one: every face is orientable
+                if not bool(self._two_face_same().any()):
+                    return True, np.ones(self.n_faces, dtype=bool)
             s, t = self.ef_pairs()
             e = self.FE.ravel()[s] // 2
             two = self.edge_face_count[e] == 2
