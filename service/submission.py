@@ -22,6 +22,7 @@ from workers.engine.errors import SpecError
 from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes, stored
 from workers.engine.mesh import TriMesh
 from workers.engine.pipeline import Step, parse_pipeline, starts_with_source
+from workers.jobspec import spec_error
 from workers.queue import keys
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
@@ -34,11 +35,7 @@ def parse_spec(text: str) -> JobCreate:
     try:
         return JobCreate.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        errors = [
-            {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors(include_url=False, include_context=False)
-        ]
-        raise SpecError("the job spec is invalid", code="spec.invalid", errors=errors) from None
+        raise spec_error(exc) from None
 
 
 def check_pipeline(spec: JobCreate, steps: list[Step], mesh: TriMesh) -> None:

@@ -1,8 +1,10 @@
 """The per-GPU supervisor: claims jobs, keeps their leases, drives the compute child.
 
-It never imports CuPy or the engine: it can always kill a stuck child and start another. Its loop
-reads like a classic worker's: check stop, heartbeat, reap expired leases, claim with a short
-block, hand the job to the child, renew the lease while it runs, then commit, retry or give up.
+It never imports CuPy, so it can always kill a stuck child and start another: of the engine it
+needs only the operation registry (the job spec's model) and the error tree, which import none.
+Its loop reads like a classic worker's: check stop, heartbeat, reap expired leases, claim with a
+short block, hand the job to the child, renew the lease while it runs, then commit, retry or give
+up.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from typing import Any, TypeVar
 
 import redis
 
-from .queue.blobs import BlobStore, job_prefix, open_store, result_key, store_config
-from .queue.jobs import Claim, JobQueue
+from .engine.errors import SpecError
+from .jobspec import JobSpec
+from .queue.blobs import BlobStore, job_prefix, open_store, store_config
+from .queue.jobs import Claim, JobQueue, JobState
 from .recovery import recover_if_lost, recover_jobs, save_outcome
 from .settings import Settings
 from .webhooks import WebhookThread
@@ -210,7 +214,7 @@ class Supervisor:
             recover_if_lost(self.q, self.store)
             for job_id, outcome in self.q.reap(self.name):
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
-                if outcome == "failed":
+                if outcome == JobState.failed:
                     save_outcome(self.q, self.store, job_id)
             self._last_reap = now
         if force or now - self._last_recover >= RECOVER_SECONDS:
@@ -234,10 +238,15 @@ class Supervisor:
         """Run one attempt; returns the next attempt when it is to run here at once."""
         self.current = c
         started = time.monotonic()
-        spec = c.record.get("spec") or {}
-        deadline = float(spec.get("deadline_seconds") or self.settings.default_deadline_seconds)
         log.info("→ %s attempt %d", c.job_id, c.attempt)
         try:
+            try:
+                spec = JobSpec.from_stored(c.record.get("spec"))
+            except SpecError as exc:  # stored by a version whose specs this one cannot read
+                self._end(c, JobState.failed, {"error": exc.to_dict()})
+                log.info("← %s failed (%s), not retried", c.job_id, exc.code)
+                return None
+            deadline = spec.deadline(self.settings.default_deadline_seconds)
             self.ensure_child()
             assert self.conn is not None
             self.conn.send(
@@ -246,7 +255,7 @@ class Supervisor:
                     {
                         "id": c.job_id,
                         "attempt": c.attempt,
-                        "spec": spec,
+                        "spec": c.record.get("spec") or {},
                         "input_name": (c.record.get("input") or {}).get("name", ""),
                         "gpu_min_faces": self.settings.gpu_min_faces,
                     },
@@ -305,7 +314,7 @@ class Supervisor:
                         lambda e=error: self.q.retry_here(self.name, c, e)  # type: ignore[misc]
                     )
                     log.warning("← %s failed (worker.child_died): %s", c.job_id, outcome)
-                    if outcome == "failed":
+                    if outcome == JobState.failed:
                         save_outcome(self.q, self.store, c.job_id)
                     return again
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
@@ -337,7 +346,7 @@ class Supervisor:
                     "message": "the job ran past its deadline",
                     "detail": {"deadline_seconds": deadline},
                 }
-                self._end(c, "failed", {"error": timeout})
+                self._end(c, JobState.failed, {"error": timeout})
                 self.delete_own_result(c)
                 return
             grace_over = (
@@ -374,7 +383,7 @@ class Supervisor:
             **fields["timings"],
             "run": time.monotonic() - started,
         }
-        if self._end(c, "succeeded", fields):
+        if self._end(c, JobState.succeeded, fields):
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
             self.delete_other_results(c, keep=fields["result"]["key"])
         else:
@@ -392,12 +401,12 @@ class Supervisor:
                 lambda: self.q.requeue(c.job_id, c.entry, error, owner=self.name, attempt=c.attempt)
             )
             log.warning("← %s failed (%s): %s", c.job_id, error.get("code"), outcome)
-            if outcome == "failed":
+            if outcome == JobState.failed:
                 save_outcome(self.q, self.store, c.job_id)
-        elif self._end(c, "failed", {"error": error}):
+        elif self._end(c, JobState.failed, {"error": error}):
             log.info("← %s failed (%s), not retried", c.job_id, error.get("code"))
 
-    def _end(self, c: Claim, state: str, fields: dict[str, Any]) -> bool:
+    def _end(self, c: Claim, state: JobState, fields: dict[str, Any]) -> bool:
         """Commit the end of this attempt (if it still may) and keep the ended record in the
         blob store for recovery. Whether it was committed."""
         if not self._redis(lambda: self.q.finish(self.name, c, state, fields)):
@@ -430,13 +439,11 @@ class Supervisor:
         """Remove what this attempt wrote (it will never be visible); other attempts' results,
         possibly committed or being written, are not ours to touch. ``temporaries``: our child is
         dead, so half-written files are ours or a fenced attempt's."""
-        fmt = ((c.record.get("spec") or {}).get("output") or {}).get("format", "ply")
         mine = f"-a{c.attempt}."
         try:
-            self.store.delete(result_key(c.job_id, c.attempt, fmt))
             for key in self.store.list_prefix(job_prefix(c.job_id)):
                 name = key.rsplit("/", 1)[-1]
-                if name.startswith("artifact-") and mine in name:
+                if name.startswith(("result-", "artifact-")) and mine in name:
                     self.store.delete(key)
             if temporaries:
                 self._delete_temporaries(c.job_id)

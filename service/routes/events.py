@@ -18,7 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from workers.queue import keys
-from workers.queue.jobs import TERMINAL
+from workers.queue.jobs import TERMINAL, JobState
 
 from ..auth import CallerDep, caller
 from ..deps import BaseUrlDep, QueueDep
@@ -30,7 +30,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(calle
 WAKE_SECONDS = 1.0  # longest wait on the event log (below the Redis client's socket timeout)
 KEEPALIVE_SECONDS = 15.0  # a comment line this often keeps proxies from closing a quiet stream
 MAX_SECONDS = 3600.0  # one stream's life; EventSource reconnects by itself
-ENDED = TERMINAL | {"expired"}
+ENDED = TERMINAL | {JobState.expired}
 
 
 def _frame(event: str, data: str, event_id: int | None = None) -> bytes:

@@ -22,7 +22,7 @@ from fastapi.responses import (
 from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
-from workers.queue.jobs import TERMINAL
+from workers.queue.jobs import TERMINAL, JobState
 from workers.queue.waiting import wait_for_end
 from workers.recovery import save_outcome
 
@@ -298,7 +298,7 @@ def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     rec = _record(queue, job_id, who)
     if _expired(rec):
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
-    if rec.get("state") != "succeeded" or not rec.get("result"):
+    if rec.get("state") != JobState.succeeded or not rec.get("result"):
         raise ProblemError(
             409, "job.not_ready", "the job has no result", id=job_id, state=rec.get("state")
         )
@@ -436,11 +436,11 @@ def cancel_job(
     if _expired(_record(queue, job_id, who)):
         raise ProblemError(410, "job.expired", "the job has expired", id=job_id)
     outcome, previous = queue.cancel(job_id)
-    if outcome == "cancelled":
+    if outcome == JobState.cancelled:
         save_outcome(queue, store, job_id)  # so that it stays cancelled if Redis loses it
     if outcome == "gone":
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
-    if outcome == "final" and previous != "cancelled":
+    if outcome == "final" and previous != JobState.cancelled:
         raise ProblemError(
             409, "job.already_finished", "the job has already finished", id=job_id, state=previous
         )
