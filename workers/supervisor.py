@@ -16,13 +16,15 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 import redis
 
-from .engine.errors import SpecError
+from .engine.errors import ChildDied, JobTimeout, SpecError, WorkerShutdown
 from .jobspec import JobSpec
+from .messages import Done, Failed, FromChild, Progress, RunJob, Stop
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
 from .recovery import recover_if_lost, recover_jobs, save_outcome
@@ -190,7 +192,7 @@ class Supervisor:
             hooks.stop()
             if self.conn is not None and self.child is not None and self.child.is_alive():
                 try:
-                    self.conn.send(("stop",))
+                    self.conn.send(Stop())
                     self.child.join(5)
                 except (OSError, BrokenPipeError):
                     pass
@@ -250,15 +252,12 @@ class Supervisor:
             self.ensure_child()
             assert self.conn is not None
             self.conn.send(
-                (
-                    "run",
-                    {
-                        "id": c.job_id,
-                        "attempt": c.attempt,
-                        "spec": c.record.get("spec") or {},
-                        "input_name": (c.record.get("input") or {}).get("name", ""),
-                        "gpu_min_faces": self.settings.gpu_min_faces,
-                    },
+                RunJob(
+                    id=c.job_id,
+                    attempt=c.attempt,
+                    spec=c.record.get("spec") or {},
+                    input_name=(c.record.get("input") or {}).get("name", ""),
+                    gpu_min_faces=self.settings.gpu_min_faces,
                 )
             )
             return self._drive(c, started, deadline)
@@ -276,47 +275,39 @@ class Supervisor:
         last_renew = time.monotonic()
         progress: tuple[float, str] | None = None
         while True:
-            msg = None
+            msg: FromChild | None = None
+            died = False
             try:
                 if self.conn.poll(0.1):
                     msg = self.conn.recv()
             except (EOFError, OSError):
-                msg = ("died",)
+                died = True
             if msg is None and not self.child.is_alive():
-                msg = ("died",)
+                died = True
             now = time.monotonic()
-            if msg is not None:
-                if msg[0] == "progress":
-                    progress = (float(msg[1]), str(msg[2]))
-                elif msg[0] == "done":
-                    self._commit(c, msg[1], started)
-                    return
-                elif msg[0] == "failed":
-                    if len(msg) > 3 and msg[3]:
-                        log.error(
-                            "%s: the child's GPU context is unusable; replacing it", self.name
-                        )
-                        self.kill_child()
-                    self._failed(c, msg[1], bool(msg[2]))
-                    return
-                elif msg[0] == "died":
-                    code = self.child.exitcode if self.child is not None else None
-                    log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
+            if isinstance(msg, Progress):
+                progress = (float(msg.progress), str(msg.stage))
+            elif isinstance(msg, Done):
+                self._commit(c, msg.fields, started)
+                return None
+            elif isinstance(msg, Failed):
+                if msg.poisoned:
+                    log.error("%s: the child's GPU context is unusable; replacing it", self.name)
                     self.kill_child()
-                    self.delete_own_result(c, temporaries=True)
-                    error = {
-                        "code": "worker.child_died",
-                        "message": "the compute process died",
-                        "detail": {"exitcode": code},
-                    }
-                    # this supervisor is fine: the job runs again here, on a new child, at once
-                    outcome, again = self._redis(
-                        lambda e=error: self.q.retry_here(self.name, c, e)  # type: ignore[misc]
-                    )
-                    log.warning("← %s failed (worker.child_died): %s", c.job_id, outcome)
-                    if outcome == JobState.failed:
-                        save_outcome(self.q, self.store, c.job_id)
-                    return again
+                self._failed(c, msg.error, msg.retryable)
+                return None
+            elif died:
+                code = self.child.exitcode if self.child is not None else None
+                log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
+                self.kill_child()
+                self.delete_own_result(c, temporaries=True)
+                error = ChildDied(exitcode=code).to_dict()
+                # this supervisor is fine: the job runs again here, on a new child, at once
+                outcome, again = self._redis(partial(self.q.retry_here, self.name, c, error))
+                log.warning("← %s failed (%s): %s", c.job_id, ChildDied.code, outcome)
+                if outcome == JobState.failed:
+                    save_outcome(self.q, self.store, c.job_id)
+                return again
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
                 p, stage = progress if progress else (None, "")
                 try:
@@ -336,41 +327,35 @@ class Supervisor:
                     )
                     self.kill_child()
                     self.delete_own_result(c)
-                    return
+                    return None
                 last_renew, progress = now, None
             if now - started > deadline:
                 log.warning("%s: %s ran past its deadline of %.0fs", self.name, c.job_id, deadline)
                 self.kill_child()
-                timeout = {
-                    "code": "job.timeout",
-                    "message": "the job ran past its deadline",
-                    "detail": {"deadline_seconds": deadline},
-                }
-                self._end(c, JobState.failed, {"error": timeout})
+                timeout = JobTimeout(deadline_seconds=deadline)
+                self._end(c, JobState.failed, {"error": timeout.to_dict()})
                 self.delete_own_result(c)
-                return
+                return None
             grace_over = (
                 self.stopping and now - self.stop_requested > self.settings.shutdown_grace_seconds
             )
             if self.cold_stop or grace_over:
                 self.kill_child()
                 self.delete_own_result(c, temporaries=True)
+                stopped = WorkerShutdown().to_dict()
                 outcome = self._redis(
-                    lambda: self.q.requeue(
+                    partial(
+                        self.q.requeue,
                         c.job_id,
                         c.entry,
-                        {
-                            "code": "worker.shutdown",
-                            "message": "the worker was stopped",
-                            "detail": {},
-                        },
+                        stopped,
                         owner=self.name,
                         attempt=c.attempt,
                         release=True,
                     )
                 )
                 log.info("%s: handed %s back on shutdown: %s", self.name, c.job_id, outcome)
-                return
+                return None
             try:
                 self.housekeeping()
             except REDIS_DOWN as exc:

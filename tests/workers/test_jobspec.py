@@ -79,7 +79,7 @@ def test_the_supervisor_and_the_spec_import_no_cupy():
         "            tried.append(name)\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import workers.supervisor, workers.jobspec, workers.gpu_child\n"
+        "import workers.supervisor, workers.jobspec, workers.gpu_child, workers.messages\n"
         "print(tried)\n"
     )
     out = subprocess.run(

@@ -19,6 +19,7 @@ from typing import Any
 
 import redis
 
+from ..engine.errors import WorkerLost
 from . import keys
 
 
@@ -518,11 +519,7 @@ class JobQueue:
             for entry_id, fields in claimed:
                 job = (fields or {}).get(b"job") or (fields or {}).get("job")
                 job_id = _s(job) if job else ""
-                err = {
-                    "code": "worker.lost",
-                    "message": "the worker running the job stopped renewing its lease",
-                    "detail": {},
-                }
+                err = WorkerLost().to_dict()
                 if job_id:
                     out.append((job_id, self.requeue(job_id, _s(entry_id), err)))
                 else:
