@@ -20,6 +20,7 @@ from pydantic.json_schema import models_json_schema
 from workers.apikeys import keyring_from
 from workers.queue.blobs import open_store, store_config
 from workers.queue.jobs import JobQueue
+from workers.queue.quotas import Quotas
 
 from . import errors
 from .config import Settings, get_settings
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
+        app.state.quotas = Quotas(client)
         # long polls block on Redis for up to a minute each: an asyncio client, no socket timeout
         app.state.waiter = redis.asyncio.Redis.from_url(
             settings.redis_url, socket_connect_timeout=2, health_check_interval=30

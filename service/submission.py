@@ -23,7 +23,6 @@ from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_byt
 from workers.engine.mesh import TriMesh
 from workers.engine.pipeline import Step, parse_pipeline, starts_with_source
 from workers.jobspec import spec_error
-from workers.queue import keys
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
 
@@ -132,10 +131,10 @@ def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | No
     """The job an earlier request with this key created, or None; 409 when the body differs."""
     if not key:
         return None
-    prev = queue.r.get(keys.idempotency(key))
+    prev = queue.idempotent_job(key)
     if prev is None:
         return None
-    return _earlier_job(prev.decode() if isinstance(prev, bytes) else prev, digest)
+    return _earlier_job(prev, digest)
 
 
 def _earlier_job(stored: str, digest: str) -> str:
@@ -171,11 +170,10 @@ def accept(
     hashing: Future[str] | None = None
     digest = ""
     if idempotency_key:
-        if queue.r.exists(keys.idempotency(idempotency_key)):
+        prev = queue.idempotent_job(idempotency_key)
+        if prev is not None:
             digest = body_hash(spec_text, files, file_digests)
-            earlier = check_idempotency(queue, idempotency_key, digest)
-            if earlier:
-                return Accepted(earlier, True)
+            return Accepted(_earlier_job(prev, digest), True)
         else:  # the common case: a new key (a race with another request is settled at submit)
             hashing = _HASHER.submit(body_hash, spec_text, files, file_digests)
     try:

@@ -27,7 +27,8 @@ from .jobspec import JobSpec
 from .messages import Done, Failed, FromChild, Progress, RunJob, Stop
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
-from .recovery import recover_if_lost, recover_jobs, save_outcome
+from .queue.outcomes import save_outcome
+from .recovery import recover_if_lost, recover_jobs
 from .settings import Settings
 from .webhooks import WebhookThread
 

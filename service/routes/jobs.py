@@ -23,8 +23,8 @@ from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
 from workers.queue.jobs import TERMINAL, JobState
+from workers.queue.outcomes import save_outcome
 from workers.queue.waiting import wait_for_end
-from workers.recovery import save_outcome
 
 from ..auth import CallerDep, admit, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep

@@ -30,9 +30,9 @@ class RoundTrips:
     def _pipe_name(self, pipe: Any) -> str:
         return "pipeline[" + " ".join(self.name(args) for args, _ in pipe.command_stack) + "]"
 
-    def watch(self, client: Any, queue: JobQueue | None = None) -> None:
-        if queue is not None:
-            self.scripts.update({s.sha: name for name, s in queue._s.items()})
+    def watch(self, client: Any, scripts: dict[str, Any] | None = None) -> None:
+        """Count ``client``'s round trips; ``scripts`` (name -> registered script) name them."""
+        self.scripts.update({s.sha: name for name, s in (scripts or {}).items()})
         command, pipeline = client.execute_command, client.pipeline
         is_async = "asyncio" in type(client).__module__
 
@@ -92,12 +92,12 @@ def test_round_trips_of_a_small_job(client, settings, redis_client):
     from workers.supervisor import Supervisor
 
     api = RoundTrips()
-    api.watch(client.app.state.queue.r, client.app.state.queue)
+    api.watch(client.app.state.queue.r, client.app.state.queue._s)
     api.watch(client.app.state.waiter)
 
     sup = Supervisor(settings.model_copy(update={"lease_seconds": 60.0, "warm_up": False}), "w")
     worker = RoundTrips()
-    worker.watch(sup.client, sup.q)
+    worker.watch(sup.client, sup.q._s)
     # housekeeping (heartbeats, reaping, sweeps) runs on timers, not per job: kept out
     sup._last_beat = sup._last_reap = sup._last_sweep = sup._last_recover = float("inf")
 
@@ -138,7 +138,7 @@ def test_round_trips_of_a_small_job(client, settings, redis_client):
 def test_round_trips_of_a_long_poll(client, redis_client):
     """``GET /v1/jobs/{id}?wait=`` on a running job that reports progress once, then ends."""
     api = RoundTrips()
-    api.watch(client.app.state.queue.r, client.app.state.queue)
+    api.watch(client.app.state.queue.r, client.app.state.queue._s)
     api.watch(client.app.state.waiter)
     job = submit(client, spec_text=spec("stats")).json()
     q = JobQueue(redis_client)  # the worker's side, not counted
@@ -171,16 +171,16 @@ def test_round_trips_of_a_long_poll(client, redis_client):
 
 def test_round_trips_of_a_submission_with_an_idempotency_key(client):
     api = RoundTrips()
-    api.watch(client.app.state.queue.r, client.app.state.queue)
+    api.watch(client.app.state.queue.r, client.app.state.queue._s)
     submit(client, spec_text=spec("stats"))  # loads the scripts: not counted
     h = {"Idempotency-Key": "rt-1"}
     r, first = api.during(lambda: submit(client, spec_text=spec("stats"), headers=h))
     assert r.status_code == 202
     # is it a replay? (before parsing); did another request take the key meanwhile? (after)
-    assert first == ["EXISTS", "GET", "script:submit", "HGETALL"]
+    assert first == ["GET", "GET", "script:submit", "HGETALL"]
     r, replay = api.during(lambda: submit(client, spec_text=spec("stats"), headers=h))
     assert r.status_code == 200
-    assert replay == ["EXISTS", "GET", "HGETALL"]
+    assert replay == ["GET", "HGETALL"]
 
 
 def test_round_trips_of_a_submission_under_quotas(settings, tmp_path):
@@ -192,7 +192,9 @@ def test_round_trips_of_a_submission_under_quotas(settings, tmp_path):
     keys["q"].update(concurrent_jobs=5, bytes_per_day=10**6)
     with TestClient(create_app(settings.model_copy(update={"api_keys": keys}))) as c:
         api = RoundTrips()
-        api.watch(c.app.state.queue.r, c.app.state.queue)
+        api.watch(
+            c.app.state.queue.r, {**c.app.state.queue._s, "quota_admit": c.app.state.quotas._admit}
+        )
         h = {"Authorization": "Bearer quota-secret-0123456789"}
         assert submit(c, spec_text=spec("stats"), headers=h).status_code == 202
         r, log = api.during(lambda: submit(c, spec_text=spec("stats"), headers=h))
@@ -200,10 +202,8 @@ def test_round_trips_of_a_submission_under_quotas(settings, tmp_path):
         assert log == [
             "pipeline[INCRBY EXPIRE]",  # requests this minute
             "ZRANGE",  # the key's jobs counted as queued or running
-            "HGETALL",  # the state of each (the ended ones stop counting)
-            "EVAL",  # a place among them
-            "INCRBY",  # bytes today
-            "EXPIRE",
+            "pipeline[HGET]",  # their states (the ended ones stop counting)
+            "script:quota_admit",  # a place among them and the bytes, checked and taken at once
             "script:submit",
             "HGETALL",
         ]
@@ -211,7 +211,7 @@ def test_round_trips_of_a_submission_under_quotas(settings, tmp_path):
 
 def test_round_trips_of_a_cancel(client):
     api = RoundTrips()
-    api.watch(client.app.state.queue.r, client.app.state.queue)
+    api.watch(client.app.state.queue.r, client.app.state.queue._s)
     client.delete(submit(client, spec_text=spec("stats")).json()["url"])  # loads the scripts
     job = submit(client, spec_text=spec("stats")).json()
     r, log = api.during(lambda: client.delete(job["url"]))

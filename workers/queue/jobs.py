@@ -201,6 +201,18 @@ class JobQueue:
         raw = self.r.hgetall(keys.job(job_id))
         return decode_record(raw) if raw else None
 
+    def exists(self, job_id: str) -> bool:
+        return bool(self.r.exists(keys.job(job_id)))
+
+    def ping(self) -> bool:
+        return bool(self.r.ping())
+
+    def idempotent_job(self, idempotency_key: str) -> str | None:
+        """What an Idempotency-Key names (``"id|body hash"`` of the request that used it first),
+        or None for a key never used (or expired)."""
+        value = self.r.get(keys.idempotency(idempotency_key))
+        return None if value is None else _s(value)
+
     def cancel(self, job_id: str) -> tuple[str, str]:
         """Returns ``(outcome, previous_state)``; outcome is cancelled, final or gone."""
         res = self._s["cancel"](
@@ -215,6 +227,23 @@ class JobQueue:
             args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone, self.job_ttl],
         )
         return _s(res[0]), _s(res[1])
+
+    def event_cursor(self, job_id: str) -> str:
+        """Where the job's event log (see :mod:`~workers.queue.waiting`) ends now; ``0-0`` when
+        it has none."""
+        last = self.r.xrevrange(keys.events(job_id), count=1)
+        return _s(last[0][0]) if last else "0-0"
+
+    def wait_events(self, job_id: str, after: str, block_seconds: float) -> str:
+        """Block until the job's event log grows past ``after``, or ``block_seconds``; returns
+        the cursor past what came."""
+        res = self.r.xread(
+            {keys.events(job_id): after}, count=100, block=max(int(block_seconds * 1000), 1)
+        )
+        for _stream, entries in res or []:
+            if entries:
+                after = _s(entries[-1][0])
+        return after
 
     def queue_depth(self) -> dict[str, int]:
         self.ensure_group()
@@ -417,6 +446,14 @@ class JobQueue:
         return [_s(i) for i in self.r.zrevrange(keys.DEAD, 0, limit - 1)]
 
     # ------------------------------------------------------------------ recovery
+    def data_lost(self) -> bool:
+        """Whether Redis holds no epoch marker: it is new, or it lost its data since
+        :meth:`mark_epoch` (see :mod:`workers.recovery`)."""
+        return not self.r.exists(keys.EPOCH)
+
+    def mark_epoch(self) -> None:
+        self.r.set(keys.EPOCH, repr(time.time()), nx=True)
+
     def restore(self, manifest: dict[str, Any], now: float | None = None) -> bool:
         """Re-create a job from its blob-store manifest unless its record exists; queue it."""
         self.ensure_group()
