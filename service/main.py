@@ -21,6 +21,7 @@ from workers.apikeys import keyring_from
 from workers.queue.blobs import open_store, store_config
 from workers.queue.jobs import JobQueue
 from workers.queue.quotas import Quotas
+from workers.queue.waiting import Waiter
 
 from . import errors
 from .config import Settings, get_settings
@@ -58,8 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.quotas = Quotas(client)
         # long polls block on Redis for up to a minute each: an asyncio client, no socket timeout
-        app.state.waiter = redis.asyncio.Redis.from_url(
-            settings.redis_url, socket_connect_timeout=2, health_check_interval=30
+        app.state.waiter = Waiter(
+            redis.asyncio.Redis.from_url(
+                settings.redis_url, socket_connect_timeout=2, health_check_interval=30
+            )
         )
         app.state.store = open_store(store_config(settings))
         try:

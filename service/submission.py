@@ -282,14 +282,14 @@ def _accept_new(
     }
     fields.update(extra or {})  # the route's: the submitting API key, the base URL for links
     try:
-        status, dup = queue.submit(
+        done = queue.submit_job(
             job_id, fields, idempotency_key=idempotency_key, body_hash=body_digest
         )
     except BaseException:
         store.delete_prefix(job_prefix(job_id))
         raise
-    if status == "duplicate" and dup:
+    if done.status == "duplicate" and done.duplicate:
         # another request with the same key won the race: drop ours, answer with theirs
         store.delete_prefix(job_prefix(job_id))
-        return Accepted(_earlier_job(dup, body_digest), True)
-    return Accepted(job_id, False)
+        return Accepted(_earlier_job(done.duplicate, body_digest), True)
+    return Accepted(job_id, False, done.record)

@@ -395,9 +395,10 @@ class Supervisor:
     def _end(self, c: Claim, state: JobState, fields: dict[str, Any]) -> bool:
         """Commit the end of this attempt (if it still may) and keep the ended record in the
         blob store for recovery. Whether it was committed."""
-        if not self._redis(lambda: self.q.finish(self.name, c, state, fields)):
+        ended = self._redis(partial(self.q.finish, self.name, c, state, fields))
+        if ended is None:
             return False
-        save_outcome(self.q, self.store, c.job_id)
+        save_outcome(self.q, self.store, c.job_id, ended)
         return True
 
     def _redis(self, fn: Callable[[], T]) -> T:

@@ -24,7 +24,6 @@ from starlette.background import BackgroundTask
 from workers.queue.blobs import BlobNotFound
 from workers.queue.jobs import TERMINAL, JobState
 from workers.queue.outcomes import save_outcome
-from workers.queue.waiting import wait_for_end
 
 from ..auth import CallerDep, admit, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
@@ -241,8 +240,9 @@ async def get_job(
 ) -> JobPublic:
     rec = await run_in_threadpool(_record, queue, job_id, who)
     if wait > 0 and rec.get("state") not in TERMINAL:
-        await wait_for_end(request.app.state.waiter, job_id, wait)
-        rec = await run_in_threadpool(_record, queue, job_id, who)
+        rec = await request.app.state.waiter.wait_for_end(job_id, wait)
+        if rec is None:  # expired away while we waited
+            raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     return job_public(rec, base, time.time())
 
 
@@ -435,13 +435,14 @@ def cancel_job(
 ) -> JobPublic:
     if _expired(_record(queue, job_id, who)):
         raise ProblemError(410, "job.expired", "the job has expired", id=job_id)
-    outcome, previous = queue.cancel(job_id)
-    if outcome == JobState.cancelled:
-        save_outcome(queue, store, job_id)  # so that it stays cancelled if Redis loses it
-    if outcome == "gone":
+    done = queue.cancel_job(job_id)
+    outcome, previous = done.outcome, done.previous
+    if outcome == JobState.cancelled:  # kept, so that it stays cancelled if Redis loses it
+        save_outcome(queue, store, job_id, done.stored)
+    if outcome == "gone" or done.record is None:
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     if outcome == "final" and previous != JobState.cancelled:
         raise ProblemError(
             409, "job.already_finished", "the job has already finished", id=job_id, state=previous
         )
-    return job_public(_record(queue, job_id, who), base, time.time())
+    return job_public(done.record, base, time.time())

@@ -130,6 +130,28 @@ class Claim:
     record: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """What :meth:`JobQueue.submit_job` did: ``status`` ok or duplicate; ``duplicate`` the
+    earlier request's ``"id|body hash"``; ``record`` the job as stored, when ok."""
+
+    status: str
+    duplicate: str | None
+    record: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What :meth:`JobQueue.cancel_job` did: ``outcome`` cancelled, final (it had ended) or gone;
+    ``previous`` the state it was in; ``record`` the job as it is now (None when gone) and
+    ``stored`` the same as stored (strings: a cancelled job's outcome to keep)."""
+
+    outcome: str
+    previous: str
+    record: dict[str, Any] | None
+    stored: dict[str, str] | None
+
+
 class JobQueue:
     """Synchronous access to jobs, used by the API (in its thread pool) and by the workers."""
 
@@ -179,7 +201,20 @@ class JobQueue:
         body_hash: str = "",
     ) -> tuple[str, str | None]:
         """Create and queue a job. Returns ``("ok", None)``, or ``("duplicate", "id|hash")`` when
-        the idempotency key was used before."""
+        the idempotency key was used before (:meth:`submit_job` also gives the record)."""
+        s = self.submit_job(job_id, fields, idempotency_key=idempotency_key, body_hash=body_hash)
+        return s.status, s.duplicate
+
+    def submit_job(
+        self,
+        job_id: str,
+        fields: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        body_hash: str = "",
+    ) -> Submitted:
+        """Create and queue a job, unless its idempotency key was used before; the record as
+        stored comes back in the same round trip."""
         self.ensure_group()
         now = time.time()
         fields = {**fields, "expires_at": now + self.job_ttl, "max_attempts": self.max_attempts}
@@ -195,7 +230,9 @@ class JobQueue:
             args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}", self.job_ttl],
         )
         status = _s(res[0])
-        return status, (_s(res[1]) if status == "duplicate" else None)
+        if status == "duplicate":
+            return Submitted(status, _s(res[1]), None)
+        return Submitted(status, None, decode_record(_hash(res[2])))
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         raw = self.r.hgetall(keys.job(job_id))
@@ -215,6 +252,11 @@ class JobQueue:
 
     def cancel(self, job_id: str) -> tuple[str, str]:
         """Returns ``(outcome, previous_state)``; outcome is cancelled, final or gone."""
+        c = self.cancel_job(job_id)
+        return c.outcome, c.previous
+
+    def cancel_job(self, job_id: str) -> Cancelled:
+        """Cancel a queued or running job; the record comes back in the same round trip."""
         res = self._s["cancel"](
             keys=[
                 keys.job(job_id),
@@ -226,7 +268,9 @@ class JobQueue:
             ],
             args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone, self.job_ttl],
         )
-        return _s(res[0]), _s(res[1])
+        stored = _hash(res[2]) if len(res) > 2 else None
+        record = decode_record(stored) if stored else None
+        return Cancelled(_s(res[0]), _s(res[1]), record, stored)
 
     def event_cursor(self, job_id: str) -> str:
         """Where the job's event log (see :mod:`~workers.queue.waiting`) ends now; ``0-0`` when
@@ -324,8 +368,7 @@ class JobQueue:
         )
         if _s(res[0]) != "ok":
             return None
-        rec = self.get(job_id) or {}
-        return Claim(job_id, entry, int(_s(res[1])), rec)
+        return Claim(job_id, entry, int(_s(res[1])), decode_record(_hash(res[2])))
 
     def renew(
         self, consumer: str, c: Claim, progress: float | None = None, stage: str = ""
@@ -344,7 +387,12 @@ class JobQueue:
         )
         return bool(res)
 
-    def finish(self, consumer: str, c: Claim, state: str, fields: dict[str, Any]) -> bool:
+    def finish(
+        self, consumer: str, c: Claim, state: JobState, fields: dict[str, Any]
+    ) -> dict[str, str] | None:
+        """Commit the end of attempt ``c`` (succeeded or failed) with ``fields``, if it still
+        may. Returns the ended record as stored (the outcome to keep, see
+        :mod:`~workers.queue.outcomes`), or None when the attempt can no longer commit."""
         res = self._s["finish"](
             keys=[
                 keys.job(c.job_id),
@@ -366,7 +414,7 @@ class JobQueue:
                 self.job_ttl,
             ],
         )
-        return bool(res)
+        return _hash(res) if res else None
 
     def requeue(
         self,
@@ -569,3 +617,8 @@ class JobQueue:
 
 def _s(x: Any) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def _hash(flat: list[Any]) -> dict[str, str]:
+    """A hash as a script returns it (``HGETALL``: field, value, field, value...)."""
+    return {_s(flat[i]): _s(flat[i + 1]) for i in range(0, len(flat), 2)}

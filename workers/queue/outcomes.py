@@ -2,8 +2,9 @@
 (``jobs/{id}/outcome.json``), so that a job whose end Redis lost comes back ended instead of
 running again (see :mod:`workers.recovery`).
 
-Whoever ends a job saves it: the supervisor after a commit, the API after a cancel; the record
-is read with :meth:`JobQueue.snapshot` unless the caller has it.
+Whoever ends a job saves it: the supervisor after a commit, the API after a cancel. The scripts
+that end a job return the ended record, so saving it costs no Redis round trip; only the ends
+that return no record (a job failing for good on a retry) read it with :meth:`JobQueue.snapshot`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 -- Commit the end of a run (succeeded or failed) if this consumer still owns the current attempt.
+-- Returns the ended record as stored (kept as the job's outcome for recovery), or 0 when fenced.
 -- KEYS: job, stream, events, counters, webhooks_due, jobs_index
 -- ARGV: group, consumer, entry, attempt, state, fields_json, now, ttl, job_ttl
 local st = redis.call('HMGET', KEYS[1], 'state', 'owner', 'attempt', 'entry')
@@ -14,4 +15,4 @@ ended(KEYS[1], KEYS[6], ARGV[7], ARGV[9])
 redis.call('HINCRBY', KEYS[4], ARGV[5], 1)
 notify_webhook(KEYS[1], KEYS[5], ARGV[7])
 emit(KEYS[3], 'state', ARGV[5], 'progress', ARGV[5] == 'succeeded' and '1' or '')
-return 1
+return redis.call('HGETALL', KEYS[1])
