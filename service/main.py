@@ -12,7 +12,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis
-import redis.asyncio
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from pydantic.json_schema import models_json_schema
@@ -59,11 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.quotas = Quotas(client)
         # long polls block on Redis for up to a minute each: an asyncio client, no socket timeout
-        app.state.waiter = Waiter(
-            redis.asyncio.Redis.from_url(
-                settings.redis_url, socket_connect_timeout=2, health_check_interval=30
-            )
-        )
+        app.state.waiter = Waiter.from_url(settings.redis_url)
         app.state.store = open_store(store_config(settings))
         try:
             yield

@@ -24,10 +24,22 @@ def _s(x: Any) -> str:
 
 class Waiter:
     """Long polls on a ``redis.asyncio.Redis`` client (one with no socket timeout: a wait
-    blocks for up to a minute)."""
+    blocks for up to a minute; see :meth:`from_url`)."""
 
     def __init__(self, client: Any) -> None:
         self.r = client
+
+    @classmethod
+    def from_url(cls, url: str) -> Waiter:
+        """A waiter on its own asyncio client. Its socket timeout is off: redis-py's asyncio
+        client reads with a 5 s timeout by default, which a wait longer than that would hit."""
+        import redis.asyncio
+
+        return cls(
+            redis.asyncio.Redis.from_url(
+                url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30
+            )
+        )
 
     async def aclose(self) -> None:
         await self.r.aclose()

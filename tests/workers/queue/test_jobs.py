@@ -236,10 +236,8 @@ def _wait(redis_url, job_id, timeout, meanwhile=None):
     import asyncio
     import threading
 
-    import redis.asyncio
-
     async def go():
-        waiter = Waiter(redis.asyncio.Redis.from_url(redis_url))
+        waiter = Waiter.from_url(redis_url)
         try:
             task = asyncio.ensure_future(waiter.wait_for_end(job_id, timeout))
             if meanwhile is not None:
