@@ -17,6 +17,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
 from .messages import Done, Failed, Progress, RunJob, Stop
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,25 @@ def poisoned(exc: BaseException) -> bool:
     return False
 
 
+def failed(exc: Exception) -> Failed:
+    """The answer to a run that raised ``exc``: an error of the engine as it is (an input error
+    is never retried, and never poisons the context); running out of host or GPU memory (CuPy's
+    ``OutOfMemoryError`` is a ``MemoryError``) as ``resources.out_of_memory``; anything else as
+    ``gpu.context_lost`` when a sticky CUDA error caused it (the child must be replaced), else
+    ``engine.internal``. All but input errors are retried."""
+    if isinstance(exc, InputError):
+        return Failed(exc.to_dict(), exc.retryable)
+    if isinstance(exc, EngineError):
+        return Failed(exc.to_dict(), exc.retryable, poisoned(exc))
+    if isinstance(exc, MemoryError):
+        oom = OutOfMemory()
+        return Failed(oom.to_dict(), oom.retryable)
+    sticky = poisoned(exc)
+    what = f"{exc.__class__.__name__}: {exc}"[:500]
+    err = GpuContextLost(exception=what) if sticky else EngineError(exception=what)
+    return Failed(err.to_dict(), err.retryable, sticky)
+
+
 def _warm(log: logging.Logger) -> None:
     """Warm the backends a job may run on (see :func:`workers.runner.warm_up`); a failure here
     is only logged: the job that meets the same fault reports it properly."""
@@ -78,7 +98,6 @@ def child_main(
     # already starts us with both ignored, so that no signal is lost before this point.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
     from .queue.blobs import open_store
     from .runner import execute
 
@@ -110,16 +129,7 @@ def child_main(
                 gpu_min_faces=job.gpu_min_faces,
             )
             conn.send(Done(fields))
-        except InputError as exc:
-            conn.send(Failed(exc.to_dict(), exc.retryable))
-        except EngineError as exc:
-            conn.send(Failed(exc.to_dict(), exc.retryable, poisoned(exc)))
-        except MemoryError:
-            oom = OutOfMemory()
-            conn.send(Failed(oom.to_dict(), oom.retryable))
         except Exception as exc:
-            log.error("job %s failed: %s", job.id, traceback.format_exc())
-            sticky = poisoned(exc)
-            what = f"{exc.__class__.__name__}: {exc}"[:500]
-            err = GpuContextLost(exception=what) if sticky else EngineError(exception=what)
-            conn.send(Failed(err.to_dict(), err.retryable, sticky))
+            if not isinstance(exc, (EngineError, MemoryError)):
+                log.error("job %s failed: %s", job.id, traceback.format_exc())
+            conn.send(failed(exc))

@@ -7,10 +7,12 @@ import multiprocessing as mp
 import re
 from typing import Any
 
+import pytest
+
 from tests.conftest import ROOT, mesh_path
 from workers.engine import errors
 from workers.engine.io import load_bytes, stored
-from workers.gpu_child import child_main
+from workers.gpu_child import child_main, failed
 from workers.messages import Done, Failed, Progress, RunJob, Stop
 from workers.queue.blobs import LocalBlobStore, input_key
 from workers.queue.jobs import JobQueue, JobState
@@ -69,6 +71,52 @@ def test_the_child_runs_jobs_and_answers_in_typed_messages(tmp_path):
         if child.is_alive():
             child.kill()
             child.join(10)
+
+
+def _cuda_error(name: str, module: str, message: str, base: type = RuntimeError) -> Exception:
+    """A stand-in for CuPy's error classes, told apart by module and name as the child does."""
+    return type(name, (base,), {"__module__": module})(message)
+
+
+def _sticky() -> Exception:
+    return _cuda_error(
+        "CUDARuntimeError", "cupy_backends.cuda.api.runtime", "cudaErrorIllegalAddress: illegal"
+    )
+
+
+def _kernel_error_from_sticky() -> Exception:
+    try:
+        raise _sticky()
+    except RuntimeError as inner:
+        try:
+            raise errors.KernelError("kernel failed", op="weld") from inner
+        except errors.KernelError as exc:
+            return exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "retryable", "poisoned"),
+    [
+        (errors.MeshError("bad", code="mesh.non_finite"), "mesh.non_finite", False, False),
+        (errors.BackendUnavailable("no GPU"), "backend.unavailable", True, False),
+        (_kernel_error_from_sticky(), "kernel.failed", True, True),
+        (MemoryError(), "resources.out_of_memory", True, False),
+        (
+            _cuda_error("OutOfMemoryError", "cupy.cuda.memory", "out of memory", MemoryError),
+            "resources.out_of_memory",
+            True,
+            False,
+        ),
+        (_sticky(), "gpu.context_lost", True, True),
+        (RuntimeError("boom"), "engine.internal", True, False),
+    ],
+)
+def test_what_the_child_answers_a_run_that_raised(exc, code, retryable, poisoned):
+    answer = failed(exc)
+    assert (answer.error["code"], answer.retryable, answer.poisoned) == (code, retryable, poisoned)
+    assert answer.error == errors.error_from_dict(answer.error).to_dict()
+    if code in ("gpu.context_lost", "engine.internal"):
+        assert answer.error["detail"]["exception"].startswith(type(exc).__name__ + ": ")
 
 
 def test_a_stored_spec_the_worker_cannot_read_fails_the_job_at_once(settings, redis_client):
