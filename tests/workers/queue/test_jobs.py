@@ -200,7 +200,7 @@ def test_the_scripts_that_change_a_job_return_its_record(q):
     assert c.record == q.get("j1") and c.record["state"] == JobState.running
     ended = q.finish("w1", c, JobState.succeeded, {"result": {"key": "k"}})
     assert ended == q.snapshot("j1") and ended["state"] == "succeeded"
-    assert q.finish("w1", c, JobState.succeeded, {}) is None  # fenced: nothing to keep
+    assert q.finish("w1", c, JobState.failed, {}) is None  # fenced: nothing to keep
 
     submit(q, "j2")
     cancelled = q.cancel_job("j2")
@@ -273,3 +273,19 @@ def test_a_long_poll_answers_as_it_is_after_its_wait_or_none_when_gone(q, redis_
     assert rec["state"] == "queued" and time.monotonic() - t >= 0.3
     assert _wait(redis_url, "nope", 5.0) is None
     assert _wait(redis_url, "j1", 1.0, lambda: q.r.delete(keys.job("j1"))) is None
+
+
+def test_a_commit_sent_again_after_its_answer_was_lost_stays_committed(q):
+    """The supervisor retries a commit through a Redis outage: when the first one went through,
+    the second must not read as fenced off (the worker would delete the committed result)."""
+    submit(q)
+    c = take(q, "w1")
+    first = q.finish("w1", c, JobState.succeeded, {"result": {"key": "k1"}})
+    assert first is not None
+    again = q.finish("w1", c, JobState.succeeded, {"result": {"key": "other"}})
+    assert again == first and q.get("j1")["result"] == {"key": "k1"}  # nothing changed
+    assert int(q.r.hget(keys.COUNTERS, "succeeded")) == 1
+    # another owner or another attempt is still fenced off
+    assert q.finish("w2", c, JobState.succeeded, {}) is None
+    stale = type(c)(c.job_id, c.entry, c.attempt + 1, c.record)
+    assert q.finish("w1", stale, JobState.succeeded, {}) is None
