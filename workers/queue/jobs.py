@@ -275,13 +275,13 @@ class JobQueue:
     def event_cursor(self, job_id: str) -> str:
         """Where the job's event log (see :mod:`~workers.queue.waiting`) ends now; ``0-0`` when
         it has none."""
-        last = self.r.xrevrange(keys.events(job_id), count=1)
+        last: Any = self.r.xrevrange(keys.events(job_id), count=1)
         return _s(last[0][0]) if last else "0-0"
 
     def wait_events(self, job_id: str, after: str, block_seconds: float) -> str:
         """Block until the job's event log grows past ``after``, or ``block_seconds``; returns
         the cursor past what came."""
-        res = self.r.xread(
+        res: Any = self.r.xread(
             {keys.events(job_id): after}, count=100, block=max(int(block_seconds * 1000), 1)
         )
         for _stream, entries in res or []:
