@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import redis
 
+from workers.queue import keys
+
 from ._stack import Stack, pct, spawn_children, submit
 
 
@@ -27,7 +29,7 @@ def _busy(r: redis.Redis, stack: Stack) -> list[tuple[str, str]]:
     for name, p in stack.workers.items():
         if p.poll() is not None:
             continue
-        raw = r.get(f"tessera:worker:{name}")
+        raw = r.get(keys.worker(name))
         if raw:
             info = json.loads(raw)
             if info.get("busy") and info.get("job"):
@@ -36,7 +38,7 @@ def _busy(r: redis.Redis, stack: Stack) -> list[tuple[str, str]]:
 
 
 def _job(r: redis.Redis, job_id: str) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in r.hgetall(f"tessera:job:{job_id}").items()}
+    return {k.decode(): v.decode() for k, v in r.hgetall(keys.job(job_id)).items()}
 
 
 def _wait(pred: Any, timeout: float, step: float = 0.05) -> float | None:
@@ -198,8 +200,8 @@ def run(args: Any) -> dict[str, Any]:
             "failed_with": audit.get("errors", {}),
             "problems": audit["problems"][:20],
             "api_5xx": server_errors,
-            "dead_lettered": int(r.zcard("tessera:dead")),
-            "counters": {k.decode(): int(v) for k, v in r.hgetall("tessera:counters").items()},
+            "dead_lettered": int(r.zcard(keys.DEAD)),
+            "counters": {k.decode(): int(v) for k, v in r.hgetall(keys.COUNTERS).items()},
         }
         figures["wall_s"] = round(time.monotonic() - t_start, 1)
         print("audit:", figures["audit"], flush=True)

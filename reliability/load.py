@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import redis
 
+from workers.queue import keys
+
 from ._stack import Stack, cube, pct
 
 
@@ -97,8 +99,7 @@ def run(args: Any) -> dict[str, Any]:
 
         def waiting() -> int:
             return sum(
-                r.hget(f"tessera:job:{j}", "state") not in (b"succeeded", b"failed")
-                for j in out["ids"]
+                r.hget(keys.job(j), "state") not in (b"succeeded", b"failed") for j in out["ids"]
             )
 
         left = waiting()

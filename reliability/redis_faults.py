@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import redis
 
+from workers.queue import keys
+
 from ._stack import Stack, submit
 
 ENDED = ("succeeded", "failed", "cancelled")
@@ -80,7 +82,7 @@ class Load:
 
 def _all_ended(r: redis.Redis, ids: list[str]) -> bool:
     for job_id in ids:
-        st = r.hget(f"tessera:job:{job_id}", "state")
+        st = r.hget(keys.job(job_id), "state")
         if st not in (b"succeeded", b"failed", b"cancelled"):
             return False
     return True
@@ -132,7 +134,7 @@ def run(args: Any) -> dict[str, Any]:
             "accepted_jobs": len(accepted),
             "all_ended_within_s": None if ended is None else round(ended, 1),
             "not_ended": sum(not _all_ended(r, [j]) for j in accepted),
-            "recovered_from_manifests": int(r.hget("tessera:counters", "recovered") or 0),
+            "recovered_from_manifests": int(r.hget(keys.COUNTERS, "recovered") or 0),
             "worker_processes_alive": f"{alive}/{args.workers}",
             "workers_heartbeating": live,
         }
@@ -144,14 +146,14 @@ def run(args: Any) -> dict[str, Any]:
         stack.start_redis()
         r = redis.Redis.from_url(stack.redis_url)
         t0 = time.monotonic()
-        back = _wait(lambda: all(r.exists(f"tessera:job:{j}") for j in accepted), 120)
+        back = _wait(lambda: all(r.exists(keys.job(j)) for j in accepted), 120)
         ended = _wait(lambda: _all_ended(r, accepted), args.settle)
         audit = stack.audit({j: {} for j in accepted})
         figures["wiped"] = {
             "jobs_known_before": len(accepted),
             "recreated_within_s": None if back is None else round(back, 2),
-            "recovered_from_manifests": int(r.hget("tessera:counters", "recovered") or 0),
-            "restored_as_ended": int(r.hget("tessera:counters", "recovered_final") or 0),
+            "recovered_from_manifests": int(r.hget(keys.COUNTERS, "recovered") or 0),
+            "restored_as_ended": int(r.hget(keys.COUNTERS, "recovered_final") or 0),
             "all_ended_within_s": None if ended is None else round(time.monotonic() - t0, 1),
             "states": audit["states"],
             "failed_with": audit.get("errors", {}),

@@ -8,8 +8,9 @@ Per-key quotas, when a key sets them, answer 429 with ``Retry-After``: requests 
 (``quota.requests``, a Redis counter per key and clock minute), jobs queued or running
 (``quota.concurrent_jobs``, a Redis sorted set per key pruned of ended jobs) and upload bytes per
 UTC day (``quota.bytes``, a counter per key and day). The counters live in Redis so every API
-process shares them. The job quotas are taken once a submission is valid and is not a replay of
-an earlier one (:func:`admit`): a replay or a refused upload costs nothing.
+process shares them; :mod:`workers.queue.quotas` keeps them. The job quotas are taken once a
+submission is valid and is not a replay of an earlier one (:func:`admit`): a replay or a refused
+upload costs nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from workers.apikeys import KeyRing
-from workers.queue.jobs import TERMINAL
+from workers.queue.quotas import Quotas
 
 from .errors import ProblemError
-
-QUOTA_PREFIX = "tessera:quota:"
 
 
 def _token(request: Request) -> str | None:
@@ -67,80 +66,51 @@ def _too_many(code: str, detail: str, retry_after: int, **context: object) -> Pr
 
 def _count_request(request: Request, key_id: str, limit: int) -> None:
     now = time.time()
-    minute = int(now // 60)
-    name = f"{QUOTA_PREFIX}{key_id}:rpm:{minute}"
-    r = request.app.state.queue.r
-    pipe = r.pipeline()
-    pipe.incr(name)
-    pipe.expire(name, 120)
-    count = pipe.execute()[0]
-    if count > limit:
+    quotas: Quotas = request.app.state.quotas
+    if quotas.count_request(key_id, now) > limit:
         raise _too_many(
             "quota.requests",
             "too many requests for this API key",
-            int(60 * (minute + 1) - now) + 1,
+            int(60 * (now // 60 + 1) - now) + 1,
             limit=limit,
         )
 
 
-#: a job counted against its key but not found (its submission failed after being admitted, or
-#: is still being stored) stops counting after this long
-_UNSEEN_SECONDS = 120.0
-#: take a place among a key's running jobs if one is free: ZCARD and ZADD in one step, so that
-#: simultaneous submissions cannot all pass the check
-_ADMIT = """
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('EXPIRE', KEYS[1], 604800)
-return 1
-"""
-
-
 def admit(request: Request, key_id: str | None, job_id: str, upload_bytes: int) -> None:
     """Count the job ``job_id`` (not stored yet) against its key's quotas, or refuse it: at most
-    ``concurrent_jobs`` queued or running (a sorted set per key, pruned of ended jobs, the check
-    and the count one atomic step), at most ``bytes_per_day`` uploaded per UTC day. Called once
-    the submission has been validated (a refused upload costs nothing) and is not a replay."""
+    ``concurrent_jobs`` queued or running, at most ``bytes_per_day`` uploaded per UTC day (see
+    :mod:`workers.queue.quotas`). Called once the submission has been validated (a refused
+    upload costs nothing) and is not a replay."""
     if key_id is None:
         return
     key = request.app.state.keyring.get(key_id)
-    if key is None:
+    if key is None or (key.concurrent_jobs is None and key.bytes_per_day is None):
         return
-    queue = request.app.state.queue
-    r = queue.r
-    if key.concurrent_jobs is not None:
-        running = f"{QUOTA_PREFIX}{key_id}:running"
-        now = time.time()
-        for raw, since in r.zrange(running, 0, -1, withscores=True):
-            jid = raw.decode() if isinstance(raw, bytes) else raw
-            rec = queue.get(jid)
-            ended = rec is not None and rec.get("state") in TERMINAL
-            if ended or (rec is None and now - since > _UNSEEN_SECONDS):
-                r.zrem(running, raw)
-        if not r.eval(_ADMIT, 1, running, key.concurrent_jobs, now, job_id):
-            raise _too_many(
-                "quota.concurrent_jobs",
-                "this API key has as many jobs queued or running as it may",
-                5,
-                limit=key.concurrent_jobs,
-            )
-    if key.bytes_per_day is not None:
-        now = time.time()
-        day = int(now // 86400)
-        name = f"{QUOTA_PREFIX}{key_id}:bytes:{day}"
-        used = r.incrby(name, upload_bytes)
-        r.expire(name, 2 * 86400)
-        if used > key.bytes_per_day:
-            r.decrby(name, upload_bytes)
-            if key.concurrent_jobs is not None:
-                r.zrem(f"{QUOTA_PREFIX}{key_id}:running", job_id)
-            raise _too_many(
-                "quota.bytes",
-                "this API key has uploaded as many bytes today as it may",
-                int(86400 * (day + 1) - now) + 1,
-                limit=key.bytes_per_day,
-                used=used - upload_bytes,
-            )
+    quotas: Quotas = request.app.state.quotas
+    now = time.time()
+    got = quotas.admit(
+        key_id,
+        job_id,
+        concurrent_jobs=key.concurrent_jobs,
+        bytes_per_day=key.bytes_per_day,
+        upload_bytes=upload_bytes,
+        now=now,
+    )
+    if got.refused == "concurrent_jobs":
+        raise _too_many(
+            "quota.concurrent_jobs",
+            "this API key has as many jobs queued or running as it may",
+            5,
+            limit=key.concurrent_jobs,
+        )
+    if got.refused == "bytes_per_day":
+        raise _too_many(
+            "quota.bytes",
+            "this API key has uploaded as many bytes today as it may",
+            int(86400 * (now // 86400 + 1) - now) + 1,
+            limit=key.bytes_per_day,
+            used=got.used_bytes,
+        )
 
 
 CallerDep = Annotated[str | None, Depends(caller)]

@@ -12,7 +12,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis
-import redis.asyncio
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from pydantic.json_schema import models_json_schema
@@ -20,6 +19,8 @@ from pydantic.json_schema import models_json_schema
 from workers.apikeys import keyring_from
 from workers.queue.blobs import open_store, store_config
 from workers.queue.jobs import JobQueue
+from workers.queue.quotas import Quotas
+from workers.queue.waiting import Waiter
 
 from . import errors
 from .config import Settings, get_settings
@@ -55,10 +56,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
+        app.state.quotas = Quotas(client)
         # long polls block on Redis for up to a minute each: an asyncio client, no socket timeout
-        app.state.waiter = redis.asyncio.Redis.from_url(
-            settings.redis_url, socket_connect_timeout=2, health_check_interval=30
-        )
+        app.state.waiter = Waiter.from_url(settings.redis_url)
         app.state.store = open_store(store_config(settings))
         try:
             yield

@@ -1,89 +1,19 @@
-"""Request and response models. The job spec's pipeline is a discriminated union over ``op`` built
-from the operation registry, so every operation's parameters are documented under one route."""
+"""Request and response models. The job spec is :class:`workers.jobspec.JobSpec`, the model the
+workers parse it back with, under its API name ``JobCreate``."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Union
-from urllib.parse import urlsplit
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
-from workers.engine.artifacts import MATRIX_FORMATS
-from workers.engine.io import OUTPUT_FORMATS
-from workers.engine.ops import OPS
-
-_STEP_MODELS = tuple(OPS.step_models())
-Step = Annotated[Union[_STEP_MODELS], Field(discriminator="op")]  # type: ignore[valid-type]  # noqa: UP007
-
-OutputFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
-MatrixFormat = Literal[MATRIX_FORMATS]  # type: ignore[valid-type]
+from workers.jobspec import JobSpec
+from workers.queue.jobs import TERMINAL, JobState
 
 
-class OutputSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    format: OutputFormat = Field("ply", description="File format of the result.")
-    attributes: list[Annotated[str, Field(max_length=64)]] | None = Field(
-        None,
-        max_length=64,
-        description="Attributes to write into the result; all of them when omitted. Each must be "
-        "produced by the pipeline (or present in the input) and fit the format.",
-    )
-    polygons: bool = Field(
-        True,
-        description="Write the quads of Catmull-Clark subdivision (face attribute quad_id) and "
-        "the polygons of dual_mesh (polygon_id) as polygons in OBJ, PLY and OFF; the triangles "
-        "that only triangulate a polygon are merged and a dual polygon's centre vertex is left "
-        "out. false: write the triangles the engine holds, as STL, GLB and NPZ always do. A "
-        "mesh where some group is not one simple polygon is written as triangles.",
-    )
-    matrix_format: MatrixFormat = Field(
-        "npz",
-        description="File format of matrix artifacts (e.g. from laplacian_matrix): SciPy "
-        "sparse NPZ or Matrix Market.",
-    )
-
-
-class JobCreate(BaseModel):
+class JobCreate(JobSpec):
     """What to do with the uploaded mesh."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pipeline: list[Step] = Field(  # type: ignore[valid-type]
-        default_factory=list,
-        max_length=100,
-        description="Operations applied in order. Empty: the mesh is only converted.",
-    )
-    output: OutputSpec = Field(default_factory=OutputSpec)  # type: ignore[arg-type]
-    device: Literal["auto", "gpu", "cpu"] = Field(
-        "auto", description="Where to run: a GPU when one is available (auto), or insist on one."
-    )
-    deadline_seconds: int | None = Field(
-        None, ge=1, le=24 * 3600, description="Run time allowed before the job fails as timed out."
-    )
-    callback_url: str | None = Field(
-        None,
-        max_length=2000,
-        description="An http(s) URL that gets a signed POST (the webhook) when the job ends: "
-        "body {type, id, state, error, finished_at, links}, header Tessera-Signature "
-        "t=<unix seconds>,v1=<HMAC-SHA256 hex of '<t>.<body>'>. Retried with backoff until a "
-        "2xx answer; every attempt is listed in the job's `webhook`.",
-    )
-
-    @field_validator("callback_url")
-    @classmethod
-    def _http_url(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            parts = urlsplit(v)
-            parts.port  # noqa: B018  (raises on a malformed port)
-        except ValueError:
-            raise ValueError("callback_url is not a valid URL") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("callback_url must be an http or https URL with a host")
-        return v
 
 
 class ResultPublic(BaseModel):
@@ -133,7 +63,7 @@ class InputPublic(BaseModel):
 class JobPublic(BaseModel):
     id: str
     url: str
-    state: Literal["queued", "running", "succeeded", "failed", "cancelled", "expired"]
+    state: JobState
     progress: float = Field(description="0 to 1; monotone within an attempt.")
     stage: str | None = Field(
         None,
@@ -186,16 +116,16 @@ def _dt(x: float | None) -> datetime | None:
 
 
 def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
-    state = rec.get("state", "queued")
+    state = JobState(rec.get("state") or JobState.queued)
     expired = bool(rec.get("expires_at") and now > rec["expires_at"])
-    if expired and state in ("succeeded", "failed", "cancelled"):
-        state = "expired"
+    if expired and state in TERMINAL:
+        state = JobState.expired
     timings = dict(rec.get("timings") or {})
     if rec.get("started_at") and rec.get("created_at"):
         timings["queued"] = max(rec["started_at"] - rec["created_at"], 0.0)
     url = f"{base_url}/v1/jobs/{rec['id']}"
     result = None
-    if state == "succeeded" and rec.get("result"):
+    if state is JobState.succeeded and rec.get("result"):
         r = rec["result"]
         result = ResultPublic(
             url=f"{url}/result",
@@ -205,7 +135,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
             media_type=r["media_type"],
         )
     artifacts = {}
-    if state == "succeeded":
+    if state is JobState.succeeded:
         for name, a in (rec.get("artifacts") or {}).items():
             artifacts[name] = ArtifactPublic(
                 url=f"{url}/artifacts/{name}",

@@ -22,7 +22,7 @@ from workers.engine.errors import SpecError
 from workers.engine.io import OUTPUT_HOLDS, RawLayout, format_can_hold, load_bytes, stored
 from workers.engine.mesh import TriMesh
 from workers.engine.pipeline import Step, parse_pipeline, starts_with_source
-from workers.queue import keys
+from workers.jobspec import spec_error
 from workers.queue.blobs import BlobStore, input_key, job_prefix, manifest_key
 from workers.queue.jobs import JobQueue
 
@@ -34,11 +34,7 @@ def parse_spec(text: str) -> JobCreate:
     try:
         return JobCreate.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        errors = [
-            {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors(include_url=False, include_context=False)
-        ]
-        raise SpecError("the job spec is invalid", code="spec.invalid", errors=errors) from None
+        raise spec_error(exc) from None
 
 
 def check_pipeline(spec: JobCreate, steps: list[Step], mesh: TriMesh) -> None:
@@ -135,10 +131,10 @@ def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | No
     """The job an earlier request with this key created, or None; 409 when the body differs."""
     if not key:
         return None
-    prev = queue.r.get(keys.idempotency(key))
+    prev = queue.idempotent_job(key)
     if prev is None:
         return None
-    return _earlier_job(prev.decode() if isinstance(prev, bytes) else prev, digest)
+    return _earlier_job(prev, digest)
 
 
 def _earlier_job(stored: str, digest: str) -> str:
@@ -174,11 +170,10 @@ def accept(
     hashing: Future[str] | None = None
     digest = ""
     if idempotency_key:
-        if queue.r.exists(keys.idempotency(idempotency_key)):
+        prev = queue.idempotent_job(idempotency_key)
+        if prev is not None:
             digest = body_hash(spec_text, files, file_digests)
-            earlier = check_idempotency(queue, idempotency_key, digest)
-            if earlier:
-                return Accepted(earlier, True)
+            return Accepted(_earlier_job(prev, digest), True)
         else:  # the common case: a new key (a race with another request is settled at submit)
             hashing = _HASHER.submit(body_hash, spec_text, files, file_digests)
     try:
@@ -287,14 +282,14 @@ def _accept_new(
     }
     fields.update(extra or {})  # the route's: the submitting API key, the base URL for links
     try:
-        status, dup = queue.submit(
+        done = queue.submit_job(
             job_id, fields, idempotency_key=idempotency_key, body_hash=body_digest
         )
     except BaseException:
         store.delete_prefix(job_prefix(job_id))
         raise
-    if status == "duplicate" and dup:
+    if done.status == "duplicate" and done.duplicate:
         # another request with the same key won the race: drop ours, answer with theirs
         store.delete_prefix(job_prefix(job_id))
-        return Accepted(_earlier_job(dup, body_digest), True)
-    return Accepted(job_id, False)
+        return Accepted(_earlier_job(done.duplicate, body_digest), True)
+    return Accepted(job_id, False, done.record)

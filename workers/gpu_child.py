@@ -1,9 +1,9 @@
 """The long-lived child process that owns the compute context (the CUDA context on a GPU host).
 
 The supervisor starts it with the ``spawn`` method (never fork after CUDA is up) and talks to it
-over a pipe: it receives ``("run", job)`` and answers ``("progress", p, stage)`` messages, then one
-``("done", fields)`` or ``("failed", error_dict, retryable[, poisoned])``: ``poisoned`` when a
-sticky CUDA error left the context unusable, and the supervisor must replace this process. It
+over a pipe in the messages of :mod:`workers.messages`: it receives a ``RunJob`` and answers
+``Progress`` messages, then one ``Done`` or ``Failed`` (``poisoned`` when a sticky CUDA error
+left the context unusable, and the supervisor must replace this process); ``Stop`` ends it. It
 lives across jobs so that compiled kernels and the memory pool are reused; the supervisor kills
 and respawns it when a job times out, is cancelled, its context is poisoned, or it dies.
 """
@@ -16,6 +16,9 @@ import signal
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
+
+from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
+from .messages import Done, Failed, Progress, RunJob, Stop
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,25 @@ def poisoned(exc: BaseException) -> bool:
     return False
 
 
+def failed(exc: Exception) -> Failed:
+    """The answer to a run that raised ``exc``: an error of the engine as it is (an input error
+    is never retried, and never poisons the context); running out of host or GPU memory (CuPy's
+    ``OutOfMemoryError`` is a ``MemoryError``) as ``resources.out_of_memory``; anything else as
+    ``gpu.context_lost`` when a sticky CUDA error caused it (the child must be replaced), else
+    ``engine.internal``. All but input errors are retried."""
+    if isinstance(exc, InputError):
+        return Failed(exc.to_dict(), exc.retryable)
+    if isinstance(exc, EngineError):
+        return Failed(exc.to_dict(), exc.retryable, poisoned(exc))
+    if isinstance(exc, MemoryError):
+        oom = OutOfMemory()
+        return Failed(oom.to_dict(), oom.retryable)
+    sticky = poisoned(exc)
+    what = f"{exc.__class__.__name__}: {exc}"[:500]
+    err = GpuContextLost(exception=what) if sticky else EngineError(exception=what)
+    return Failed(err.to_dict(), err.retryable, sticky)
+
+
 def _warm(log: logging.Logger) -> None:
     """Warm the backends a job may run on (see :func:`workers.runner.warm_up`); a failure here
     is only logged: the job that meets the same fault reports it properly."""
@@ -76,7 +98,6 @@ def child_main(
     # already starts us with both ignored, so that no signal is lost before this point.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from .engine.errors import EngineError, InputError
     from .queue.blobs import open_store
     from .runner import execute
 
@@ -88,50 +109,27 @@ def child_main(
             msg = conn.recv()
         except (EOFError, OSError):
             return
-        if msg[0] == "stop":
+        if isinstance(msg, Stop):
             return
-        if msg[0] != "run":
+        if not isinstance(msg, RunJob):
             continue
-        job: dict[str, Any] = msg[1]
+        job = msg
 
         def progress(p: float, stage: str) -> None:
-            conn.send(("progress", p, stage))
+            conn.send(Progress(p, stage))
 
         try:
             fields = execute(
-                job["id"],
-                job["attempt"],
-                job["spec"],
+                job.id,
+                job.attempt,
+                job.spec,
                 store,
                 progress,
-                input_name=job.get("input_name", ""),
-                **({"gpu_min_faces": job["gpu_min_faces"]} if "gpu_min_faces" in job else {}),
+                input_name=job.input_name,
+                gpu_min_faces=job.gpu_min_faces,
             )
-            conn.send(("done", fields))
-        except InputError as exc:
-            conn.send(("failed", exc.to_dict(), False))
-        except EngineError as exc:
-            conn.send(("failed", exc.to_dict(), True, poisoned(exc)))
-        except MemoryError:
-            conn.send(
-                (
-                    "failed",
-                    {"code": "resources.out_of_memory", "message": "out of memory", "detail": {}},
-                    True,
-                )
-            )
+            conn.send(Done(fields))
         except Exception as exc:
-            log.error("job %s failed: %s", job["id"], traceback.format_exc())
-            sticky = poisoned(exc)
-            conn.send(
-                (
-                    "failed",
-                    {
-                        "code": "gpu.context_lost" if sticky else "engine.internal",
-                        "message": "the GPU context is unusable" if sticky else "internal error",
-                        "detail": {"exception": f"{exc.__class__.__name__}: {exc}"[:500]},
-                    },
-                    True,
-                    sticky,
-                )
-            )
+            if not isinstance(exc, (EngineError, MemoryError)):
+                log.error("job %s failed: %s", job.id, traceback.format_exc())
+            conn.send(failed(exc))

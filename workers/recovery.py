@@ -5,13 +5,13 @@ idempotency key) written before its record. When Redis loses data (restarted wit
 failover to a stale replica, a flush), the records and stream entries of accepted jobs are gone
 but their manifests and inputs are not: :func:`recover_jobs` queues every such job again. A job
 that had ended before the loss keeps its end: whoever ends a job (the worker, or the API for a
-cancel) saves its record as ``jobs/{id}/outcome.json`` (:func:`save_outcome`), and recovery puts
-that record back instead of queueing the job, so a cancelled job stays cancelled and a finished
-one is not run again. Only a job whose end fell in the moment between its commit and that save
-runs again. A job whose record still exists is left alone, so recovery may run at any time, from
-any number of processes.
+cancel) saves its record as ``jobs/{id}/outcome.json`` (:mod:`workers.queue.outcomes`), and
+recovery puts that record back instead of queueing the job, so a cancelled job stays cancelled
+and a finished one is not run again. Only a job whose end fell in the moment between its commit
+and that save runs again. A job whose record still exists is left alone, so recovery may run at
+any time, from any number of processes.
 
-Supervisors run it when they start and whenever the marker key :data:`keys.EPOCH` is missing
+Supervisors run it when they start and whenever the marker key ``keys.EPOCH`` is missing
 (Redis came back empty), and every few minutes for manifests at least a minute old: a Redis
 killed with AOF fsynced every second may come back without its last second of writes, marker
 intact. ``python -m workers --recover`` runs it once by hand.
@@ -23,9 +23,9 @@ import json
 import logging
 import time
 
-from .queue import keys
-from .queue.blobs import BlobNotFound, BlobStore, find_input, outcome_key
-from .queue.jobs import TERMINAL, JobQueue
+from .queue.blobs import BlobNotFound, BlobStore, find_input
+from .queue.jobs import JobQueue
+from .queue.outcomes import load_outcome
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def recover_jobs(
         if len(parts) != 3 or parts[2] != MANIFEST:
             continue
         job_id = parts[1]
-        if q.r.exists(keys.job(job_id)):
+        if q.exists(job_id):
             continue
         try:
             manifest = json.loads(store.get_bytes(key))
@@ -59,7 +59,7 @@ def recover_jobs(
             continue
         if find_input(store, job_id) is None:
             continue  # never fully accepted
-        outcome = _outcome(store, job_id)
+        outcome = load_outcome(store, job_id)
         # a job's time runs from its end once it has one
         end = float(outcome.get("finished_at") or created) if outcome is not None else created
         if end + q.job_ttl < now:
@@ -72,41 +72,13 @@ def recover_jobs(
     return restored
 
 
-def save_outcome(q: JobQueue, store: BlobStore, job_id: str) -> bool:
-    """Keep the record of a job that has just ended in the blob store, for :func:`recover_jobs`.
-    Called after the end is committed in Redis, so it cannot undo it: a failure is logged and the
-    job would only run again if Redis later lost its record."""
-    try:
-        record = q.snapshot(job_id)
-        if record is None:
-            return False
-        store.put_bytes(outcome_key(job_id), json.dumps(record).encode())
-        return True
-    except Exception as exc:  # the store or Redis, whatever their client raises
-        log.warning("outcome of %s not saved: %s", job_id, exc)
-        return False
-
-
-def _outcome(store: BlobStore, job_id: str) -> dict[str, str] | None:
-    try:
-        record = json.loads(store.get_bytes(outcome_key(job_id)))
-    except BlobNotFound:
-        return None
-    except ValueError as exc:
-        log.warning("outcome of %s unreadable: %s", job_id, exc)
-        return None
-    if not isinstance(record, dict) or record.get("state") not in TERMINAL:
-        return None
-    return {str(k): str(v) for k, v in record.items()}
-
-
 def recover_if_lost(q: JobQueue, store: BlobStore) -> list[str] | None:
     """Run :func:`recover_jobs` when Redis holds no epoch marker (first start, or data lost), then
     set the marker. Returns the re-created ids, or None when nothing was lost."""
-    if q.r.exists(keys.EPOCH):
+    if not q.data_lost():
         return None
     restored = recover_jobs(q, store)
-    q.r.set(keys.EPOCH, repr(time.time()), nx=True)
+    q.mark_epoch()
     if restored:
         log.warning("Redis had lost %d jobs: re-created from their manifests", len(restored))
     return restored

@@ -20,6 +20,7 @@ from .engine.io import serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import parse_pipeline, run_pipeline, starts_with_source
+from .jobspec import JobSpec
 from .queue.blobs import (
     BlobNotFound,
     BlobStore,
@@ -73,7 +74,7 @@ def _sync(mesh: TriMesh) -> None:
 def execute(
     job_id: str,
     attempt: int,
-    spec: dict[str, Any],
+    spec: JobSpec | dict[str, Any],
     store: BlobStore,
     progress: Progress | None = None,
     input_name: str = "",
@@ -82,7 +83,9 @@ def execute(
     """Run a job's spec on its stored input; write the result blob. Returns the fields the job
     record gets on success: result, timings, stats before/after, per-step reports, backend and
     why it was chosen (``device``: ``auto`` runs meshes under ``gpu_min_faces`` faces on the
-    CPU)."""
+    CPU). ``spec`` as stored in the job's record is parsed here (:meth:`JobSpec.from_stored`)."""
+    if not isinstance(spec, JobSpec):
+        spec = JobSpec.from_stored(spec)
 
     def report(p: float, stage: str) -> None:
         if progress:
@@ -96,8 +99,8 @@ def execute(
 
     # the statistics are computed where the mesh will live, so the mesh moves first (once), and
     # the topology they build stays cached on it for the steps that need it
-    requested = spec.get("device", "auto")
-    steps = parse_pipeline(spec.get("pipeline", []))
+    requested = spec.device
+    steps = parse_pipeline(spec.pipeline)
     # a source step makes the mesh: its size is not known yet, so auto takes the GPU if there is one
     size = gpu_min_faces if starts_with_source(steps) else mesh.n_faces
     backend, why = choose(requested, size, gpu_min_faces)
@@ -129,12 +132,10 @@ def execute(
     timings["stats_after"] = time.perf_counter() - t
 
     report(0.9, "serialize")
-    output = spec.get("output") or {}
-    fmt = output.get("format", "ply")
+    output = spec.output
+    fmt = output.format
     t = time.perf_counter()
-    chunks = serialize_chunks(
-        out, fmt, output.get("attributes"), polygons=output.get("polygons", True)
-    )
+    chunks = serialize_chunks(out, fmt, output.attributes, polygons=output.polygons)
     key = result_key(job_id, attempt, fmt)
     # the file goes to the store piece by piece as it is written: "serialize" includes storing it
     n_bytes = store.put_chunks(key, chunks)
@@ -144,7 +145,7 @@ def execute(
     t = time.perf_counter()
     stem = (input_name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "result")[:100]
     artifacts = {}
-    mfmt = output.get("matrix_format", "npz")
+    mfmt = output.matrix_format
     for name, value in result.artifacts.items():
         blob = serialize_matrix(value, mfmt)
         akey = artifact_key(job_id, attempt, name, mfmt)

@@ -1,8 +1,10 @@
 """The per-GPU supervisor: claims jobs, keeps their leases, drives the compute child.
 
-It never imports CuPy or the engine: it can always kill a stuck child and start another. Its loop
-reads like a classic worker's: check stop, heartbeat, reap expired leases, claim with a short
-block, hand the job to the child, renew the lease while it runs, then commit, retry or give up.
+It never imports CuPy, so it can always kill a stuck child and start another: of the engine it
+needs only the operation registry (the job spec's model) and the error tree, which import none.
+Its loop reads like a classic worker's: check stop, heartbeat, reap expired leases, claim with a
+short block, hand the job to the child, renew the lease while it runs, then commit, retry or give
+up.
 """
 
 from __future__ import annotations
@@ -14,14 +16,19 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 import redis
 
-from .queue.blobs import BlobStore, job_prefix, open_store, result_key, store_config
-from .queue.jobs import Claim, JobQueue
-from .recovery import recover_if_lost, recover_jobs, save_outcome
+from .engine.errors import ChildDied, JobTimeout, SpecError, WorkerShutdown
+from .jobspec import JobSpec
+from .messages import Done, Failed, FromChild, Progress, RunJob, Stop
+from .queue.blobs import BlobStore, job_prefix, open_store, store_config
+from .queue.jobs import Claim, JobQueue, JobState
+from .queue.outcomes import save_outcome
+from .recovery import recover_if_lost, recover_jobs
 from .settings import Settings
 from .webhooks import WebhookThread
 
@@ -186,7 +193,7 @@ class Supervisor:
             hooks.stop()
             if self.conn is not None and self.child is not None and self.child.is_alive():
                 try:
-                    self.conn.send(("stop",))
+                    self.conn.send(Stop())
                     self.child.join(5)
                 except (OSError, BrokenPipeError):
                     pass
@@ -210,7 +217,7 @@ class Supervisor:
             recover_if_lost(self.q, self.store)
             for job_id, outcome in self.q.reap(self.name):
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
-                if outcome == "failed":
+                if outcome == JobState.failed:
                     save_outcome(self.q, self.store, job_id)
             self._last_reap = now
         if force or now - self._last_recover >= RECOVER_SECONDS:
@@ -234,22 +241,24 @@ class Supervisor:
         """Run one attempt; returns the next attempt when it is to run here at once."""
         self.current = c
         started = time.monotonic()
-        spec = c.record.get("spec") or {}
-        deadline = float(spec.get("deadline_seconds") or self.settings.default_deadline_seconds)
         log.info("→ %s attempt %d", c.job_id, c.attempt)
         try:
+            try:
+                spec = JobSpec.from_stored(c.record.get("spec"))
+            except SpecError as exc:  # stored by a version whose specs this one cannot read
+                self._end(c, JobState.failed, {"error": exc.to_dict()})
+                log.info("← %s failed (%s), not retried", c.job_id, exc.code)
+                return None
+            deadline = spec.deadline(self.settings.default_deadline_seconds)
             self.ensure_child()
             assert self.conn is not None
             self.conn.send(
-                (
-                    "run",
-                    {
-                        "id": c.job_id,
-                        "attempt": c.attempt,
-                        "spec": spec,
-                        "input_name": (c.record.get("input") or {}).get("name", ""),
-                        "gpu_min_faces": self.settings.gpu_min_faces,
-                    },
+                RunJob(
+                    id=c.job_id,
+                    attempt=c.attempt,
+                    spec=c.record.get("spec") or {},
+                    input_name=(c.record.get("input") or {}).get("name", ""),
+                    gpu_min_faces=self.settings.gpu_min_faces,
                 )
             )
             return self._drive(c, started, deadline)
@@ -267,47 +276,39 @@ class Supervisor:
         last_renew = time.monotonic()
         progress: tuple[float, str] | None = None
         while True:
-            msg = None
+            msg: FromChild | None = None
+            died = False
             try:
                 if self.conn.poll(0.1):
                     msg = self.conn.recv()
             except (EOFError, OSError):
-                msg = ("died",)
+                died = True
             if msg is None and not self.child.is_alive():
-                msg = ("died",)
+                died = True
             now = time.monotonic()
-            if msg is not None:
-                if msg[0] == "progress":
-                    progress = (float(msg[1]), str(msg[2]))
-                elif msg[0] == "done":
-                    self._commit(c, msg[1], started)
-                    return
-                elif msg[0] == "failed":
-                    if len(msg) > 3 and msg[3]:
-                        log.error(
-                            "%s: the child's GPU context is unusable; replacing it", self.name
-                        )
-                        self.kill_child()
-                    self._failed(c, msg[1], bool(msg[2]))
-                    return
-                elif msg[0] == "died":
-                    code = self.child.exitcode if self.child is not None else None
-                    log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
+            if isinstance(msg, Progress):
+                progress = (float(msg.progress), str(msg.stage))
+            elif isinstance(msg, Done):
+                self._commit(c, msg.fields, started)
+                return None
+            elif isinstance(msg, Failed):
+                if msg.poisoned:
+                    log.error("%s: the child's GPU context is unusable; replacing it", self.name)
                     self.kill_child()
-                    self.delete_own_result(c, temporaries=True)
-                    error = {
-                        "code": "worker.child_died",
-                        "message": "the compute process died",
-                        "detail": {"exitcode": code},
-                    }
-                    # this supervisor is fine: the job runs again here, on a new child, at once
-                    outcome, again = self._redis(
-                        lambda e=error: self.q.retry_here(self.name, c, e)  # type: ignore[misc]
-                    )
-                    log.warning("← %s failed (worker.child_died): %s", c.job_id, outcome)
-                    if outcome == "failed":
-                        save_outcome(self.q, self.store, c.job_id)
-                    return again
+                self._failed(c, msg.error, msg.retryable)
+                return None
+            elif died:
+                code = self.child.exitcode if self.child is not None else None
+                log.error("%s: child died (exit %s) running %s", self.name, code, c.job_id)
+                self.kill_child()
+                self.delete_own_result(c, temporaries=True)
+                error = ChildDied(exitcode=code).to_dict()
+                # this supervisor is fine: the job runs again here, on a new child, at once
+                outcome, again = self._redis(partial(self.q.retry_here, self.name, c, error))
+                log.warning("← %s failed (%s): %s", c.job_id, ChildDied.code, outcome)
+                if outcome == JobState.failed:
+                    save_outcome(self.q, self.store, c.job_id)
+                return again
             if now - last_renew >= self.renew_every or (progress and now - last_renew >= 0.5):
                 p, stage = progress if progress else (None, "")
                 try:
@@ -327,41 +328,35 @@ class Supervisor:
                     )
                     self.kill_child()
                     self.delete_own_result(c)
-                    return
+                    return None
                 last_renew, progress = now, None
             if now - started > deadline:
                 log.warning("%s: %s ran past its deadline of %.0fs", self.name, c.job_id, deadline)
                 self.kill_child()
-                timeout = {
-                    "code": "job.timeout",
-                    "message": "the job ran past its deadline",
-                    "detail": {"deadline_seconds": deadline},
-                }
-                self._end(c, "failed", {"error": timeout})
+                timeout = JobTimeout(deadline_seconds=deadline)
+                self._end(c, JobState.failed, {"error": timeout.to_dict()})
                 self.delete_own_result(c)
-                return
+                return None
             grace_over = (
                 self.stopping and now - self.stop_requested > self.settings.shutdown_grace_seconds
             )
             if self.cold_stop or grace_over:
                 self.kill_child()
                 self.delete_own_result(c, temporaries=True)
+                stopped = WorkerShutdown().to_dict()
                 outcome = self._redis(
-                    lambda: self.q.requeue(
+                    partial(
+                        self.q.requeue,
                         c.job_id,
                         c.entry,
-                        {
-                            "code": "worker.shutdown",
-                            "message": "the worker was stopped",
-                            "detail": {},
-                        },
+                        stopped,
                         owner=self.name,
                         attempt=c.attempt,
                         release=True,
                     )
                 )
                 log.info("%s: handed %s back on shutdown: %s", self.name, c.job_id, outcome)
-                return
+                return None
             try:
                 self.housekeeping()
             except REDIS_DOWN as exc:
@@ -374,7 +369,7 @@ class Supervisor:
             **fields["timings"],
             "run": time.monotonic() - started,
         }
-        if self._end(c, "succeeded", fields):
+        if self._end(c, JobState.succeeded, fields):
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
             self.delete_other_results(c, keep=fields["result"]["key"])
         else:
@@ -392,17 +387,18 @@ class Supervisor:
                 lambda: self.q.requeue(c.job_id, c.entry, error, owner=self.name, attempt=c.attempt)
             )
             log.warning("← %s failed (%s): %s", c.job_id, error.get("code"), outcome)
-            if outcome == "failed":
+            if outcome == JobState.failed:
                 save_outcome(self.q, self.store, c.job_id)
-        elif self._end(c, "failed", {"error": error}):
+        elif self._end(c, JobState.failed, {"error": error}):
             log.info("← %s failed (%s), not retried", c.job_id, error.get("code"))
 
-    def _end(self, c: Claim, state: str, fields: dict[str, Any]) -> bool:
+    def _end(self, c: Claim, state: JobState, fields: dict[str, Any]) -> bool:
         """Commit the end of this attempt (if it still may) and keep the ended record in the
         blob store for recovery. Whether it was committed."""
-        if not self._redis(lambda: self.q.finish(self.name, c, state, fields)):
+        ended = self._redis(partial(self.q.finish, self.name, c, state, fields))
+        if ended is None:
             return False
-        save_outcome(self.q, self.store, c.job_id)
+        save_outcome(self.q, self.store, c.job_id, ended)
         return True
 
     def _redis(self, fn: Callable[[], T]) -> T:
@@ -430,13 +426,11 @@ class Supervisor:
         """Remove what this attempt wrote (it will never be visible); other attempts' results,
         possibly committed or being written, are not ours to touch. ``temporaries``: our child is
         dead, so half-written files are ours or a fenced attempt's."""
-        fmt = ((c.record.get("spec") or {}).get("output") or {}).get("format", "ply")
         mine = f"-a{c.attempt}."
         try:
-            self.store.delete(result_key(c.job_id, c.attempt, fmt))
             for key in self.store.list_prefix(job_prefix(c.job_id)):
                 name = key.rsplit("/", 1)[-1]
-                if name.startswith("artifact-") and mine in name:
+                if name.startswith(("result-", "artifact-")) and mine in name:
                     self.store.delete(key)
             if temporaries:
                 self._delete_temporaries(c.job_id)

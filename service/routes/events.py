@@ -17,8 +17,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from workers.queue import keys
-from workers.queue.jobs import TERMINAL
+from workers.queue.jobs import TERMINAL, JobState
 
 from ..auth import CallerDep, caller
 from ..deps import BaseUrlDep, QueueDep
@@ -30,30 +29,12 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(calle
 WAKE_SECONDS = 1.0  # longest wait on the event log (below the Redis client's socket timeout)
 KEEPALIVE_SECONDS = 15.0  # a comment line this often keeps proxies from closing a quiet stream
 MAX_SECONDS = 3600.0  # one stream's life; EventSource reconnects by itself
-ENDED = TERMINAL | {"expired"}
+ENDED = TERMINAL | {JobState.expired}
 
 
 def _frame(event: str, data: str, event_id: int | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {data}\n\n".encode()
-
-
-def _last_event_id(r: Any, job_id: str) -> str:
-    last = r.xrevrange(keys.events(job_id), count=1)
-    if not last:
-        return "0-0"
-    entry = last[0][0]
-    return entry.decode() if isinstance(entry, bytes) else str(entry)
-
-
-def _wait(r: Any, job_id: str, after: str) -> str:
-    """Block until the job's event log grows past ``after`` (or ``WAKE_SECONDS``)."""
-    res = r.xread({keys.events(job_id): after}, count=100, block=int(WAKE_SECONDS * 1000))
-    for _stream, entries in res or []:
-        if entries:
-            entry = entries[-1][0]
-            after = entry.decode() if isinstance(entry, bytes) else str(entry)
-    return after
 
 
 @router.get(
@@ -73,8 +54,7 @@ def _wait(r: Any, job_id: str, after: str) -> str:
 async def job_events(
     job_id: str, request: Request, queue: QueueDep, base: BaseUrlDep, who: CallerDep
 ) -> StreamingResponse:
-    r = queue.r
-    after = await run_in_threadpool(_last_event_id, r, job_id)
+    after = await run_in_threadpool(queue.event_cursor, job_id)
     first = await run_in_threadpool(_record, queue, job_id, who)  # 404 before the stream starts
 
     async def stream() -> AsyncIterator[bytes]:
@@ -102,7 +82,7 @@ async def job_events(
             if time.monotonic() - last_write > KEEPALIVE_SECONDS:
                 last_write = time.monotonic()
                 yield b": keep-alive\n\n"
-            cursor = await run_in_threadpool(_wait, r, job_id, cursor)
+            cursor = await run_in_threadpool(queue.wait_events, job_id, cursor, WAKE_SECONDS)
             rec = await run_in_threadpool(queue.get, job_id)
 
     return StreamingResponse(

@@ -28,7 +28,7 @@ def healthz() -> dict[str, str]:
 def readyz(queue: QueueDep) -> JSONResponse:
     checks: dict[str, Any] = {}
     try:
-        queue.r.ping()
+        queue.ping()
         checks["redis"] = "ok"
         n = queue.live_workers()
         checks["workers"] = n

@@ -22,9 +22,8 @@ from fastapi.responses import (
 from starlette.background import BackgroundTask
 
 from workers.queue.blobs import BlobNotFound
-from workers.queue.jobs import TERMINAL
-from workers.queue.waiting import wait_for_end
-from workers.recovery import save_outcome
+from workers.queue.jobs import TERMINAL, JobState
+from workers.queue.outcomes import save_outcome
 
 from ..auth import CallerDep, admit, caller
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
@@ -241,8 +240,9 @@ async def get_job(
 ) -> JobPublic:
     rec = await run_in_threadpool(_record, queue, job_id, who)
     if wait > 0 and rec.get("state") not in TERMINAL:
-        await wait_for_end(request.app.state.waiter, job_id, wait)
-        rec = await run_in_threadpool(_record, queue, job_id, who)
+        rec = await request.app.state.waiter.wait_for_end(job_id, wait)
+        if rec is None:  # expired away while we waited
+            raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     return job_public(rec, base, time.time())
 
 
@@ -298,7 +298,7 @@ def _finished(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     rec = _record(queue, job_id, who)
     if _expired(rec):
         raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
-    if rec.get("state") != "succeeded" or not rec.get("result"):
+    if rec.get("state") != JobState.succeeded or not rec.get("result"):
         raise ProblemError(
             409, "job.not_ready", "the job has no result", id=job_id, state=rec.get("state")
         )
@@ -435,13 +435,14 @@ def cancel_job(
 ) -> JobPublic:
     if _expired(_record(queue, job_id, who)):
         raise ProblemError(410, "job.expired", "the job has expired", id=job_id)
-    outcome, previous = queue.cancel(job_id)
-    if outcome == "cancelled":
-        save_outcome(queue, store, job_id)  # so that it stays cancelled if Redis loses it
-    if outcome == "gone":
+    done = queue.cancel_job(job_id)
+    outcome, previous = done.outcome, done.previous
+    if outcome == JobState.cancelled:  # kept, so that it stays cancelled if Redis loses it
+        save_outcome(queue, store, job_id, done.stored)
+    if outcome == "gone" or done.record is None:
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
-    if outcome == "final" and previous != "cancelled":
+    if outcome == "final" and previous != JobState.cancelled:
         raise ProblemError(
             409, "job.already_finished", "the job has already finished", id=job_id, state=previous
         )
-    return job_public(_record(queue, job_id, who), base, time.time())
+    return job_public(done.record, base, time.time())

@@ -143,6 +143,16 @@ def test_long_poll_gives_up_after_its_wait(client):
     assert 0.4 <= time.monotonic() - t < 5
 
 
+def test_a_long_poll_outlasts_the_redis_clients_read_timeout(client):
+    """redis-py's asyncio client gives up reading after 5 s unless told otherwise: a quiet job's
+    long poll must still run its whole wait."""
+    job = submit(client, "rx-cube.obj").json()  # no worker: it stays queued, its log quiet
+    t = time.monotonic()
+    r = client.get(job["url"], params={"wait": 6})
+    assert r.status_code == 200 and r.json()["state"] == "queued"
+    assert 5.9 <= time.monotonic() - t < 10
+
+
 @pytest.mark.parametrize("wait_s", ["-1", "61", "soon"])
 def test_long_poll_bounds(client, wait_s):
     job = submit(client, "rx-cube.obj").json()

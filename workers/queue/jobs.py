@@ -19,18 +19,28 @@ from typing import Any
 
 import redis
 
+from ..engine.errors import WorkerLost
 from . import keys
-
-TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 
 class JobState(str, Enum):
+    """A job's state: queued, running, then succeeded, failed or cancelled (a retried run goes
+    from running back to queued). expired: a job that ended longer ago than the results are
+    kept (shown by the API, never stored)."""
+
     queued = "queued"
     running = "running"
     succeeded = "succeeded"
     failed = "failed"
     cancelled = "cancelled"
     expired = "expired"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: the states a job never leaves (the record keeps them until it expires)
+TERMINAL = frozenset({JobState.succeeded, JobState.failed, JobState.cancelled})
 
 
 JSON_FIELDS = (
@@ -120,6 +130,28 @@ class Claim:
     record: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """What :meth:`JobQueue.submit_job` did: ``status`` ok or duplicate; ``duplicate`` the
+    earlier request's ``"id|body hash"``; ``record`` the job as stored, when ok."""
+
+    status: str
+    duplicate: str | None
+    record: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What :meth:`JobQueue.cancel_job` did: ``outcome`` cancelled, final (it had ended) or gone;
+    ``previous`` the state it was in; ``record`` the job as it is now (None when gone) and
+    ``stored`` the same as stored (strings: a cancelled job's outcome to keep)."""
+
+    outcome: str
+    previous: str
+    record: dict[str, Any] | None
+    stored: dict[str, str] | None
+
+
 class JobQueue:
     """Synchronous access to jobs, used by the API (in its thread pool) and by the workers."""
 
@@ -169,7 +201,20 @@ class JobQueue:
         body_hash: str = "",
     ) -> tuple[str, str | None]:
         """Create and queue a job. Returns ``("ok", None)``, or ``("duplicate", "id|hash")`` when
-        the idempotency key was used before."""
+        the idempotency key was used before (:meth:`submit_job` also gives the record)."""
+        s = self.submit_job(job_id, fields, idempotency_key=idempotency_key, body_hash=body_hash)
+        return s.status, s.duplicate
+
+    def submit_job(
+        self,
+        job_id: str,
+        fields: dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        body_hash: str = "",
+    ) -> Submitted:
+        """Create and queue a job, unless its idempotency key was used before; the record as
+        stored comes back in the same round trip."""
         self.ensure_group()
         now = time.time()
         fields = {**fields, "expires_at": now + self.job_ttl, "max_attempts": self.max_attempts}
@@ -185,14 +230,33 @@ class JobQueue:
             args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}", self.job_ttl],
         )
         status = _s(res[0])
-        return status, (_s(res[1]) if status == "duplicate" else None)
+        if status == "duplicate":
+            return Submitted(status, _s(res[1]), None)
+        return Submitted(status, None, decode_record(_hash(res[2])))
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         raw = self.r.hgetall(keys.job(job_id))
         return decode_record(raw) if raw else None
 
+    def exists(self, job_id: str) -> bool:
+        return bool(self.r.exists(keys.job(job_id)))
+
+    def ping(self) -> bool:
+        return bool(self.r.ping())
+
+    def idempotent_job(self, idempotency_key: str) -> str | None:
+        """What an Idempotency-Key names (``"id|body hash"`` of the request that used it first),
+        or None for a key never used (or expired)."""
+        value = self.r.get(keys.idempotency(idempotency_key))
+        return None if value is None else _s(value)
+
     def cancel(self, job_id: str) -> tuple[str, str]:
         """Returns ``(outcome, previous_state)``; outcome is cancelled, final or gone."""
+        c = self.cancel_job(job_id)
+        return c.outcome, c.previous
+
+    def cancel_job(self, job_id: str) -> Cancelled:
+        """Cancel a queued or running job; the record comes back in the same round trip."""
         res = self._s["cancel"](
             keys=[
                 keys.job(job_id),
@@ -204,7 +268,26 @@ class JobQueue:
             ],
             args=[keys.GROUP, repr(time.time()), self.job_ttl + self.tombstone, self.job_ttl],
         )
-        return _s(res[0]), _s(res[1])
+        stored = _hash(res[2]) if len(res) > 2 else None
+        record = decode_record(stored) if stored else None
+        return Cancelled(_s(res[0]), _s(res[1]), record, stored)
+
+    def event_cursor(self, job_id: str) -> str:
+        """Where the job's event log (see :mod:`~workers.queue.waiting`) ends now; ``0-0`` when
+        it has none."""
+        last: Any = self.r.xrevrange(keys.events(job_id), count=1)
+        return _s(last[0][0]) if last else "0-0"
+
+    def wait_events(self, job_id: str, after: str, block_seconds: float) -> str:
+        """Block until the job's event log grows past ``after``, or ``block_seconds``; returns
+        the cursor past what came."""
+        res: Any = self.r.xread(
+            {keys.events(job_id): after}, count=100, block=max(int(block_seconds * 1000), 1)
+        )
+        for _stream, entries in res or []:
+            if entries:
+                after = _s(entries[-1][0])
+        return after
 
     def queue_depth(self) -> dict[str, int]:
         self.ensure_group()
@@ -285,8 +368,7 @@ class JobQueue:
         )
         if _s(res[0]) != "ok":
             return None
-        rec = self.get(job_id) or {}
-        return Claim(job_id, entry, int(_s(res[1])), rec)
+        return Claim(job_id, entry, int(_s(res[1])), decode_record(_hash(res[2])))
 
     def renew(
         self, consumer: str, c: Claim, progress: float | None = None, stage: str = ""
@@ -305,7 +387,12 @@ class JobQueue:
         )
         return bool(res)
 
-    def finish(self, consumer: str, c: Claim, state: str, fields: dict[str, Any]) -> bool:
+    def finish(
+        self, consumer: str, c: Claim, state: JobState, fields: dict[str, Any]
+    ) -> dict[str, str] | None:
+        """Commit the end of attempt ``c`` (succeeded or failed) with ``fields``, if it still
+        may. Returns the ended record as stored (the outcome to keep, see
+        :mod:`~workers.queue.outcomes`), or None when the attempt can no longer commit."""
         res = self._s["finish"](
             keys=[
                 keys.job(c.job_id),
@@ -327,7 +414,7 @@ class JobQueue:
                 self.job_ttl,
             ],
         )
-        return bool(res)
+        return _hash(res) if res else None
 
     def requeue(
         self,
@@ -407,6 +494,14 @@ class JobQueue:
         return [_s(i) for i in self.r.zrevrange(keys.DEAD, 0, limit - 1)]
 
     # ------------------------------------------------------------------ recovery
+    def data_lost(self) -> bool:
+        """Whether Redis holds no epoch marker: it is new, or it lost its data since
+        :meth:`mark_epoch` (see :mod:`workers.recovery`)."""
+        return not self.r.exists(keys.EPOCH)
+
+    def mark_epoch(self) -> None:
+        self.r.set(keys.EPOCH, repr(time.time()), nx=True)
+
     def restore(self, manifest: dict[str, Any], now: float | None = None) -> bool:
         """Re-create a job from its blob-store manifest unless its record exists; queue it."""
         self.ensure_group()
@@ -509,11 +604,7 @@ class JobQueue:
             for entry_id, fields in claimed:
                 job = (fields or {}).get(b"job") or (fields or {}).get("job")
                 job_id = _s(job) if job else ""
-                err = {
-                    "code": "worker.lost",
-                    "message": "the worker running the job stopped renewing its lease",
-                    "detail": {},
-                }
+                err = WorkerLost().to_dict()
                 if job_id:
                     out.append((job_id, self.requeue(job_id, _s(entry_id), err)))
                 else:
@@ -526,3 +617,8 @@ class JobQueue:
 
 def _s(x: Any) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def _hash(flat: list[Any]) -> dict[str, str]:
+    """A hash as a script returns it (``HGETALL``: field, value, field, value...)."""
+    return {_s(flat[i]): _s(flat[i + 1]) for i in range(0, len(flat), 2)}

@@ -27,3 +27,18 @@ def idempotency(key: str) -> str:
 
 def worker(name: str) -> str:
     return f"{PREFIX}:worker:{name}"
+
+
+def quota_requests(key_id: str, minute: int) -> str:
+    """Counter: requests of an API key in one clock minute (unix seconds // 60)."""
+    return f"{PREFIX}:quota:{key_id}:rpm:{minute}"
+
+
+def quota_running(key_id: str) -> str:
+    """Sorted set: the jobs an API key has queued or running -> when each was admitted."""
+    return f"{PREFIX}:quota:{key_id}:running"
+
+
+def quota_bytes(key_id: str, day: int) -> str:
+    """Counter: bytes an API key uploaded in one UTC day (unix seconds // 86400)."""
+    return f"{PREFIX}:quota:{key_id}:bytes:{day}"

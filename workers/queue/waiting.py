@@ -1,9 +1,12 @@
 """Waiting for a job to end without polling: the API's long poll (``GET /v1/jobs/{id}?wait=``).
 
-Every script that changes a job appends to its event log (``keys.events``); a waiter reads the
-log's last entry and the job's state in one round trip, then blocks on the log (``XREAD BLOCK``)
-and looks at the state again whenever the log grows. Each waiter holds one connection of an
-asyncio Redis client for at most its wait, so a waiting request ties up no thread.
+Every script that changes a job appends to its event log (``keys.events``) an entry that names
+the state the change left it in. A waiter reads the log's last entry and the job's state at one
+instant (one transaction), then blocks on the log (``XREAD BLOCK``): an entry naming a running or
+queued state (progress, a retry) only moves its cursor; one naming a terminal state (or none) is
+checked against the record, which the waiter reads once more to answer with. A waiter holds one
+connection of an asyncio Redis client for at most its wait, so a waiting request ties up no
+thread.
 """
 
 from __future__ import annotations
@@ -12,32 +15,66 @@ import time
 from typing import Any
 
 from . import keys
-from .jobs import TERMINAL
+from .jobs import TERMINAL, decode_record
 
 
 def _s(x: Any) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-async def wait_for_end(r: Any, job_id: str, timeout: float) -> str | None:
-    """Return the job's state once it is terminal, or after ``timeout`` seconds the state it is
-    in (None when the job does not exist). ``r`` is a ``redis.asyncio.Redis``."""
-    deadline = time.monotonic() + timeout
-    pipe = r.pipeline(transaction=False)
-    pipe.xrevrange(keys.events(job_id), count=1)
-    pipe.hget(keys.job(job_id), "state")
-    last, state = await pipe.execute()
-    cursor = _s(last[0][0]) if last else "0-0"
-    while True:
-        state = None if state is None else _s(state)
-        if state is None or state in TERMINAL:
-            return state
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return state
-        block = max(int(left * 1000), 1)
-        res = await r.xread({keys.events(job_id): cursor}, count=100, block=block)
-        for _stream, entries in res or []:
-            if entries:
-                cursor = _s(entries[-1][0])
-        state = await r.hget(keys.job(job_id), "state")
+class Waiter:
+    """Long polls on a ``redis.asyncio.Redis`` client (one with no socket timeout: a wait
+    blocks for up to a minute; see :meth:`from_url`)."""
+
+    def __init__(self, client: Any) -> None:
+        self.r = client
+
+    @classmethod
+    def from_url(cls, url: str) -> Waiter:
+        """A waiter on its own asyncio client. Its socket timeout is off: redis-py's asyncio
+        client reads with a 5 s timeout by default, which a wait longer than that would hit."""
+        import redis.asyncio
+
+        return cls(
+            redis.asyncio.Redis.from_url(
+                url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30
+            )
+        )
+
+    async def aclose(self) -> None:
+        await self.r.aclose()
+
+    async def record(self, job_id: str) -> dict[str, Any] | None:
+        raw = await self.r.hgetall(keys.job(job_id))
+        return decode_record(raw) if raw else None
+
+    async def wait_for_end(self, job_id: str, timeout: float) -> dict[str, Any] | None:
+        """The job's record once it has ended, or after ``timeout`` seconds as it is then; None
+        when the job does not exist (or no longer)."""
+        deadline = time.monotonic() + timeout
+        log = keys.events(job_id)
+        pipe = self.r.pipeline(transaction=True)
+        pipe.xrevrange(log, count=1)
+        pipe.hget(keys.job(job_id), "state")
+        last, state = await pipe.execute()
+        if state is None or _s(state) in TERMINAL:
+            return await self.record(job_id)
+        cursor = _s(last[0][0]) if last else "0-0"
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            res = await self.r.xread({log: cursor}, count=100, block=max(int(left * 1000), 1))
+            if not res:
+                break  # the wait is over
+            look = False
+            for _stream, entries in res:
+                for entry, fields in entries:
+                    cursor = _s(entry)
+                    st = (fields or {}).get(b"state", (fields or {}).get("state"))
+                    look = look or st is None or _s(st) in TERMINAL
+            if look:
+                rec = await self.record(job_id)
+                if rec is None or rec.get("state") in TERMINAL:
+                    return rec
+        return await self.record(job_id)

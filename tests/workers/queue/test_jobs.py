@@ -7,7 +7,8 @@ import time
 import pytest
 
 from workers.queue import keys
-from workers.queue.jobs import JobQueue
+from workers.queue.jobs import JobQueue, JobState
+from workers.queue.waiting import Waiter
 
 
 @pytest.fixture
@@ -188,3 +189,103 @@ def test_a_job_expires_its_ttl_after_it_ends_not_after_it_was_submitted(q, end):
     assert now - 5 < q.r.zscore(keys.JOBS, "j1") <= now
     assert q.expired_jobs(now) == []
     assert q.expired_jobs(now + 3601) == ["j1"]
+
+
+def test_the_scripts_that_change_a_job_return_its_record(q):
+    """Submit, claim, finish and cancel answer with the record as it is after them, so that their
+    callers need not read it back: the same record a read gives."""
+    done = q.submit_job("j1", {"spec": {"pipeline": []}, "input": {"name": "x.obj"}})
+    assert done.status == "ok" and done.record == q.get("j1")
+    c = take(q, "w1")
+    assert c.record == q.get("j1") and c.record["state"] == JobState.running
+    ended = q.finish("w1", c, JobState.succeeded, {"result": {"key": "k"}})
+    assert ended == q.snapshot("j1") and ended["state"] == "succeeded"
+    assert q.finish("w1", c, JobState.failed, {}) is None  # fenced: nothing to keep
+
+    submit(q, "j2")
+    cancelled = q.cancel_job("j2")
+    assert (cancelled.outcome, cancelled.previous) == ("cancelled", "queued")
+    assert cancelled.record == q.get("j2") and cancelled.stored == q.snapshot("j2")
+    again = q.cancel_job("j2")
+    assert (again.outcome, again.previous) == ("final", "cancelled") and again.record is not None
+    gone = q.cancel_job("nope")
+    assert (gone.outcome, gone.record, gone.stored) == ("gone", None, None)
+
+
+def test_an_idempotency_key_names_the_job_that_used_it_first(q):
+    assert q.idempotent_job("k") is None
+    submit(q, "j1", idempotency_key="k", body_hash="h")
+    assert q.idempotent_job("k") == "j1|h"
+    dup = q.submit_job("j2", {"spec": {}}, idempotency_key="k", body_hash="h2")
+    assert (dup.status, dup.duplicate, dup.record) == ("duplicate", "j1|h", None)
+
+
+def test_the_event_log_cursor_moves_with_each_change(q):
+    assert q.event_cursor("j1") == "0-0"
+    submit(q)
+    first = q.event_cursor("j1")
+    assert first != "0-0"
+    assert q.wait_events("j1", first, 0.05) == first  # nothing new: the wait runs out
+    c = take(q, "w1")
+    assert q.wait_events("j1", first, 5.0) == q.event_cursor("j1") != first
+    assert c is not None
+
+
+def _wait(redis_url, job_id, timeout, meanwhile=None):
+    """A long poll on an asyncio client, with ``meanwhile`` run in a thread once it blocks."""
+    import asyncio
+    import threading
+
+    async def go():
+        waiter = Waiter.from_url(redis_url)
+        try:
+            task = asyncio.ensure_future(waiter.wait_for_end(job_id, timeout))
+            if meanwhile is not None:
+                await asyncio.sleep(0.2)  # blocked on the log by now
+                t = threading.Thread(target=meanwhile)
+                t.start()
+                await asyncio.to_thread(t.join)
+            return await task
+        finally:
+            await waiter.aclose()
+
+    return asyncio.run(go())
+
+
+def test_a_long_poll_waits_through_a_retry_and_answers_with_the_end(q, redis_url):
+    submit(q)
+    c = take(q, "w1")
+
+    def retry_then_end():
+        assert q.requeue("j1", c.entry, {"code": "x", "message": "m"}, owner="w1", attempt=1)
+        time.sleep(0.2)  # the queued entry alone must not end the wait
+        c2 = take(q, "w2")
+        q.finish("w2", c2, JobState.failed, {"error": {"code": "mesh.x", "message": "m"}})
+
+    rec = _wait(redis_url, "j1", 10.0, retry_then_end)
+    assert rec["state"] == "failed" and rec["attempt"] == 2
+
+
+def test_a_long_poll_answers_as_it_is_after_its_wait_or_none_when_gone(q, redis_url):
+    submit(q)
+    t = time.monotonic()
+    rec = _wait(redis_url, "j1", 0.3)
+    assert rec["state"] == "queued" and time.monotonic() - t >= 0.3
+    assert _wait(redis_url, "nope", 5.0) is None
+    assert _wait(redis_url, "j1", 1.0, lambda: q.r.delete(keys.job("j1"))) is None
+
+
+def test_a_commit_sent_again_after_its_answer_was_lost_stays_committed(q):
+    """The supervisor retries a commit through a Redis outage: when the first one went through,
+    the second must not read as fenced off (the worker would delete the committed result)."""
+    submit(q)
+    c = take(q, "w1")
+    first = q.finish("w1", c, JobState.succeeded, {"result": {"key": "k1"}})
+    assert first is not None
+    again = q.finish("w1", c, JobState.succeeded, {"result": {"key": "other"}})
+    assert again == first and q.get("j1")["result"] == {"key": "k1"}  # nothing changed
+    assert int(q.r.hget(keys.COUNTERS, "succeeded")) == 1
+    # another owner or another attempt is still fenced off
+    assert q.finish("w2", c, JobState.succeeded, {}) is None
+    stale = type(c)(c.job_id, c.entry, c.attempt + 1, c.record)
+    assert q.finish("w1", stale, JobState.succeeded, {}) is None

@@ -11,7 +11,8 @@ import pytest
 from workers.queue import keys
 from workers.queue.blobs import LocalBlobStore, input_key, manifest_key, outcome_key
 from workers.queue.jobs import JobQueue
-from workers.recovery import recover_if_lost, recover_jobs, save_outcome
+from workers.queue.outcomes import save_outcome
+from workers.recovery import recover_if_lost, recover_jobs
 
 ERR = {"code": "engine.internal", "message": "boom", "detail": {}}
 

@@ -1,5 +1,6 @@
 -- Take a delivered stream entry: the job becomes running under this consumer with attempt + 1.
 -- An entry whose job is gone, finished, cancelled or re-queued under another entry is dropped.
+-- Returns the record as it now is (the worker needs its spec and input), saving a read.
 -- KEYS: job, stream, events
 -- ARGV: group, consumer, entry, now
 local st = redis.call('HMGET', KEYS[1], 'state', 'entry', 'attempt')
@@ -17,4 +18,4 @@ redis.call('HSET', KEYS[1], 'state', 'running', 'attempt', attempt, 'owner', ARG
            'stage', 'starting', 'attempt_started_at', ARGV[4], 'updated_at', ARGV[4])
 redis.call('HSETNX', KEYS[1], 'started_at', ARGV[4])
 emit(KEYS[3], 'state', 'running', 'attempt', tostring(attempt), 'worker', ARGV[2])
-return {'ok', tostring(attempt)}
+return {'ok', tostring(attempt), redis.call('HGETALL', KEYS[1])}
