@@ -280,3 +280,29 @@ def test_soup_counts_duplicate_vertices() -> None:
     assert s["components"] == 4
     assert s["boundary_edges"] == 12 and s["boundary_loops"] == 4
     assert s["euler_characteristic"] == 12 - 12 + 4
+
+
+def test_the_generic_path_reuses_its_figures_only_for_the_same_positions(monkeypatch):
+    """The path the GPU runs keeps its figures with a copy of the positions: the same faces and
+    positions give them back (a copy of them), moved positions are measured again."""
+    from tests.conftest import mesh_path
+    from workers.engine import graph
+    from workers.engine.io import load_bytes
+    from workers.engine.mesh import TriMesh
+    from workers.engine.ops import stats as stats_mod
+
+    monkeypatch.setattr(graph, "NUMPY_FAST", False)
+    mesh = load_bytes(mesh_path("spot.obj").read_bytes(), "spot.obj")
+    first = stats_mod.mesh_stats(mesh)
+    calls = []
+    real = stats_mod._stats_generic
+    monkeypatch.setattr(stats_mod, "_stats_generic", lambda m: calls.append(1) or real(m))
+    again = stats_mod.mesh_stats(TriMesh(mesh.V.copy(), mesh.F, _topology=mesh.topology))
+    assert again == first and calls == []
+    again["bbox_min"][0] = 99.0  # the caller's own lists
+    assert stats_mod.mesh_stats(mesh)["bbox_min"] == first["bbox_min"]
+    moved = TriMesh(mesh.V * 2, mesh.F, _topology=mesh.topology)
+    scaled = stats_mod.mesh_stats(moved)
+    assert calls == [1]
+    assert scaled["area"] == pytest.approx(4 * first["area"], rel=1e-6)
+    assert scaled["genus"] == first["genus"] and scaled["edges"] == first["edges"]
