@@ -48,9 +48,7 @@ def pack_chunks(blocks: list[Any], rows: int | None = None) -> Iterator[memoryvi
 DEVICE_CHUNK_BYTES = 32 << 20
 
 
-def pack_chunks_device(
-    blocks: list[Any], chunk_bytes: int = DEVICE_CHUNK_BYTES
-) -> Iterator[memoryview]:
+def pack_chunks_device(blocks: list[Any], chunk_bytes: int | None = None) -> Iterator[memoryview]:
     """:func:`pack_chunks` for CuPy blocks: each chunk's rows are laid out in device memory (one
     strided copy per block) and the finished bytes are copied to a host buffer of their own. The
     host then only writes bytes: no copy of the columns to the host first, no packing there
@@ -61,7 +59,7 @@ def pack_chunks_device(
     flat = [b.reshape(n, -1) for b in blocks]
     widths = [f.shape[1] * f.dtype.itemsize for f in flat]
     width = sum(widths)
-    rows = max(1, chunk_bytes // max(width, 1))
+    rows = max(1, (chunk_bytes or DEVICE_CHUNK_BYTES) // max(width, 1))
     for s in range(0, n, rows):
         e = min(n, s + rows)
         buf = cp.empty((e - s, width), dtype=cp.uint8)
