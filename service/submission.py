@@ -168,27 +168,25 @@ def accept(
     the submission is known to be valid and new, before anything is stored. With an
     Idempotency-Key never seen before, the body's hash is computed while the mesh is parsed."""
     hashing: Future[str] | None = None
-    digest = ""
     if idempotency_key:
         prev = queue.idempotent_job(idempotency_key)
         if prev is not None:
-            digest = body_hash(spec_text, files, file_digests)
-            return Accepted(_earlier_job(prev, digest), True)
-        else:  # the common case: a new key (a race with another request is settled at submit)
-            hashing = _HASHER.submit(body_hash, spec_text, files, file_digests)
+            return Accepted(_earlier_job(prev, body_hash(spec_text, files, file_digests)), True)
+        # the common case: a new key (a race with another request is settled at submit)
+        hashing = _HASHER.submit(body_hash, spec_text, files, file_digests)
     try:
         return _accept_new(
-            queue=queue,
-            store=store,
-            spec_text=spec_text,
-            files=files,
-            idempotency_key=idempotency_key,
-            upload_seconds=upload_seconds,
-            extra=extra,
-            max_expanded=max_expanded,
-            deadline_limit=deadline_limit,
-            admit=admit,
-            digest=lambda: hashing.result() if hashing is not None else digest,
+            queue,
+            store,
+            spec_text,
+            files,
+            idempotency_key,
+            upload_seconds,
+            extra or {},
+            max_expanded,
+            deadline_limit,
+            admit,
+            hashing,
         )
     finally:
         if hashing is not None:
@@ -196,21 +194,20 @@ def accept(
 
 
 def _accept_new(
-    *,
     queue: JobQueue,
     store: BlobStore,
     spec_text: str,
     files: list[tuple[str, bytes]],
     idempotency_key: str | None,
     upload_seconds: float,
-    extra: dict[str, Any] | None,
+    extra: dict[str, Any],
     max_expanded: int,
     deadline_limit: int,
     admit: Callable[[str], None] | None,
-    digest: Callable[[], str],
+    hashing: Future[str] | None,
 ) -> Accepted:
-    """:func:`accept` for a submission that is not a replay: ``digest()`` gives the body's
-    hash once it is needed (after parsing)."""
+    """:func:`accept` for a submission that is not a replay; ``hashing`` gives the body's hash
+    (computed while the mesh is parsed) once it is needed."""
     spec = parse_spec(spec_text)
     if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
         raise SpecError(
@@ -244,7 +241,8 @@ def _accept_new(
     check_pipeline(spec, steps, mesh)
 
     job_id = uuid.uuid4().hex
-    body_digest = digest()  # a replay found by the submit script below is compared with it
+    # the body's hash: a replay that the submit script finds is compared with it
+    body_digest = hashing.result() if hashing is not None else ""
     if idempotency_key:
         earlier = check_idempotency(queue, idempotency_key, body_digest)
         if earlier:  # another request with this key was accepted while this one was parsed
