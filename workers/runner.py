@@ -15,7 +15,7 @@ import numpy as np
 
 from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
-from .engine.backend import GPU_MIN_FACES, choose
+from .engine.backend import GPU_MIN_FACES, choose, sync
 from .engine.io import serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
@@ -25,8 +25,8 @@ from .queue.blobs import (
     BlobNotFound,
     BlobStore,
     artifact_key,
-    find_input,
     input_key,
+    legacy_input_key,
     result_key,
 )
 
@@ -44,31 +44,30 @@ MEDIA_TYPES = {
 
 def load_input(store: BlobStore, job_id: str) -> TriMesh:
     """The job's accepted input as the API stored it (:mod:`~.engine.io.stored`): one read into
-    one writable buffer, the arrays viewing it; nothing is parsed again."""
-    key = input_key(job_id)
-    if not store.exists(key):  # accepted before the stored form existed
-        key = find_input(store, job_id) or key
+    one writable buffer, the arrays viewing it; nothing is parsed again. A job accepted before
+    the stored form existed has its input under the NPZ name."""
+    for key in (input_key(job_id), legacy_input_key(job_id)):
+        try:
+            return stored.decode(_read_blob(store, key))
+        except BlobNotFound:
+            continue
+    raise BlobNotFound(input_key(job_id))
+
+
+def _read_blob(store: BlobStore, key: str) -> Any:
+    """The blob's bytes in a writable buffer: a local file read straight into it."""
     path = store.local_path(key)
     if path is None:
-        return stored.decode(bytearray(store.get_bytes(key)))
+        return bytearray(store.get_bytes(key))
     try:
         with open(path, "rb", buffering=0) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            buf = np.empty(size, dtype=np.uint8)
+            buf = np.empty(os.fstat(fh.fileno()).st_size, dtype=np.uint8)
             view, got = memoryview(buf), 0
-            while got < size:
-                n = fh.readinto(view[got:])
-                if not n:
-                    break
+            while got < len(buf) and (n := fh.readinto(view[got:])):
                 got += n
     except FileNotFoundError:
         raise BlobNotFound(key) from None
-    return stored.decode(buf[:got])
-
-
-def _sync(mesh: TriMesh) -> None:
-    if mesh.backend == "cupy":
-        mesh.xp.cuda.get_current_stream().synchronize()
+    return buf[:got]
 
 
 def execute(
@@ -107,7 +106,7 @@ def execute(
     if mesh.backend != backend:
         t = time.perf_counter()
         mesh = mesh.to(backend)
-        _sync(mesh)
+        sync(mesh)
         timings["transfer"] = time.perf_counter() - t
     t = time.perf_counter()
     stats_before = mesh_stats(mesh)
@@ -223,5 +222,5 @@ def warm_up(backend: str) -> float:
     mesh_stats(out)
     for _ in serialize_chunks(out, "ply", None):
         pass
-    _sync(out)
+    sync(out)
     return time.perf_counter() - t

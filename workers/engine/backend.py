@@ -104,6 +104,13 @@ def array_backend(a: Any) -> str:
     return "cupy" if type(a).__module__.startswith("cupy") else "numpy"
 
 
+def sync(mesh: Any) -> None:
+    """Wait until the device work queued on the mesh's arrays is done (a no-op on the CPU), so
+    that a host clock read next times it."""
+    if mesh.backend == "cupy":
+        mesh.xp.cuda.get_current_stream().synchronize()
+
+
 def to_device(a: Any) -> Any:
     """Device copy of a host array, straight from its own memory. (``cupy.asarray`` first copies
     a NumPy array into a pinned staging buffer it allocates to fit: pinning a fresh buffer for a

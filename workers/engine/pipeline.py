@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from . import backend as _backend
 from . import progress as _progress
+from .backend import sync
 from .errors import MeshError, SpecError
 from .mesh import TriMesh
 from .ops import OPS, Operation, OpKind, OpParams
@@ -113,11 +114,6 @@ class PipelineResult:
         return out
 
 
-def _sync(mesh: TriMesh) -> None:
-    if mesh.backend == "cupy":
-        mesh.xp.cuda.get_current_stream().synchronize()
-
-
 def run_pipeline(
     mesh: TriMesh | None,
     pipeline: Iterable[Any],
@@ -147,7 +143,7 @@ def run_pipeline(
     if mesh.backend != be:
         t0 = time.perf_counter()
         mesh = mesh.to(be)
-        _sync(mesh)
+        sync(mesh)
         result.timings["transfer"] = time.perf_counter() - t0
     n = max(len(steps), 1)
     if steps and mesh.n_faces == 0 and steps[0].op.kind is not OpKind.source:
@@ -161,7 +157,7 @@ def run_pipeline(
         t0 = time.perf_counter()
         with _progress.step(progress, i / n, (i + 1) / n, step.op.name):
             out = step.op.implementation(impl_backend)(mesh, step.params)
-        _sync(out.mesh)
+        sync(out.mesh)
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())
         mesh = out.mesh
