@@ -73,16 +73,14 @@ def check_pipeline(spec: JobCreate, steps: list[Step], mesh: TriMesh) -> None:
 MAX_FILES = 64
 
 
-def body_hash(
-    spec_text: str, files: list[tuple[str, bytes]], file_digests: list[bytes] | None = None
-) -> str:
+def body_hash(spec_text: str, files: list[tuple[str, bytes]]) -> str:
     """What an Idempotency-Key is bound to: SHA-256 over the digests of the spec, each file's
-    name and each file's bytes (``file_digests``: those already computed as the body came in)."""
+    name and each file's bytes."""
     h = hashlib.sha256()
     h.update(hashlib.sha256(spec_text.encode()).digest())
-    for i, (name, data) in enumerate(files):
+    for name, data in files:
         h.update(hashlib.sha256(name.encode()).digest())
-        h.update(file_digests[i] if file_digests else hashlib.sha256(data).digest())
+        h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
 
 
@@ -162,7 +160,6 @@ def accept(
     max_expanded: int,
     deadline_limit: int,
     admit: Callable[[str], None] | None = None,
-    file_digests: list[bytes] | None = None,
 ) -> Accepted:
     """Validate, store and queue a job; ``admit(job_id)`` (the caller's quotas) is called once
     the submission is known to be valid and new, before anything is stored. With an
@@ -171,9 +168,9 @@ def accept(
     if idempotency_key:
         prev = queue.idempotent_job(idempotency_key)
         if prev is not None:
-            return Accepted(_earlier_job(prev, body_hash(spec_text, files, file_digests)), True)
+            return Accepted(_earlier_job(prev, body_hash(spec_text, files)), True)
         # the common case: a new key (a race with another request is settled at submit)
-        hashing = _HASHER.submit(body_hash, spec_text, files, file_digests)
+        hashing = _HASHER.submit(body_hash, spec_text, files)
     try:
         return _accept_new(
             queue,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import re
 import stat
 import time
@@ -126,7 +124,6 @@ async def create_job(
         idempotency_key = f"{who}:{idempotency_key}"
     form = body_form(request.headers.get("content-type"))
     upload_started = getattr(request.state, "started", None) or time.time()
-    digest = None
     if form == "multipart":
         files: list[tuple[str, bytes]] = [(m.filename or "", await m.read()) for m in mesh or []]
     elif form == "json":
@@ -139,7 +136,7 @@ async def create_job(
                 "a mesh sent as the request body needs its job spec in the Tessera-Spec header",
             )
         spec = spec_header
-        data, digest = await read_body(request, hashed=bool(idempotency_key))
+        data = await request.body()  # the pieces as they stream in, joined once
         files = [(filename or "", data)] if data else []
     upload_s = time.time() - upload_started
     if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
@@ -161,7 +158,6 @@ async def create_job(
         max_expanded=settings.max_expanded_bytes,
         deadline_limit=settings.default_deadline_seconds,
         admit=lambda job_id: admit(request, who, job_id, upload_bytes),
-        file_digests=None if digest is None else [digest],
     )
     rec = accepted.record
     if rec is None:
@@ -185,40 +181,6 @@ def body_form(content_type: str | None) -> str:
     if media == "application/json":
         return "json"
     return "file"
-
-
-async def read_body(request: Request, hashed: bool) -> tuple[bytes, bytes | None]:
-    """The whole request body as it streams in (one copy: the pieces are joined at the end) and,
-    when ``hashed``, its SHA-256 (for the Idempotency-Key's body check), computed on the pieces
-    in a thread while the next ones arrive."""
-    chunks: list[bytes] = []
-    h = hashlib.sha256() if hashed else None
-    pending: Any = None
-    async for chunk in request.stream():
-        if not chunk:
-            continue
-        chunks.append(chunk)
-        if h is not None and len(chunks) % _HASH_BATCH == 0:
-            if pending is not None:
-                await pending
-            batch = chunks[-_HASH_BATCH:]
-            pending = asyncio.ensure_future(run_in_threadpool(_update, h, batch))
-    if h is not None:
-        if pending is not None:
-            await pending
-        rest = chunks[len(chunks) - len(chunks) % _HASH_BATCH :]
-        _update(h, rest)
-    data = b"".join(chunks)
-    return data, (h.digest() if h is not None else None)
-
-
-#: pieces (of about 256 KB) hashed per trip to a thread
-_HASH_BATCH = 32
-
-
-def _update(h: Any, pieces: list[bytes]) -> None:
-    for p in pieces:
-        h.update(p)
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=_ERRORS, summary="A job's state")
