@@ -969,7 +969,7 @@ def test_stl_is_written_and_read_as_trimesh_does(rich: TriMesh, dtype: str) -> N
 
     from workers.engine.io import _parse_trimesh
 
-    V = np.asarray(rich.V, dtype=dtype)
+    V = np.array(rich.V, dtype=dtype)  # a copy: the mesh shares its positions
     V[:3] = V[0]  # a degenerate face or two: zero normals
     m = TriMesh.from_arrays(V, rich.F, dtype=dtype)
     data = serialize(m, "stl")
