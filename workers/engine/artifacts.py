@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .backend import array_backend
 from .errors import SpecError
 
 MATRIX_FORMATS = ("npz", "mtx")
@@ -15,7 +16,7 @@ MEDIA_TYPES = {"npz": "application/x-npz", "mtx": "text/x-matrix-market"}
 
 def to_scipy(a: Any) -> Any:
     """A SciPy sparse matrix (or NumPy array) from a SciPy or CuPy one."""
-    if type(a).__module__.startswith("cupy"):
+    if array_backend(a) == "cupy":
         return a.get()
     return a
 

@@ -14,7 +14,7 @@ from typing import Any
 #: off to get the reference the fast paths must equal.
 NUMPY_FAST = True
 
-_INT32_MAX = 2**31 - 1
+INT32_MAX = 2**31 - 1
 
 
 def numpy_fast(xp: ModuleType) -> bool:
@@ -50,7 +50,7 @@ def scipy_components(n: int, i: Any, j: Any) -> tuple[int, Any]:
     from scipy.sparse.csgraph import connected_components as cc
 
     m = len(i)
-    if not NUMPY_FAST or max(n, 2 * m) >= _INT32_MAX:
+    if not NUMPY_FAST or max(n, 2 * m) >= INT32_MAX:
         g = sp.coo_matrix((np.ones(m, dtype=np.int8), (i, j)), shape=(n, n))
         return cc(g, directed=False)  # type: ignore[no-any-return]
     i = np.asarray(i, dtype=np.int32)
@@ -130,10 +130,8 @@ def bucket_sort(keys: Any, n_keys: int, values: Any, carry: Any = None) -> tuple
     except ImportError:  # a SciPy without its private helpers
         _sparsetools = None
     if _sparsetools is None:
-        order = np.argsort(keys, kind="stable")
-        offsets = np.zeros(n_keys + 1, dtype=keys.dtype)
-        np.cumsum(np.bincount(keys, minlength=n_keys), out=offsets[1:])
-        return offsets, values[order], None if carry is None else carry[order]
+        offsets, out, order = csr_from_pairs(np, n_keys, keys, values)
+        return offsets.astype(keys.dtype), out, None if carry is None else carry[order]
     ax = np.zeros(m, dtype=np.int8) if carry is None else np.ascontiguousarray(carry)
     offsets = np.empty(n_keys + 1, dtype=keys.dtype)
     out_values = np.empty(m, dtype=values.dtype)

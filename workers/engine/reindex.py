@@ -80,7 +80,7 @@ def apply_vertex_map(
         "vertices_after": n_new,
         "merged": n_candidates - n_new,
         "unused_removed": n - n_candidates,
-        "degenerate_faces": int(_degenerate_mask(xp, F).sum()),
+        "degenerate_faces": int(degenerate_mask(xp, F).sum()),
     }
     return out, report
 
@@ -178,7 +178,8 @@ def remove_unused(mesh: TriMesh) -> tuple[TriMesh, dict]:
     return out, {"vertices_before": mesh.n_vertices, "removed": mesh.n_vertices - n_keep}
 
 
-def _degenerate_mask(xp: ModuleType, F: Any) -> Any:
+def degenerate_mask(xp: ModuleType, F: Any) -> Any:
+    """Faces that repeat a vertex index."""
     return (F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])
 
 
@@ -188,7 +189,7 @@ def remove_degenerate(
     """Drop faces with a repeated vertex index and, if ``geometric``, faces of area at most
     ``area_threshold``. Vertices are kept (chain ``remove_unused_vertices`` to drop them)."""
     xp = mesh.xp
-    topo = _degenerate_mask(xp, mesh.F)
+    topo = degenerate_mask(xp, mesh.F)
     bad = topo
     if geometric:
         bad = bad | (face_areas64(xp, mesh.V, mesh.F) <= area_threshold)

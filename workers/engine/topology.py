@@ -20,6 +20,7 @@ from typing import Any
 
 from .backend import array_backend, xp_for
 from .graph import (
+    INT32_MAX,
     bucket_sort,
     compact_groups,
     compact_ordered,
@@ -31,7 +32,6 @@ from .graph import (
 )
 
 #: the NumPy fast paths index sides and corners in int32
-_INT32_MAX = 2**31 - 1
 
 
 @dataclass(eq=False)
@@ -59,7 +59,7 @@ class Topology:
     @classmethod
     def build(cls, F: Any, n_vertices: int) -> Topology:
         xp = xp_for(array_backend(F))
-        if numpy_fast(xp) and max(3 * int(F.shape[0]), n_vertices) < _INT32_MAX:
+        if numpy_fast(xp) and max(3 * int(F.shape[0]), n_vertices) < INT32_MAX:
             return cls._build_numpy(F, n_vertices)
         F64 = F.astype(xp.int64)
         a = F64.ravel()
@@ -259,7 +259,7 @@ class Topology:
 
         def make() -> Any:
             xp = self.xp
-            if numpy_fast(xp) and 3 * self.n_faces < _INT32_MAX:
+            if numpy_fast(xp) and 3 * self.n_faces < INT32_MAX:
                 return self._fans_numpy()
             s, t = self.ef_pairs()
             # side s = 3f + k joins corners k and (k+1)%3 of face f to the matching corners of t;
@@ -298,7 +298,7 @@ class Topology:
 
         n_corners = 3 * self.n_faces
         Fr = self.F.ravel()
-        two_slots = self.non_manifold_edges.shape[0] == 0 and 2 * n_corners < _INT32_MAX
+        two_slots = self.non_manifold_edges.shape[0] == 0 and 2 * n_corners < INT32_MAX
         if two_slots:
             s, t = self._two_face_pairs()
             same_dir = self._two_face_same(s, t)

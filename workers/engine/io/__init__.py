@@ -36,6 +36,7 @@ from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
 from .off import read_off, without_comments, write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
+from .stored import named_arrays, split_named
 from .volumes import RawLayout as RawLayout
 
 MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
@@ -422,8 +423,7 @@ def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
             raise MeshError(
                 "array is not numeric", code="mesh.bad_dtype", array=k[:100], dtype=str(v.dtype)
             )
-    va = {k[len("vertex.") :]: v for k, v in arrays.items() if k.startswith("vertex.")}
-    fa = {k[len("face.") :]: v for k, v in arrays.items() if k.startswith("face.")}
+    va, fa = split_named(arrays)
     F = arrays["F"]
     if F.ndim != 2 or F.shape[1] != 3:
         raise MeshError("faces must be (m, 3)", code="mesh.bad_shape", shape=list(F.shape))
@@ -541,10 +541,7 @@ def serialize_chunks(
         return [write_obj(V, F, va.get("vertex_normals"))]
     if fmt == "npz":
         buf = io.BytesIO()
-        arrays = {"V": V, "F": F}
-        arrays.update({f"vertex.{k}": v for k, v in va.items()})
-        arrays.update({f"face.{k}": v for k, v in fa.items()})
-        np.savez(buf, **arrays)
+        np.savez(buf, **named_arrays(V, F, va, fa))
         return [buf.getvalue()]
     if fmt == "stl":
         return stl.stl_chunks(V, F)

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import array_backend
+
 #: rows packed at a time by :func:`pack_chunks`: about a megabyte, so each chunk is written while
 #: it is still in cache and no file-sized block of fresh memory is touched
 CHUNK_ROWS = 1 << 16
@@ -35,7 +37,7 @@ def pack_chunks(blocks: list[Any], rows: int | None = None) -> Iterator[memoryvi
     time; every chunk is a buffer of its own (it stays valid after the next one is made). Blocks
     on the GPU (CuPy) are packed there and each chunk of finished rows is copied to the host
     (:func:`pack_chunks_device`)."""
-    if type(blocks[0]).__module__.startswith("cupy"):
+    if array_backend(blocks[0]) == "cupy":
         yield from pack_chunks_device(blocks)
         return
     n = blocks[0].shape[0]

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..backend import array_backend
 from ..errors import FormatError
 from . import _records
 from .polygons import fan
@@ -205,7 +206,7 @@ def start_of(sizes: np.ndarray) -> np.ndarray:
 
 
 def _on_gpu(a: Any) -> bool:
-    return type(a).__module__.startswith("cupy")
+    return array_backend(a) == "cupy"
 
 
 def _little(a: Any) -> Any:

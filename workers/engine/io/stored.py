@@ -35,13 +35,27 @@ _HEAD = struct.Struct("<8sQ")
 MEDIA_TYPE = "application/x-tessera-arrays"
 
 
+def named_arrays(V: Any, F: Any, va: dict[str, Any], fa: dict[str, Any]) -> dict[str, Any]:
+    """A mesh's arrays by the names our NPZ files and the stored form give them: ``V``, ``F``,
+    ``vertex.<name>``, ``face.<name>``."""
+    out = {"V": V, "F": F}
+    out.update({f"vertex.{k}": v for k, v in va.items()})
+    out.update({f"face.{k}": v for k, v in fa.items()})
+    return out
+
+
+def split_named(arrays: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The vertex and face attributes among arrays named as :func:`named_arrays` names them."""
+    va = {k[len("vertex.") :]: v for k, v in arrays.items() if k.startswith("vertex.")}
+    fa = {k[len("face.") :]: v for k, v in arrays.items() if k.startswith("face.")}
+    return va, fa
+
+
 def _arrays(mesh: TriMesh) -> list[tuple[str, np.ndarray]]:
     from ..backend import to_numpy
 
-    out = [("V", to_numpy(mesh.V)), ("F", to_numpy(mesh.F))]
-    out += [(f"vertex.{k}", to_numpy(v)) for k, v in mesh.vertex_attrs.items()]
-    out += [(f"face.{k}", to_numpy(v)) for k, v in mesh.face_attrs.items()]
-    return out
+    named = named_arrays(mesh.V, mesh.F, mesh.vertex_attrs, mesh.face_attrs)
+    return [(k, to_numpy(v)) for k, v in named.items()]
 
 
 def encode_chunks(mesh: TriMesh) -> Iterator[bytes | memoryview]:
@@ -114,6 +128,5 @@ def _decode_npz(data: bytes, source: str | None) -> TriMesh:
 
 
 def _mesh(arrays: dict[str, np.ndarray], source: str | None) -> TriMesh:
-    va = {k[7:]: v for k, v in arrays.items() if k.startswith("vertex.")}
-    fa = {k[5:]: v for k, v in arrays.items() if k.startswith("face.")}
+    va, fa = split_named(arrays)
     return TriMesh(arrays["V"], arrays["F"], va, fa, source=source)

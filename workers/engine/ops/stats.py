@@ -9,6 +9,7 @@ import numpy as np
 from ..geometry import face_corners64, face_cross64
 from ..graph import bucket_sort, group_rows, numpy_fast
 from ..mesh import TriMesh
+from ..reindex import degenerate_mask
 from .registry import Operation, OpKind, OpParams, OpResult
 
 
@@ -25,19 +26,27 @@ def mesh_stats(mesh: TriMesh) -> dict[str, Any]:
     # the same faces (the topology is cached with them) and bit for bit the same positions as
     # last time (a job's statistics after a weld that merged nothing and operations that only add
     # attributes): the same figures, for one device copy and comparison of the positions
-    memo = topo._cache.get("stats_generic")
-    if memo is not None and _same_bits_xp(xp, memo[0], mesh.V):
-        return _copy_stats(memo[1])
-    out = _stats_generic(mesh)
-    topo._cache["stats_generic"] = (mesh.V.copy(), _copy_stats(out))
-    return out
+    return _copy_stats(_by_positions(topo, "stats_generic", mesh.V, lambda: _stats_generic(mesh)))
+
+
+def _by_positions(topo: Any, key: str, V: Any, make: Any) -> Any:
+    """``make()``, memoised on the topology with a copy of the positions it was made from: given
+    again while the positions are the same bit for bit (the same array, or an equal one)."""
+    memo = topo._cache.get(key)
+    if memo is not None and _same_bits(topo.xp, memo[0], V):
+        return memo[1]
+    value = make()
+    topo._cache[key] = (V.copy(), value)
+    return value
 
 
 def _copy_stats(d: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, list) else v for k, v in d.items()}
 
 
-def _same_bits_xp(xp: Any, a: Any, b: Any) -> bool:
+def _same_bits(xp: Any, a: Any, b: Any) -> bool:
+    """Whether two arrays hold the same values bit for bit (``-0.0`` is not ``0.0``, a NaN
+    equals itself)."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
     u = np.dtype(f"u{a.dtype.itemsize}")
@@ -62,7 +71,7 @@ def _stats_generic(mesh: TriMesh) -> dict[str, Any]:
     manifold = n_nme == 0 and n_nmv == 0
 
     F = mesh.F
-    degenerate = int(((F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])).sum())
+    degenerate = int(degenerate_mask(xp, F).sum())
     dup_faces = nf - int(group_rows(xp, xp.sort(F, axis=1)).max() + 1) if nf else 0
     used_idx = xp.nonzero(used)[0]
     dup_verts = n_used - int(group_rows(xp, mesh.V[used_idx] + 0.0).max() + 1) if n_used else 0
@@ -121,14 +130,14 @@ def _stats_numpy(mesh: TriMesh) -> dict[str, Any]:
     topo = mesh.topology
     t = topo._memo("stats", lambda: _face_figures_numpy(topo))
     V, nv = mesh.V, mesh.n_vertices
-    memo = topo._cache.get("stats_positions")
-    if memo is not None and _same_bits(memo[0], V):
-        p = memo[1]
-    else:
-        p = _position_figures_numpy(
+    p = _by_positions(
+        topo,
+        "stats_positions",
+        V,
+        lambda: _position_figures_numpy(
             V, topo, t["n_used"], t["closed"] and t["consistently_oriented"]
-        )
-        topo._cache["stats_positions"] = (V.copy(), p)
+        ),
+    )
     return {
         "vertices": nv,
         "faces": t["faces"],
@@ -154,15 +163,6 @@ def _stats_numpy(mesh: TriMesh) -> dict[str, Any]:
         "area": p["area"],
         "volume": p["volume"],
     }
-
-
-def _same_bits(a: Any, b: Any) -> bool:
-    """Whether two arrays hold the same values bit for bit (``-0.0`` is not ``0.0``, a NaN
-    equals itself)."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    u = np.dtype(f"u{a.dtype.itemsize}")
-    return bool(np.array_equal(np.ascontiguousarray(a).view(u), np.ascontiguousarray(b).view(u)))
 
 
 def _position_figures_numpy(V: Any, topo: Any, n_used: int, with_volume: bool) -> dict[str, Any]:
@@ -200,8 +200,7 @@ def _face_figures_numpy(topo: Any) -> dict[str, Any]:
     consistent, orientable_face = topo.orientation()
     orientable = bool(orientable_face.all())
     manifold = n_nme == 0 and n_nmv == 0
-    F = topo.F
-    degenerate = int(((F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])).sum())
+    degenerate = int(degenerate_mask(np, topo.F).sum())
     genus = None
     if manifold and orientable and n_comp == 1:  # _genus's sums over the one component
         twice_g = 2 - (n_used - ne + nf) - topo.boundary_loops()
