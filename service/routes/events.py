@@ -54,7 +54,8 @@ def _frame(event: str, data: str, event_id: int | None = None) -> bytes:
 async def job_events(
     job_id: str, request: Request, queue: QueueDep, base: BaseUrlDep, who: CallerDep
 ) -> StreamingResponse:
-    after = await run_in_threadpool(queue.event_cursor, job_id)
+    waiter = request.app.state.waiter  # waits on the asyncio client: no thread held
+    after = await waiter.cursor(job_id)
     first = await run_in_threadpool(_record, queue, job_id, who)  # 404 before the stream starts
 
     async def stream() -> AsyncIterator[bytes]:
@@ -82,8 +83,8 @@ async def job_events(
             if time.monotonic() - last_write > KEEPALIVE_SECONDS:
                 last_write = time.monotonic()
                 yield b": keep-alive\n\n"
-            cursor = await run_in_threadpool(queue.wait_events, job_id, cursor, WAKE_SECONDS)
-            rec = await run_in_threadpool(queue.get, job_id)
+            cursor = await waiter.wait_events(job_id, cursor, WAKE_SECONDS)
+            rec = await waiter.record(job_id)
 
     return StreamingResponse(
         stream(),

@@ -229,9 +229,9 @@ class JobQueue:
             ],
             args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}", self.job_ttl],
         )
-        status = _s(res[0])
+        status = text(res[0])
         if status == "duplicate":
-            return Submitted(status, _s(res[1]), None)
+            return Submitted(status, text(res[1]), None)
         return Submitted(status, None, decode_record(_hash(res[2])))
 
     def get(self, job_id: str) -> dict[str, Any] | None:
@@ -248,7 +248,7 @@ class JobQueue:
         """What an Idempotency-Key names (``"id|body hash"`` of the request that used it first),
         or None for a key never used (or expired)."""
         value = self.r.get(keys.idempotency(idempotency_key))
-        return None if value is None else _s(value)
+        return None if value is None else text(value)
 
     def cancel(self, job_id: str) -> tuple[str, str]:
         """Returns ``(outcome, previous_state)``; outcome is cancelled, final or gone."""
@@ -270,24 +270,7 @@ class JobQueue:
         )
         stored = _hash(res[2]) if len(res) > 2 else None
         record = decode_record(stored) if stored else None
-        return Cancelled(_s(res[0]), _s(res[1]), record, stored)
-
-    def event_cursor(self, job_id: str) -> str:
-        """Where the job's event log (see :mod:`~workers.queue.waiting`) ends now; ``0-0`` when
-        it has none."""
-        last: Any = self.r.xrevrange(keys.events(job_id), count=1)
-        return _s(last[0][0]) if last else "0-0"
-
-    def wait_events(self, job_id: str, after: str, block_seconds: float) -> str:
-        """Block until the job's event log grows past ``after``, or ``block_seconds``; returns
-        the cursor past what came."""
-        res: Any = self.r.xread(
-            {keys.events(job_id): after}, count=100, block=max(int(block_seconds * 1000), 1)
-        )
-        for _stream, entries in res or []:
-            if entries:
-                after = _s(entries[-1][0])
-        return after
+        return Cancelled(text(res[0]), text(res[1]), record, stored)
 
     def queue_depth(self) -> dict[str, int]:
         self.ensure_group()
@@ -305,14 +288,14 @@ class JobQueue:
         return int(self.r.zcount(keys.WORKERS, time.time() - within, "+inf"))
 
     def counters(self) -> dict[str, int]:
-        return {_s(k): int(v) for k, v in self.r.hgetall(keys.COUNTERS).items()}
+        return {text(k): int(v) for k, v in self.r.hgetall(keys.COUNTERS).items()}
 
     def expired_jobs(self, now: float, limit: int = 100) -> list[str]:
         """Ids of jobs past their TTL whose blobs have not been swept yet: ended more than the TTL
         ago, or created more than the TTL ago and never ended (the index holds each job's end
         time once it has one, its creation time before)."""
         ids = self.r.zrangebyscore(keys.JOBS, "-inf", now - self.job_ttl, start=0, num=limit)
-        return [_s(i) for i in ids]
+        return [text(i) for i in ids]
 
     def forget(self, job_id: str) -> None:
         """After its blobs are gone: the job leaves the index; its record stays as a tombstone
@@ -354,7 +337,7 @@ class JobQueue:
         for _stream, entries in res or []:
             for entry_id, fields in entries:
                 job = fields.get(b"job") or fields.get("job")
-                out.append((_s(entry_id), _s(job) if job else ""))
+                out.append((text(entry_id), text(job) if job else ""))
         return out
 
     def claim(self, consumer: str, entry: str, job_id: str) -> Claim | None:
@@ -366,9 +349,9 @@ class JobQueue:
             keys=[keys.job(job_id), keys.STREAM, keys.events(job_id)],
             args=[keys.GROUP, consumer, entry, repr(time.time())],
         )
-        if _s(res[0]) != "ok":
+        if text(res[0]) != "ok":
             return None
-        return Claim(job_id, entry, int(_s(res[1])), decode_record(_hash(res[2])))
+        return Claim(job_id, entry, int(text(res[1])), decode_record(_hash(res[2])))
 
     def renew(
         self, consumer: str, c: Claim, progress: float | None = None, stage: str = ""
@@ -453,7 +436,7 @@ class JobQueue:
                 self.job_ttl,
             ],
         )
-        return _s(res[0])
+        return text(res[0])
 
     def retry_here(
         self, consumer: str, c: Claim, error: dict[str, Any]
@@ -484,14 +467,14 @@ class JobQueue:
                 self.job_ttl,
             ],
         )
-        status = _s(res[0])
+        status = text(res[0])
         if status != "ok":
             return status, None
-        return status, Claim(c.job_id, c.entry, int(_s(res[1])), c.record)
+        return status, Claim(c.job_id, c.entry, int(text(res[1])), c.record)
 
     def dead_letters(self, limit: int = 100) -> list[str]:
         """Jobs that failed for good after their last attempt, newest first."""
-        return [_s(i) for i in self.r.zrevrange(keys.DEAD, 0, limit - 1)]
+        return [text(i) for i in self.r.zrevrange(keys.DEAD, 0, limit - 1)]
 
     # ------------------------------------------------------------------ recovery
     def data_lost(self) -> bool:
@@ -544,7 +527,7 @@ class JobQueue:
         """The record of an ended job as stored (strings), for :meth:`restore_final`; None while
         it has not ended or when it is gone."""
         raw = self.r.hgetall(keys.job(job_id))
-        rec = {_s(k): _s(v) for k, v in raw.items()}
+        rec = {text(k): text(v) for k, v in raw.items()}
         return rec if rec.get("state") in TERMINAL else None
 
     def restore_final(
@@ -603,22 +586,23 @@ class JobQueue:
             nxt, claimed = res[0], res[1]
             for entry_id, fields in claimed:
                 job = (fields or {}).get(b"job") or (fields or {}).get("job")
-                job_id = _s(job) if job else ""
+                job_id = text(job) if job else ""
                 err = WorkerLost().to_dict()
                 if job_id:
-                    out.append((job_id, self.requeue(job_id, _s(entry_id), err)))
+                    out.append((job_id, self.requeue(job_id, text(entry_id), err)))
                 else:
                     self.r.xack(keys.STREAM, keys.GROUP, entry_id)
                     self.r.xdel(keys.STREAM, entry_id)
-            if _s(nxt) in ("0-0", "0"):
+            if text(nxt) in ("0-0", "0"):
                 return out
-            start = _s(nxt)
+            start = text(nxt)
 
 
-def _s(x: Any) -> str:
+def text(x: Any) -> str:
+    """A Redis reply as text (redis-py answers bytes unless told to decode)."""
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
 def _hash(flat: list[Any]) -> dict[str, str]:
     """A hash as a script returns it (``HGETALL``: field, value, field, value...)."""
-    return {_s(flat[i]): _s(flat[i + 1]) for i in range(0, len(flat), 2)}
+    return {text(flat[i]): text(flat[i + 1]) for i in range(0, len(flat), 2)}

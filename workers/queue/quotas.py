@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from . import keys
-from .jobs import TERMINAL
+from .jobs import TERMINAL, text
 
 #: a job counted against its key but not found (its submission failed after being admitted, or
 #: is still being stored) stops counting after this long
@@ -81,7 +81,7 @@ class Quotas:
                 *ended,
             ],
         )
-        outcome = _s(res[0])
+        outcome = text(res[0])
         if outcome == "concurrent":
             return Admission("concurrent_jobs")
         if outcome == "bytes":
@@ -96,15 +96,11 @@ class Quotas:
             return []
         pipe = self.r.pipeline(transaction=False)
         for raw, _since in members:
-            pipe.hget(keys.job(_s(raw)), "state")
+            pipe.hget(keys.job(text(raw)), "state")
         states = pipe.execute()
         out = []
         for (raw, since), state in zip(members, states, strict=True):
             gone = state is None and now - since > UNSEEN_SECONDS
-            if gone or (state is not None and _s(state) in TERMINAL):
-                out.append(_s(raw))
+            if gone or (state is not None and text(state) in TERMINAL):
+                out.append(text(raw))
         return out
-
-
-def _s(x: Any) -> str:
-    return x.decode() if isinstance(x, bytes) else str(x)

@@ -15,11 +15,7 @@ import time
 from typing import Any
 
 from . import keys
-from .jobs import TERMINAL, decode_record
-
-
-def _s(x: Any) -> str:
-    return x.decode() if isinstance(x, bytes) else str(x)
+from .jobs import TERMINAL, decode_record, text
 
 
 class Waiter:
@@ -48,6 +44,22 @@ class Waiter:
         raw = await self.r.hgetall(keys.job(job_id))
         return decode_record(raw) if raw else None
 
+    async def cursor(self, job_id: str) -> str:
+        """Where the job's event log ends now; ``0-0`` when it has none."""
+        last = await self.r.xrevrange(keys.events(job_id), count=1)
+        return text(last[0][0]) if last else "0-0"
+
+    async def wait_events(self, job_id: str, after: str, timeout: float) -> str:
+        """Return once the job's event log grows past ``after``, or after ``timeout`` seconds:
+        the cursor past what came (the server-sent events' wake-up)."""
+        res = await self.r.xread(
+            {keys.events(job_id): after}, count=100, block=max(int(timeout * 1000), 1)
+        )
+        for _stream, entries in res or []:
+            if entries:
+                after = text(entries[-1][0])
+        return after
+
     async def wait_for_end(self, job_id: str, timeout: float) -> dict[str, Any] | None:
         """The job's record once it has ended, or after ``timeout`` seconds as it is then; None
         when the job does not exist (or no longer)."""
@@ -57,9 +69,9 @@ class Waiter:
         pipe.xrevrange(log, count=1)
         pipe.hget(keys.job(job_id), "state")
         last, state = await pipe.execute()
-        if state is None or _s(state) in TERMINAL:
+        if state is None or text(state) in TERMINAL:
             return await self.record(job_id)
-        cursor = _s(last[0][0]) if last else "0-0"
+        cursor = text(last[0][0]) if last else "0-0"
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -70,9 +82,9 @@ class Waiter:
             look = False
             for _stream, entries in res:
                 for entry, fields in entries:
-                    cursor = _s(entry)
+                    cursor = text(entry)
                     st = (fields or {}).get(b"state", (fields or {}).get("state"))
-                    look = look or st is None or _s(st) in TERMINAL
+                    look = look or st is None or text(st) in TERMINAL
             if look:
                 rec = await self.record(job_id)
                 if rec is None or rec.get("state") in TERMINAL:

@@ -220,15 +220,24 @@ def test_an_idempotency_key_names_the_job_that_used_it_first(q):
     assert (dup.status, dup.duplicate, dup.record) == ("duplicate", "j1|h", None)
 
 
-def test_the_event_log_cursor_moves_with_each_change(q):
-    assert q.event_cursor("j1") == "0-0"
-    submit(q)
-    first = q.event_cursor("j1")
-    assert first != "0-0"
-    assert q.wait_events("j1", first, 0.05) == first  # nothing new: the wait runs out
-    c = take(q, "w1")
-    assert q.wait_events("j1", first, 5.0) == q.event_cursor("j1") != first
-    assert c is not None
+def test_the_event_log_cursor_moves_with_each_change(q, redis_url):
+    import asyncio
+
+    async def go():
+        w = Waiter.from_url(redis_url)
+        try:
+            assert await w.cursor("j1") == "0-0"
+            submit(q)
+            first = await w.cursor("j1")
+            assert first != "0-0"
+            assert await w.wait_events("j1", first, 0.05) == first  # nothing new: runs out
+            c = take(q, "w1")
+            assert await w.wait_events("j1", first, 5.0) == await w.cursor("j1") != first
+            assert c is not None
+        finally:
+            await w.aclose()
+
+    asyncio.run(go())
 
 
 def _wait(redis_url, job_id, timeout, meanwhile=None):
