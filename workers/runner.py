@@ -6,7 +6,6 @@ the same inside the GPU child.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,11 +21,9 @@ from .engine.ops.stats import mesh_stats
 from .engine.pipeline import parse_pipeline, run_pipeline, starts_with_source
 from .jobspec import JobSpec
 from .queue.blobs import (
-    BlobNotFound,
     BlobStore,
     artifact_key,
-    input_key,
-    legacy_input_key,
+    read_input,
     result_key,
 )
 
@@ -44,30 +41,8 @@ MEDIA_TYPES = {
 
 def load_input(store: BlobStore, job_id: str) -> TriMesh:
     """The job's accepted input as the API stored it (:mod:`~.engine.io.stored`): one read into
-    one writable buffer, the arrays viewing it; nothing is parsed again. A job accepted before
-    the stored form existed has its input under the NPZ name."""
-    for key in (input_key(job_id), legacy_input_key(job_id)):
-        try:
-            return stored.decode(_read_blob(store, key))
-        except BlobNotFound:
-            continue
-    raise BlobNotFound(input_key(job_id))
-
-
-def _read_blob(store: BlobStore, key: str) -> Any:
-    """The blob's bytes in a writable buffer: a local file read straight into it."""
-    path = store.local_path(key)
-    if path is None:
-        return bytearray(store.get_bytes(key))
-    try:
-        with open(path, "rb", buffering=0) as fh:
-            buf = np.empty(os.fstat(fh.fileno()).st_size, dtype=np.uint8)
-            view, got = memoryview(buf), 0
-            while got < len(buf) and (n := fh.readinto(view[got:])):
-                got += n
-    except FileNotFoundError:
-        raise BlobNotFound(key) from None
-    return buf[:got]
+    one writable buffer, the arrays viewing it; nothing is parsed again."""
+    return stored.decode(read_input(store, job_id))
 
 
 def execute(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -9,7 +10,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from workers.engine.io import load_bytes, stored
-from workers.queue.blobs import BlobNotFound, find_input, input_key
+from workers.engine.mesh import TriMesh
+from workers.queue.blobs import BlobNotFound, input_key, read_input
 
 from .. import preview
 from ..auth import CallerDep, caller
@@ -22,19 +24,17 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(calle
 MEDIA_TYPE = preview.MEDIA_TYPE
 
 
-def _build(store: Any, source: str, filename: str | None, key: str, max_faces: int) -> bytes:
-    """The preview bytes, made once per mesh and size and kept beside the job's blobs (they go
-    with them when the job expires)."""
+def _build(store: Any, key: str, max_faces: int, load: Callable[[], TriMesh]) -> bytes:
+    """The preview bytes, made once per mesh and size from ``load()`` and kept beside the job's
+    blobs (they go with them when the job expires)."""
     try:
         return store.get_bytes(key)  # type: ignore[no-any-return]
     except BlobNotFound:
         pass
     try:
-        data = store.get_bytes(source)
+        mesh = load()
     except BlobNotFound:
         raise ProblemError(410, "job.result_missing", "the mesh is no longer stored") from None
-    # the input is kept as the API stored it (``filename`` None), the result as its file
-    mesh = stored.decode(data) if filename is None else load_bytes(data, filename)
     out = preview.encode(mesh, max_faces)
     store.put_bytes(key, out)
     return out
@@ -74,13 +74,19 @@ async def get_preview(
     if mesh == "result":
         rec = await run_in_threadpool(_finished, queue, job_id, who)
         blob = rec["result"]
-        source, filename = blob["key"], blob["filename"]
+        source = blob["key"]
+
+        def load() -> TriMesh:
+            return load_bytes(store.get_bytes(source), blob["filename"])
     else:
         rec = await run_in_threadpool(_record, queue, job_id, who)
         if _expired(rec):
             raise ProblemError(410, "job.expired", "the job's result has expired", id=job_id)
-        source = await run_in_threadpool(find_input, store, job_id) or input_key(job_id)
-        filename = None
+        source = input_key(job_id)  # the preview's name, whichever form the input is stored in
+
+        def load() -> TriMesh:
+            return stored.decode(read_input(store, job_id))
+
     key = f"{source}.preview-{max_faces}.tpv"
-    data = await run_in_threadpool(_build, store, source, filename, key, max_faces)
+    data = await run_in_threadpool(_build, store, key, max_faces, load)
     return Response(data, media_type=MEDIA_TYPE, headers={"Cache-Control": "private, max-age=60"})

@@ -183,12 +183,43 @@ def legacy_input_key(job_id: str) -> str:
     return f"jobs/{job_id}/input.npz"
 
 
+def input_keys(job_id: str) -> tuple[str, str]:
+    """Where a job's stored input may be: the stored form's key, then the NPZ name."""
+    return input_key(job_id), legacy_input_key(job_id)
+
+
 def find_input(store: BlobStore, job_id: str) -> str | None:
     """The key of a job's stored input (either form), or None when it has none."""
-    for key in (input_key(job_id), legacy_input_key(job_id)):
-        if store.exists(key):
-            return key
-    return None
+    return next((k for k in input_keys(job_id) if store.exists(k)), None)
+
+
+def read_input(store: BlobStore, job_id: str) -> Any:
+    """The job's stored input (either form) in one writable buffer, read by trying each key
+    (no existence check first): a local file is read straight into it."""
+    for key in input_keys(job_id):
+        try:
+            return read_buffer(store, key)
+        except BlobNotFound:
+            continue
+    raise BlobNotFound(input_key(job_id))
+
+
+def read_buffer(store: BlobStore, key: str) -> Any:
+    """The blob's bytes in a writable buffer (a NumPy uint8 array for a local file)."""
+    import numpy as np
+
+    path = store.local_path(key)
+    if path is None:
+        return bytearray(store.get_bytes(key))
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            buf = np.empty(os.fstat(fh.fileno()).st_size, dtype=np.uint8)
+            view, got = memoryview(buf), 0
+            while got < len(buf) and (n := fh.readinto(view[got:])):
+                got += n
+    except FileNotFoundError:
+        raise BlobNotFound(key) from None
+    return buf[:got]
 
 
 def manifest_key(job_id: str) -> str:
