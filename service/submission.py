@@ -171,40 +171,72 @@ def accept(
             return Accepted(_earlier_job(prev, body_hash(spec_text, files)), True)
         # the common case: a new key (a race with another request is settled at submit)
         hashing = _HASHER.submit(body_hash, spec_text, files)
+    extra = extra or {}
     try:
-        return _accept_new(
-            queue,
-            store,
-            spec_text,
-            files,
-            idempotency_key,
-            upload_seconds,
-            extra or {},
-            max_expanded,
-            deadline_limit,
-            admit,
-            hashing,
-        )
-    finally:
+        spec, mesh, parse_s = _validate(spec_text, files, max_expanded, deadline_limit)
+    except BaseException:
         if hashing is not None:
             hashing.cancel()
+        raise
+
+    job_id = uuid.uuid4().hex
+    # the body's hash: a replay that the submit script finds is compared with it
+    body_digest = hashing.result() if hashing is not None else ""
+    if idempotency_key:
+        earlier = check_idempotency(queue, idempotency_key, body_digest)
+        if earlier:  # another request with this key was accepted while this one was parsed
+            return Accepted(earlier, True)
+    if admit is not None:
+        admit(job_id)
+    t = time.perf_counter()
+    spec_dict: dict[str, Any] = spec.model_dump(mode="json")
+    if spec.deadline_seconds is None:
+        spec_dict["deadline_seconds"] = deadline_limit
+    store.put_chunks(input_key(job_id), stored.encode_chunks(mesh))
+    inp = {
+        "name": files[0][0][-200:] if files else "",
+        "bytes": sum(len(d) for _, d in files),
+        "vertices": mesh.n_vertices,
+        "faces": mesh.n_faces,
+        "parts": [name[-200:] for name, _ in files],
+    }
+    manifest = {
+        "id": job_id,
+        "spec": spec_dict,
+        "input": inp,
+        "created_at": time.time(),
+        "idempotency_key": idempotency_key,
+        **extra,
+        "body_hash": body_digest,
+    }
+    store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
+    store_s = time.perf_counter() - t
+
+    fields = {
+        "spec": spec_dict,
+        "input": inp,
+        "timings": {"upload": upload_seconds, "parse": parse_s, "store_input": store_s},
+    }
+    fields.update(extra)  # the route's: the submitting API key, the base URL for links
+    try:
+        done = queue.submit_job(
+            job_id, fields, idempotency_key=idempotency_key, body_hash=body_digest
+        )
+    except BaseException:
+        store.delete_prefix(job_prefix(job_id))
+        raise
+    if done.status == "duplicate" and done.duplicate:
+        # another request with the same key won the race: drop ours, answer with theirs
+        store.delete_prefix(job_prefix(job_id))
+        return Accepted(_earlier_job(done.duplicate, body_digest), True)
+    return Accepted(job_id, False, done.record)
 
 
-def _accept_new(
-    queue: JobQueue,
-    store: BlobStore,
-    spec_text: str,
-    files: list[tuple[str, bytes]],
-    idempotency_key: str | None,
-    upload_seconds: float,
-    extra: dict[str, Any],
-    max_expanded: int,
-    deadline_limit: int,
-    admit: Callable[[str], None] | None,
-    hashing: Future[str] | None,
-) -> Accepted:
-    """:func:`accept` for a submission that is not a replay; ``hashing`` gives the body's hash
-    (computed while the mesh is parsed) once it is needed."""
+def _validate(
+    spec_text: str, files: list[tuple[str, bytes]], max_expanded: int, deadline_limit: int
+) -> tuple[JobCreate, TriMesh, float]:
+    """The spec and the mesh of a submission, with everything a caller can get wrong checked
+    (what the worker would refuse before running anything), and the seconds spent parsing."""
     spec = parse_spec(spec_text)
     if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
         raise SpecError(
@@ -236,55 +268,4 @@ def _accept_new(
         mesh = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))
     parse_s = time.perf_counter() - t
     check_pipeline(spec, steps, mesh)
-
-    job_id = uuid.uuid4().hex
-    # the body's hash: a replay that the submit script finds is compared with it
-    body_digest = hashing.result() if hashing is not None else ""
-    if idempotency_key:
-        earlier = check_idempotency(queue, idempotency_key, body_digest)
-        if earlier:  # another request with this key was accepted while this one was parsed
-            return Accepted(earlier, True)
-    if admit is not None:
-        admit(job_id)
-    t = time.perf_counter()
-    spec_dict: dict[str, Any] = spec.model_dump(mode="json")
-    if spec.deadline_seconds is None:
-        spec_dict["deadline_seconds"] = deadline_limit
-    store.put_chunks(input_key(job_id), stored.encode_chunks(mesh))
-    inp = {
-        "name": files[0][0][-200:] if files else "",
-        "bytes": sum(len(d) for _, d in files),
-        "vertices": mesh.n_vertices,
-        "faces": mesh.n_faces,
-        "parts": [name[-200:] for name, _ in files],
-    }
-    manifest = {
-        "id": job_id,
-        "spec": spec_dict,
-        "input": inp,
-        "created_at": time.time(),
-        "idempotency_key": idempotency_key,
-        **(extra or {}),
-        "body_hash": body_digest,
-    }
-    store.put_bytes(manifest_key(job_id), json.dumps(manifest).encode())
-    store_s = time.perf_counter() - t
-
-    fields = {
-        "spec": spec_dict,
-        "input": inp,
-        "timings": {"upload": upload_seconds, "parse": parse_s, "store_input": store_s},
-    }
-    fields.update(extra or {})  # the route's: the submitting API key, the base URL for links
-    try:
-        done = queue.submit_job(
-            job_id, fields, idempotency_key=idempotency_key, body_hash=body_digest
-        )
-    except BaseException:
-        store.delete_prefix(job_prefix(job_id))
-        raise
-    if done.status == "duplicate" and done.duplicate:
-        # another request with the same key won the race: drop ours, answer with theirs
-        store.delete_prefix(job_prefix(job_id))
-        return Accepted(_earlier_job(done.duplicate, body_digest), True)
-    return Accepted(job_id, False, done.record)
+    return spec, mesh, parse_s
