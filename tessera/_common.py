@@ -181,15 +181,15 @@ def multipart(parts: list[Upload], spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def file_body(part: Upload, spec: dict[str, Any]) -> dict[str, Any]:
-    """One file as the whole request body, the spec in the ``Tessera-Spec`` header: the API
-    streams such a body straight in, with no form to parse."""
+def file_body(part: Upload, spec_json: str) -> dict[str, Any]:
+    """One file as the whole request body, the spec (JSON) in the ``Tessera-Spec`` header: the
+    API streams such a body straight in, with no form to parse."""
     return {
         "content": part.chunks(),
         "headers": {
             "Content-Type": "application/octet-stream",
             "Content-Length": str(part.size()),
-            "Tessera-Spec": json.dumps(spec, separators=(",", ":")),
+            "Tessera-Spec": spec_json,
         },
         "params": {"filename": part.filename},
     }
@@ -198,8 +198,9 @@ def file_body(part: Upload, spec: dict[str, Any]) -> dict[str, Any]:
 def submission(parts: list[Upload], spec: dict[str, Any]) -> dict[str, Any]:
     """The request for a submission: one file goes as the body itself, several files (or a
     spec too long for a header) as a multipart form."""
-    if len(parts) == 1 and len(json.dumps(spec, separators=(",", ":"))) <= MAX_SPEC_HEADER:
-        return file_body(parts[0], spec)
+    spec_json = json.dumps(spec, separators=(",", ":"))
+    if len(parts) == 1 and len(spec_json) <= MAX_SPEC_HEADER:
+        return file_body(parts[0], spec_json)
     return multipart(parts, spec)
 
 

@@ -71,7 +71,7 @@ def failed(exc: Exception) -> Failed:
     return Failed(err.to_dict(), err.retryable, sticky)
 
 
-def _warm(log: logging.Logger) -> None:
+def _warm() -> None:
     """Warm the backends a job may run on (see :func:`workers.runner.warm_up`); a failure here
     is only logged: the job that meets the same fault reports it properly."""
     from .engine.backend import gpu_available
@@ -103,7 +103,7 @@ def child_main(
 
     store = open_store(blob_root)
     if warm:
-        _warm(log)
+        _warm()
     while True:
         try:
             msg = conn.recv()

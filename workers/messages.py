@@ -56,5 +56,4 @@ class Failed:
     poisoned: bool = False
 
 
-ToChild = RunJob | Stop
 FromChild = Progress | Done | Failed

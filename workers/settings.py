@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .engine.backend import GPU_MIN_FACES
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -41,7 +43,7 @@ class Settings(BaseSettings):
         30.0, ge=0, description="On SIGTERM, how long the current job may still run."
     )
     gpu_min_faces: int = Field(
-        10_000,
+        GPU_MIN_FACES,
         ge=0,
         description="device auto runs meshes with fewer faces on the CPU (GPU launches would "
         "cost more than the work); 0: always the GPU when there is one.",

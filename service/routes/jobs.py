@@ -401,7 +401,7 @@ def cancel_job(
     outcome, previous = done.outcome, done.previous
     if outcome == JobState.cancelled:  # kept, so that it stays cancelled if Redis loses it
         save_outcome(queue, store, job_id, done.stored)
-    if outcome == "gone" or done.record is None:
+    if done.record is None:  # gone
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     if outcome == "final" and previous != JobState.cancelled:
         raise ProblemError(
