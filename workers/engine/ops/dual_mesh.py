@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..graph import scatter_min
 from ..mesh import TriMesh, segment_mean
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -169,7 +169,25 @@ def _mean(xp: Any, a: Any, seg: Any, n: int) -> Any:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """The dual mesh: one vertex per face (its centroid), one polygon per interior vertex, its
+    return dual(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy (sorts, scans, gathers, scatter-min, pointer jumping)."""
+    return dual(mesh, p)
+
+
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    """Vertex and face attributes swap roles (see :func:`_numpy`); ``polygon_id`` is added."""
+    swapped = {"vertex": "face", "face": "vertex"}
+    return {**{k: swapped[e] for k, e in before.items()}, "polygon_id": "face"}
+
+
+OP = Operation(
+    name="dual_mesh",
+    summary="Dual mesh: face centroids joined around every interior vertex (polygons).",
+    description="""
+    The dual mesh: one vertex per face (its centroid), one polygon per interior vertex, its
     corners the centroids of the vertex's faces in counter-clockwise order seen from outside
     (found by walking faces across edges: pointer jumping on the ring's successor, no loop over
     vertices), so a consistently oriented mesh gives a consistently oriented dual.
@@ -190,24 +208,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     (centroid vertices: mean over the polygon), a primal vertex attribute a face attribute of its
     polygon's triangles. Reports ``polygons``, ``polygon_sides``, ``dual_vertices``,
     ``dual_edges``, ``polygon_euler_characteristic`` (V* - E* + F* of the polygon mesh),
-    ``vertices_without_polygon`` and the triangle mesh's counts."""
-    return dual(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy (sorts, scans, gathers, scatter-min, pointer jumping)."""
-    return dual(mesh, p)
-
-
-def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
-    """Vertex and face attributes swap roles (see :func:`_numpy`); ``polygon_id`` is added."""
-    swapped = {"vertex": "face", "face": "vertex"}
-    return {**{k: swapped[e] for k, e in before.items()}, "polygon_id": "face"}
-
-
-OP = Operation(
-    name="dual_mesh",
-    summary="Dual mesh: face centroids joined around every interior vertex (polygons).",
+    ``vertices_without_polygon`` and the triangle mesh's counts.
+    """,
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,
@@ -223,4 +225,9 @@ OP = Operation(
     },
     reports="polygons, polygon_sides, dual_vertices, dual_edges, polygon_euler_characteristic, "
     "vertices_without_polygon, vertices_after, faces_after",
+    test_variants=(
+        {},
+        {"triangulation": "fan"},
+    ),
+    tolerances={"polygon_id": Tolerance(atol=0.0)},
 )

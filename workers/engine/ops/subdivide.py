@@ -12,7 +12,7 @@ from .. import progress
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ._refine import poly_edges, stack_vertex_attrs, unstack_vertex_attrs
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 #: the largest face count a subdivision may produce (triangles; quads count as two)
 MAX_OUTPUT_FACES = 2**28
@@ -223,7 +223,23 @@ def _repeat(xp: ModuleType, a: Any, k: int) -> Any:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Subdivide ``levels`` times; every step is array code (edges by key-sort of the sides,
+    return subdivide(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy (sorts, scans, gathers and bincount scatters)."""
+    return subdivide(mesh, p)
+
+
+def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
+    return {**before, "quad_id": "face"} if p.scheme == "catmull_clark" else before
+
+
+OP = Operation(
+    name="subdivide",
+    summary="Loop, midpoint or Catmull-Clark subdivision (quads written as quads).",
+    description="""
+    Subdivide ``levels`` times; every step is array code (edges by key-sort of the sides,
     stencils by gathers and scatter-adds), the same on NumPy and CuPy.
 
     ``loop`` (Loop 1987): each triangle splits into four; a new edge vertex is 3/8 (a + b) + 1/8
@@ -251,22 +267,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     not recomputed. Face attributes are inherited by every face a face splits into. The Euler
     characteristic, the boundary loops and the orientation are preserved. Refused with
     ``op.output_too_large`` when the output would exceed 2^28 faces. Reports the counts before
-    and after, crease edges, crease and corner vertices (and ``quads`` for Catmull-Clark)."""
-    return subdivide(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy (sorts, scans, gathers and bincount scatters)."""
-    return subdivide(mesh, p)
-
-
-def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
-    return {**before, "quad_id": "face"} if p.scheme == "catmull_clark" else before
-
-
-OP = Operation(
-    name="subdivide",
-    summary="Loop, midpoint or Catmull-Clark subdivision (quads written as quads).",
+    and after, crease edges, crease and corner vertices (and ``quads`` for Catmull-Clark).
+    """,
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,
@@ -283,4 +285,11 @@ OP = Operation(
     reports="scheme, levels, vertices_before, faces_before, vertices_after, faces_after, "
     "crease_edges (edges without exactly two faces), crease_vertices, corner_vertices (kept in "
     "place), quads (Catmull-Clark)",
+    test_variants=(
+        {},
+        {"scheme": "midpoint", "levels": 2},
+        {"scheme": "catmull_clark"},
+        {"scheme": "loop", "levels": 2},
+    ),
+    tolerances={"quad_id": Tolerance(atol=0.0)},
 )
