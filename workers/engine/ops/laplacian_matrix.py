@@ -63,7 +63,8 @@ OP = Operation(
     assembled from per-face terms into one COO triplet list that the sparse library sums: the
     mesh-matrix paper's action-mapped product, with no incidence matrix formed. On the GPU the
     cotangents come from ``kernels/laplacian.cu`` and cupyx sums the triplets; on the CPU SciPy.
-    Artifacts: ``laplacian`` and, unless ``mass`` is ``none``, ``mass`` (diagonal).
+    Artifacts: ``laplacian`` and, unless ``mass`` is ``none``, ``mass`` (diagonal), written
+    beside the mesh as sparse-matrix files (NPZ or Matrix Market).
     """,
     kind=OpKind.report,
     params=Params,

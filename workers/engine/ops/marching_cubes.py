@@ -187,6 +187,16 @@ OP = Operation(
     point's key (the paper's coarsening): their positions and normals are averaged and the
     collapsed triangles dropped. A grid point exactly at the isovalue counts as outside; with
     ``k = 0`` the vertices of its edges then coincide in position (distinct vertices).
+
+    The volume is analytic, ``field: {"type": "sphere_distance", "resolution": 2..512,
+    "center": [...]}`` (the KEY-WELD paper's spherical-distance data set: isovalue 0.98 at 64^3
+    gives its 35,996 triangles), or the job's uploaded file, ``field: {"type": "volume"}``: a
+    3-D ``.npy`` array; an NRRD file (``raw`` or ``gzip`` encoding; origin and spacing from its
+    ``space origin``/``space directions`` or ``spacings`` unless the field gives them; detached
+    data is refused as ``format.nrrd_detached``); or ``.raw`` samples described by ``shape``,
+    ``dtype``, ``order`` and ``endian`` in the field (a size that does not match is refused as
+    ``format.raw_size_mismatch``). As a source step it must come first, and the job then needs
+    no uploaded mesh.
     """,
     kind=OpKind.source,
     params=Params,

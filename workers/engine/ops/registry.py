@@ -11,6 +11,8 @@ dispatch table and the GPU equivalence test are all built from the registry.
 from __future__ import annotations
 
 import inspect
+import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -155,6 +157,36 @@ class Operation:
             self.check(params)
         return params
 
+    def declaration_problems(self) -> list[str]:
+        """What this declaration lacks, in words (empty when complete): a description that says
+        more than the summary (at least two sentences and twice its length), at least one test
+        variant, every variant valid (``parse_params``, the cross-parameter check included), a
+        tolerance for every output and none for anything else. A CPU test runs it for every op.
+        """
+        problems = []
+        text = self.description
+        if text == self.summary or len(text) < 2 * len(self.summary) or _sentences(text) < 2:
+            problems.append(
+                "description must say more than the summary: at least two sentences and "
+                "twice the summary's length"
+            )
+        if not self.test_variants:
+            problems.append("no test_variants: declare the parameter sets the GPU test runs")
+        for i, raw in enumerate(self.test_variants):
+            try:
+                self.parse_params(dict(raw))
+            except OpParamsError as exc:
+                problems.append(f"test_variants[{i}] {dict(raw)}: {exc.code} {exc.detail}")
+        for k in self.outputs:
+            if k not in self.tolerances:
+                problems.append(f"output {k} has no tolerance")
+        for k, t in self.tolerances.items():
+            if k not in self.outputs:
+                problems.append(f"tolerance for {k}, which is not an output")
+            elif not (0.0 <= t.atol < math.inf and 0.0 <= t.rtol < math.inf):
+                problems.append(f"tolerance for {k} is not finite and >= 0")
+        return problems
+
     def attributes_after(self, params: OpParams, before: dict[str, str]) -> dict[str, str]:
         """The attributes (name -> element) on the mesh after this step with ``params``, given
         those before it: what the API checks a job's requested output against."""
@@ -189,6 +221,10 @@ class Operation:
             "report": self.reports,
             "artifacts": self.artifacts,
         }
+
+
+def _sentences(text: str) -> int:
+    return len(re.findall(r"[.!?](?:\s|$)", text))
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:

@@ -22,6 +22,8 @@ OP = Operation(
     description="""
     Flag used vertices, exclusive prefix sum for their new ids, scatter positions and
     attributes; faces are re-indexed through the same map (Wald 2021, step 1 as a compaction).
+    The used vertices keep their order and their per-vertex attributes; faces and face
+    attributes are unchanged.
     """,
     kind=OpKind.reindex,
     params=Params,

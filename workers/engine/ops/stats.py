@@ -375,7 +375,8 @@ OP = Operation(
     components, Euler characteristic ``V - E + F`` over used vertices, genus of orientable manifold
     components ``(2 - chi - b) / 2``, closed, orientable, consistently oriented) and measures
     (bounding box, None when there is no vertex; area; the enclosed volume when closed and
-    consistently oriented).
+    consistently oriented). The mesh is measured as the file stores it (nothing is welded
+    first) and is not changed; the same figures appear in the job record.
     """,
     kind=OpKind.report,
     params=Params,
