@@ -115,7 +115,8 @@ AttributeFlow = Callable[[Any, dict[str, str]], dict[str, str]]
 @dataclass(frozen=True)
 class Operation:
     name: str
-    #: one line: the form's hint, ``tessera ops``, the OpenAPI step's title
+    #: one line: the form's hint, ``tessera ops``, the README table, the first line of the step
+    #: schema's description
     summary: str
     #: the full user-facing text: what it does, the method, accuracy and limits, what the report
     #: holds; indentation is stripped (``inspect.cleandoc``), so a triple-quoted block reads well
