@@ -203,7 +203,7 @@ OP = Operation(
     polygon's centroid (default), or as a fan from the polygon's first corner; each triangle
     carries ``polygon_id`` (the polygon's index; polygons are numbered in primal vertex order).
     OBJ, PLY and OFF output writes the polygons back, first corner first, without the centre
-    vertices (``workers/engine/io/polygons.py``), unless the job asks for triangles.
+    vertices, unless the job asks for triangles.
     Attributes swap roles: a primal face attribute becomes a vertex attribute of its centroid
     (centroid vertices: mean over the polygon), a primal vertex attribute a face attribute of its
     polygon's triangles. Reports ``polygons``, ``polygon_sides``, ``dual_vertices``,

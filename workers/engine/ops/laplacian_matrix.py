@@ -62,7 +62,7 @@ OP = Operation(
     Positive semidefinite Laplacian ``L`` (``L @ 1 = 0``; ``-L`` is libigl's ``cotmatrix``)
     assembled from per-face terms into one COO triplet list that the sparse library sums: the
     mesh-matrix paper's action-mapped product, with no incidence matrix formed. On the GPU the
-    cotangents come from ``kernels/laplacian.cu`` and cupyx sums the triplets; on the CPU SciPy.
+    cotangents come from a CUDA kernel and cupyx sums the triplets; on the CPU SciPy does.
     Artifacts: ``laplacian`` and, unless ``mass`` is ``none``, ``mass`` (diagonal), written
     beside the mesh as sparse-matrix files (NPZ or Matrix Market).
     """,

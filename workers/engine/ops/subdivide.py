@@ -251,7 +251,7 @@ OP = Operation(
     each triangle into three quads, later steps each quad into four. The mesh holds triangles, so
     every quad (v, e1, f, e2) is held as the triangles (v, e1, f) and (v, f, e2), both carrying
     the face attribute ``quad_id`` (the quad's index, int32); OBJ, PLY and OFF output writes the
-    quads back (``workers/engine/io/polygons.py``) unless the job asks for triangles.
+    quads back unless the job asks for triangles.
 
     Creases: every edge without exactly two faces (boundary edges, and non-manifold edges with
     three or more) is a crease. A crease edge's new point is its midpoint (the cubic B-spline
