@@ -4,7 +4,7 @@ tessera up      [--host H] [--port P] [--data-dir D] [--workers N] [--api-worker
                                                                       everything on one machine
 tessera api     [--host H] [--port P]                                 the HTTP API only
 tessera worker  [--name N]                                            one worker (supervisor)
-tessera ops     [NAME]                                                the operation catalogue
+tessera ops     [NAME] [--json]                                       the operation catalogue
 tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
 tessera submit FILE... --op weld -o OUT [--url URL]                    through a running service
 tessera batch DIR --pipeline p.yaml --out DIR [--concurrency N]        a whole folder, resumable
@@ -233,18 +233,28 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_ops(args: argparse.Namespace) -> int:
     from workers.engine.ops import OPS
 
-    if args.name:
-        print(json.dumps(OPS.get(args.name).catalogue_entry(), indent=2))
-        return 0
+    if args.name and args.name not in OPS:
+        print(f'tessera: spec.unknown_op: no operation "{args.name}"', file=sys.stderr)
+        return 2
     if args.json:
-        print(json.dumps(OPS.catalogue(), indent=2))
+        entry = OPS.get(args.name).catalogue_entry() if args.name else OPS.catalogue()
+        print(json.dumps(entry, indent=2))
         return 0
-    for op in OPS:
+    for op in [OPS.get(args.name)] if args.name else OPS:
         entry = op.catalogue_entry()
         print(f"{op.name:<26} {op.summary}")
         for name, prop in entry["params"].get("properties", {}).items():
             arg = f"{name}={json.dumps(prop.get('default'))}"
             print(f"    {arg:<26} {param_type(prop):<22} {prop.get('description', '')}")
+    if args.name:  # one operation: what it does in full, and what it produces
+        op = OPS.get(args.name)
+        backends = ", ".join(op.catalogue_entry()["backends"])
+        print(f"\n{op.kind.value} operation ({backends})\n\n{op.description}")
+        for name, out in op.outputs.items():
+            about = f"{out.element.value} {out.shape} {out.dtype}: {out.description}"
+            print(f"\noutput {name}: {about}")
+        if op.reports:
+            print(f"\nreport: {op.reports}")
     return 0
 
 
@@ -258,7 +268,7 @@ def param_type(prop: dict[str, Any]) -> str:
         return "|".join(str(v) for v in prop["enum"])
     if "anyOf" in prop:
         return " or ".join(param_type(p) for p in prop["anyOf"])
-    if "$ref" in prop:  # a nested object: its schema's name (``tessera ops NAME`` shows it)
+    if "$ref" in prop:  # a nested object: its schema's name (``tessera ops NAME --json`` shows it)
         return str(prop["$ref"]).rsplit("/", 1)[-1]
     kind = str(prop.get("type", "any"))
     if kind == "array":
@@ -364,8 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(fn=cmd_worker)
 
     ops = sub.add_parser("ops", help="list the operations and their parameters")
-    ops.add_argument("name", nargs="?")
-    ops.add_argument("--json", action="store_true")
+    ops.add_argument("name", nargs="?", help="one operation: its parameters and full description")
+    ops.add_argument("--json", action="store_true", help="the catalogue entry as JSON")
     ops.set_defaults(fn=cmd_ops)
 
     run = sub.add_parser("run", help="process a file locally, no server")

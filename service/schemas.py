@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from workers.engine.ops import OpKind
 from workers.jobspec import JobSpec
 from workers.queue.jobs import TERMINAL, JobState
 
@@ -175,9 +176,12 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
 
 class OperationPublic(BaseModel):
     name: str
-    summary: str
-    description: str
-    kind: str
+    summary: str = Field(description="One line: what the operation does.")
+    description: str = Field(
+        description="The full text: what it does, the method, accuracy and limits (plain text "
+        "with ``code`` spans, paragraphs separated by blank lines)."
+    )
+    kind: OpKind
     backends: list[str]
     params: dict[str, Any] = Field(description="JSON Schema of the operation's parameters.")
     outputs: dict[str, dict[str, str]]

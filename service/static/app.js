@@ -27,6 +27,7 @@ const KIND_LABELS = {
   static: "Measures and attributes",
   report: "Reports",
   remesh: "Remeshing (a new surface)",
+  dynamic: "Local remeshing (flips, collapses, splits)",
 };
 
 // ------------------------------------------------------------------ formatting

@@ -123,8 +123,19 @@ def test_ops_lists_the_catalogue_with_parameters():
         params = op.catalogue_entry()["params"].get("properties", {})
         assert blocks[op.name] == [f"{k}={json.dumps(v.get('default'))}" for k, v in params.items()]
     assert "SphereDistance or UploadedVolume" in r.stdout  # nested schemas by name
-    one = json.loads(tessera("ops", "vertex_normals").stdout)
+    one = json.loads(tessera("ops", "vertex_normals", "--json").stdout)
     assert one["name"] == "vertex_normals" and "weighting" in one["params"]["properties"]
+
+
+def test_ops_name_shows_the_full_description():
+    op = OPS.get("geodesic_distance")
+    r = tessera("ops", op.name)
+    assert r.returncode == 0
+    assert r.stdout.startswith(f"{op.name:<26} {op.summary}\n    sources=")
+    assert op.description in r.stdout and len(op.description) > 3 * len(op.summary)
+    assert "output geodesic_distance: vertex (n_vertices,) float32" in r.stdout
+    r = tessera("ops", "nope")
+    assert r.returncode == 2 and "spec.unknown_op" in r.stderr and "Traceback" not in r.stderr
 
 
 def _free_port() -> int:

@@ -31,3 +31,23 @@ def test_job_schema_is_a_union_over_ops(client):
     steps = job["properties"]["pipeline"]["items"]
     mapping = steps["discriminator"]["mapping"]
     assert set(mapping) == set(OPS.names())
+
+
+def test_catalogue_serves_each_full_description(client):
+    body = client.get("/v1/operations").json()
+    served = {op["name"]: op for op in body["data"]}
+    for op in OPS:
+        assert served[op.name]["description"] == op.description
+        assert served[op.name]["kind"] == op.kind.value
+    one = client.get("/v1/operations/geodesic_distance").json()
+    assert one["description"] != one["summary"]
+    assert "op.heat_underflow" in one["description"] and "propagation" in one["description"]
+    assert client.get("/v1/operations/decimate").json()["kind"] == "dynamic"
+
+
+def test_job_schema_steps_carry_summary_and_description(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    step = schemas["GeodesicDistanceStep"]
+    op = OPS.get("geodesic_distance")
+    assert step["description"] == f"{op.summary}\n\n{op.description}"
+    assert "dynamic" in schemas["OpKind"]["enum"]

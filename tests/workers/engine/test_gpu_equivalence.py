@@ -2,8 +2,9 @@
 
 Runs only where CuPy sees a GPU (``TESSERA_REQUIRE_GPU=1`` makes a missing GPU a failure). Two
 results agree when both raise the same error class and code, or when positions and faces are equal
-(exactly for re-indexing), attributes are close within the tolerance stated per attribute, and
-reports agree (integers exactly, floats to 1e-5 relative).
+(exactly for re-indexing), attributes are close within the tolerance each operation states per
+attribute (``Operation.tolerances``), and reports agree (integers exactly, floats to 1e-5
+relative). Dynamic operations (``OpKind.dynamic``) agree in invariants and quality instead.
 """
 
 from __future__ import annotations
@@ -24,105 +25,10 @@ from workers.engine.ops.registry import OpKind
 
 pytestmark = pytest.mark.gpu
 
-#: parameter sets per operation (each must be valid for the op's model)
-VARIANTS: dict[str, list[dict[str, Any]]] = {
-    "weld": [{}, {"tolerance": 1e-3, "relative": True}, {"remove_unused": False}],
-    "remove_unused_vertices": [{}],
-    "remove_degenerate_faces": [{}, {"geometric": False}],
-    "stats": [{}],
-    "face_normals": [{}],
-    "vertex_normals": [{"weighting": w} for w in ("area", "angle", "uniform", "max")],
-    "gaussian_curvature": [{}, {"per_area": True}],
-    "face_areas": [{}],
-    "edge_lengths": [{}],
-    "face_quality": [{}],
-    "mean_curvature": [{}],
-    "laplacian_smooth": [
-        {},
-        {"weights": "cotangent", "iterations": 5},
-        {"fix_boundary": False, "iterations": 3, "lambda": 1.0},
-    ],
-    "taubin_smooth": [{}, {"weights": "cotangent", "iterations": 3, "fix_boundary": False}],
-    # only suzanne.obj carries vertex normals; elsewhere both raise op.unknown_attribute (the
-    # op's own GPU test averages attributes it attaches)
-    "average_attribute": [
-        {"attribute": "vertex_normals"},
-        {"attribute": "vertex_normals", "include_self": True, "iterations": 3, "output": "n"},
-    ],
-    # max_rings=1 runs the one-ring kernel (patched or global): its sums run in another order
-    # than the twin's, so after the first step a neighbour exactly on the ball's rim may fall on
-    # either side; one step compares exactly (test_queries checks the one-ring step too)
-    "bilateral_denoise": [{}, {"iterations": 2}, {"max_rings": 1, "fix_boundary": True}],
-    "geodesic_distance": [
-        {"sources": [0]},
-        {"sources": [0, 2], "time_factor": 4.0},
-        {"sources": [0, 2], "method": "propagation"},
-    ],
-    "soup_to_mesh": [{}],
-    "merge": [{}, {"weld": False, "keep_parts": True}],
-    "submesh": [{}, {"select": "component", "component": 0}],
-    "laplacian_matrix": [{}, {"weights": "uniform", "mass": "mixed"}],
-    "subdivide": [
-        {},
-        {"scheme": "midpoint", "levels": 2},
-        {"scheme": "catmull_clark"},
-        {"scheme": "loop", "levels": 2},
-    ],
-    "dual_mesh": [{}, {"triangulation": "fan"}],
-    "cluster_coarsen": [
-        {},
-        {"cell_size": 0.05, "remove_non_manifold": True},
-        {"cell_size": 0.02, "relative": False},
-    ],
-    "slice_plane": [
-        {},
-        {"keep": "both", "cap": True, "normal": [0.3, 1.0, -0.2], "point": [0.1, 0.2, 0.05]},
-        {"keep": "below", "snap": False, "point": [0.1, 0.2, 0.3], "cap": True},
-    ],
-    # a source step: the input mesh is ignored (every mesh runs the same volume; kept small)
-    "marching_cubes": [
-        {"field": {"resolution": 24}},
-        {"field": {"resolution": 40, "center": [0.1, 0.0, -0.05]}, "isovalue": 0.7, "k": 1.0},
-        {"field": {"resolution": 20}, "isovalue": 1.2, "dtype": "float64"},
-    ],
-    "repair": [{}, {"outward": False, "geometric": True, "remove_duplicates": False}],
-    "delaunay_flip": [{}, {"feature_angle": 180.0, "max_rounds": 3}],
-    "isotropic_remesh": [{"iterations": 2}, {"target_edge_length": 2.0, "relaxation": "uniform"}],
-    "collapse_short_edges": [
-        {},
-        {"threshold": 0.9, "preserve_boundary": False},
-        {"threshold": 1.2, "max_edge_length": 2.0},
-    ],
-    "decimate": [
-        {},
-        {"target_ratio": 0.1, "preserve_boundary": False},
-        {"target_faces": 500, "max_error": 0.01},
-    ],
-}
-
-#: dynamic operations: parallel rounds may pick other (equally valid) cavities on each backend
-#: when float rounding reorders priorities, so the results are compared by their invariants and
-#: quality figures (DESIGN.md, "CPU twin"), not bit for bit
-DYNAMIC = {"delaunay_flip", "isotropic_remesh", "collapse_short_edges", "decimate"}
-
-#: absolute tolerance per attribute; float32 kernels against the float64 twin
-ATOL = {
-    "face_normals": 1e-5,
-    "vertex_normals": 2e-4,
-    "gaussian_curvature": 2e-4,
-    "face_areas": 1e-6,
-    "edge_lengths": 1e-6,
-    "face_quality": 1e-6,
-    "mean_curvature": 1e-5,
-    "geodesic_distance": 1e-4,
-}
-RTOL = {
-    "gaussian_curvature": 1e-4,
-    "face_areas": 1e-6,
-    "edge_lengths": 1e-6,
-    "mean_curvature": 1e-5,
-    "geodesic_distance": 1e-4,
-}
+#: Each operation declares the parameter sets this test runs (``Operation.test_variants``) and
+#: the tolerance per output attribute (``Operation.tolerances``): add them to the op's
+#: ``OP = Operation(...)``, not here. ``tests/workers/engine/test_declarations.py`` checks them on
+#: the CPU. Dynamic operations (``OpKind.dynamic``) are compared by invariants and quality.
 
 
 def adversarial() -> dict[str, TriMesh]:
@@ -152,18 +58,12 @@ TESTING_OP = "sleep"
 MESHES: dict[str, Any] = {name: (lambda n=name: shapes.load(n)) for name in all_meshes()}
 MESHES.update({k: (lambda v=v: v) for k, v in adversarial().items()})
 CASES = [
-    pytest.param(op.name, params, name, id=f"{op.name}-{i}-{name}")
+    pytest.param(op.name, dict(params), name, id=f"{op.name}-{i}-{name}")
     for op in OPS
     if op.cupy is not None and op.name != TESTING_OP
-    for i, params in enumerate(VARIANTS[op.name])
+    for i, params in enumerate(op.test_variants)
     for name in MESHES
 ]
-
-
-def test_every_gpu_op_has_variants():
-    for op in OPS:
-        if op.cupy is not None and op.name != TESTING_OP:
-            assert op.name in VARIANTS, f"add {op.name} to VARIANTS"
 
 
 def well_conditioned(mesh: TriMesh, weighting: str) -> np.ndarray:
@@ -223,7 +123,7 @@ def test_gpu_matches_numpy_twin(op_name, raw, mesh_name):
         return
     assert got.mesh.backend == "cupy", "the GPU implementation must leave the mesh on the GPU"
     a, b = ref.mesh, got.mesh
-    if op_name in DYNAMIC:
+    if op.kind is OpKind.dynamic:
         if op_name in ("delaunay_flip", "isotropic_remesh"):
             _same_invariants(op_name, a, b.to("numpy"), ref.report, got.report)
         else:
@@ -242,11 +142,12 @@ def test_gpu_matches_numpy_twin(op_name, raw, mesh_name):
             if op_name == "vertex_normals" and k == "vertex_normals":
                 keep = well_conditioned(mesh, raw.get("weighting", "area"))
                 x, y = x[keep], y[keep]
+            tol = OPS.tolerance(op, k)
             np.testing.assert_allclose(
                 y,
                 x,
-                atol=ATOL.get(k, 1e-6),
-                rtol=RTOL.get(k, 0.0),
+                atol=tol.atol,
+                rtol=tol.rtol,
                 err_msg=f"{op_name} {k} on {mesh_name}",
             )
     _close_report(ref.report, got.report)

@@ -35,7 +35,16 @@ from . import (
     vertex_normals,
     weld,
 )
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Registry
+from .registry import (
+    Element,
+    Operation,
+    OpKind,
+    OpParams,
+    OpResult,
+    Output,
+    Registry,
+    Tolerance,
+)
 
 OPS = Registry(
     [
@@ -73,4 +82,14 @@ OPS = Registry(
     + ([_testing.OP] if _testing.enabled() else [])
 )
 
-__all__ = ["OPS", "Element", "OpKind", "OpParams", "OpResult", "Operation", "Output", "Registry"]
+__all__ = [
+    "OPS",
+    "Element",
+    "OpKind",
+    "OpParams",
+    "OpResult",
+    "Operation",
+    "Output",
+    "Registry",
+    "Tolerance",
+]

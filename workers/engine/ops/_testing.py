@@ -29,7 +29,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Sleep, then behave as ``fail`` says."""
     time.sleep(p.seconds)
     if p.fail == "input":
         raise MeshError("test input error", code="mesh.test_rejected")
@@ -58,6 +57,11 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="sleep",
     summary="Testing aid: sleep, then optionally fail.",
+    description="""
+    Sleep ``seconds``, then behave as ``fail`` says: succeed, raise an input error, raise an
+    internal error, kill the worker process, or (GPU only) leave the CUDA context unusable.
+    Registered only when ``TESSERA_TEST_OPS=1`` is set in every process, for testing the queue.
+    """,
     kind=OpKind.report,
     params=Params,
     numpy=_numpy,

@@ -117,7 +117,19 @@ def coarsen(mesh: TriMesh, p: Params) -> OpResult:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Vertex clustering (Rossignac and Borrel 1993) as KEY-WELD does it (section 5.3): every
+    return coarsen(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy (floor, sort of int64 keys, scans, bincount means)."""
+    return coarsen(mesh, p)
+
+
+OP = Operation(
+    name="cluster_coarsen",
+    summary="Coarsen by vertex clustering on a uniform grid (KEY-WELD attribute merging).",
+    description="""
+    Vertex clustering (Rossignac and Borrel 1993) as KEY-WELD does it (section 5.3): every
     used vertex gets the key of its cell on a uniform grid (cells ``cell_size`` wide, from the
     bounding box's minimum corner), vertices are grouped by sorting the keys, and each cluster
     becomes one vertex at the mean of its members; vertex attributes are merged the same way (sum,
@@ -130,18 +142,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
 
     Refused with ``op.cell_size_too_small`` above 2^20 cells along an axis. Reports the cell size
     used, counts before and after, clusters, faces removed per cause and ``non_manifold_edges``
-    left in the result (the paper warns that clustering can create them)."""
-    return coarsen(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy (floor, sort of int64 keys, scans, bincount means)."""
-    return coarsen(mesh, p)
-
-
-OP = Operation(
-    name="cluster_coarsen",
-    summary="Coarsen by vertex clustering on a uniform grid (KEY-WELD attribute merging).",
+    left in the result (the paper warns that clustering can create them).
+    """,
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,
@@ -150,4 +152,9 @@ OP = Operation(
     "degenerate_removed, duplicates_removed, non_manifold_faces_removed, non_manifold_edges, "
     "merged, unused_removed (input vertices without faces), orphans_removed (clusters left "
     "without faces)",
+    test_variants=(
+        {},
+        {"cell_size": 0.05, "remove_non_manifold": True},
+        {"cell_size": 0.02, "relative": False},
+    ),
 )

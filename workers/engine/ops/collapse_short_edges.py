@@ -117,7 +117,20 @@ def collapse_short_edges(mesh: TriMesh, p: Params) -> OpResult:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Collapse edges shorter than ``threshold`` (by default relative to the input's mean edge
+    return collapse_short_edges(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy (sorts, scans, gathers, scatter-min): the same rounds; the
+    result has the same invariants, not necessarily the same bits (float sums differ)."""
+    return collapse_short_edges(mesh, p)
+
+
+OP = Operation(
+    name="collapse_short_edges",
+    summary="Collapse edges shorter than a threshold, in parallel rounds.",
+    description="""
+    Collapse edges shorter than ``threshold`` (by default relative to the input's mean edge
     length), shortest first, in parallel rounds until none can be collapsed.
 
     Each round: candidates are the eligible edges (one or two faces, no non-manifold end, with
@@ -139,20 +152,9 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     ``threshold``. Reports the threshold used (absolute), counts before and after, rounds,
     collapses (per round), rejections per reason (a candidate failing in several rounds counts
     in each), ``short_edges_left``, ``locked_vertices`` and why it stopped (``goal``: no short
-    edge left; ``blocked``: the short edges left cannot be collapsed; ``max_rounds``)."""
-    return collapse_short_edges(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy (sorts, scans, gathers, scatter-min): the same rounds; the
-    result has the same invariants, not necessarily the same bits (float sums differ)."""
-    return collapse_short_edges(mesh, p)
-
-
-OP = Operation(
-    name="collapse_short_edges",
-    summary="Collapse edges shorter than a threshold, in parallel rounds.",
-    kind=OpKind.remesh,
+    edge left; ``blocked``: the short edges left cannot be collapsed; ``max_rounds``).
+    """,
+    kind=OpKind.dynamic,
     params=Params,
     check=check_lengths,
     numpy=_numpy,
@@ -160,4 +162,9 @@ OP = Operation(
     reports="threshold, vertices_before, faces_before, vertices_after, faces_after, rounds, "
     "collapses, collapses_per_round, rejected (per reason: link, long_edge, fold, degenerate), "
     "short_edges_left, locked_vertices, stopped (goal, blocked, max_rounds)",
+    test_variants=(
+        {},
+        {"threshold": 0.9, "preserve_boundary": False},
+        {"threshold": 1.2, "max_edge_length": 2.0},
+    ),
 )

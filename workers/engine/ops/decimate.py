@@ -178,7 +178,20 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Quadric error decimation (Garland and Heckbert 1997) to ``target_faces`` or
+    return decimate(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy: the same rounds; the result has the same invariants and a
+    comparable error, not necessarily the same bits (float sums differ)."""
+    return decimate(mesh, p)
+
+
+OP = Operation(
+    name="decimate",
+    summary="Quadric error decimation to a target face count, in parallel rounds.",
+    description="""
+    Quadric error decimation (Garland and Heckbert 1997) to ``target_faces`` or
     ``target_ratio`` of the input's faces, in parallel rounds of edge collapses.
 
     Every vertex carries the sum of the plane quadrics of its faces (unweighted, unit normals);
@@ -204,20 +217,9 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     Refused with ``op.target_ambiguous`` when both targets are given. Reports the target,
     counts before and after, rounds, collapses (per round), rejections per reason (a candidate
     failing in several rounds counts in each), ``locked_vertices`` and why it stopped
-    (``target``, ``max_error``, ``blocked``: no legal collapse left, ``max_rounds``)."""
-    return decimate(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy: the same rounds; the result has the same invariants and a
-    comparable error, not necessarily the same bits (float sums differ)."""
-    return decimate(mesh, p)
-
-
-OP = Operation(
-    name="decimate",
-    summary="Quadric error decimation to a target face count, in parallel rounds.",
-    kind=OpKind.remesh,
+    (``target``, ``max_error``, ``blocked``: no legal collapse left, ``max_rounds``).
+    """,
+    kind=OpKind.dynamic,
     params=Params,
     check=check_targets,
     numpy=_numpy,
@@ -225,4 +227,9 @@ OP = Operation(
     reports="target_faces, vertices_before, faces_before, vertices_after, faces_after, rounds, "
     "collapses, collapses_per_round, rejected (per reason: link, long_edge, fold, degenerate), "
     "locked_vertices, stopped (target, max_error, blocked, max_rounds)",
+    test_variants=(
+        {},
+        {"target_ratio": 0.1, "preserve_boundary": False},
+        {"target_faces": 500, "max_error": 0.01},
+    ),
 )

@@ -113,7 +113,19 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Flip interior edges until each is locally Delaunay (its two opposite angles sum to at most
+    return delaunay(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy (key sorts, gathers, scatter-min claims)."""
+    return delaunay(mesh, p)
+
+
+OP = Operation(
+    name="delaunay_flip",
+    summary="Flip edges until every interior edge is locally Delaunay (vertices stay).",
+    description="""
+    Flip interior edges until each is locally Delaunay (its two opposite angles sum to at most
     pi + ``angle_tolerance``) or ``max_rounds`` rounds have run. Vertices do not move and keep
     their attributes; a flipped pair of faces keeps its two face ids, attributes and orientation.
 
@@ -128,23 +140,17 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     ``non_delaunay_after`` and, for the edges left non-Delaunay, ``blocked`` by reason
     (``feature``, ``exists``, ``fold``, ``no_improvement``: on a curved surface the flip would not
     lower the sum) and ``unresolved`` (still flippable when ``max_rounds`` ran out).
-    Boundary and non-manifold edges are not counted (they have no Delaunay condition)."""
-    return delaunay(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy (key sorts, gathers, scatter-min claims)."""
-    return delaunay(mesh, p)
-
-
-OP = Operation(
-    name="delaunay_flip",
-    summary="Flip edges until every interior edge is locally Delaunay (vertices stay).",
-    kind=OpKind.remesh,
+    Boundary and non-manifold edges are not counted (they have no Delaunay condition).
+    """,
+    kind=OpKind.dynamic,
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
     reports="flips, rounds, interior_edges, non_delaunay_before, non_delaunay_after, blocked "
     "(per reason: feature, exists, fold, no_improvement), unresolved (flippable edges left when "
     "max_rounds ran out)",
+    test_variants=(
+        {},
+        {"feature_angle": 180.0, "max_rounds": 3},
+    ),
 )

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..graph import scatter_min
 from ..mesh import TriMesh, segment_mean
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -169,28 +169,6 @@ def _mean(xp: Any, a: Any, seg: Any, n: int) -> Any:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """The dual mesh: one vertex per face (its centroid), one polygon per interior vertex, its
-    corners the centroids of the vertex's faces in counter-clockwise order seen from outside
-    (found by walking faces across edges: pointer jumping on the ring's successor, no loop over
-    vertices), so a consistently oriented mesh gives a consistently oriented dual.
-
-    Boundary rule: only vertices with a closed ring have a polygon: a vertex on a boundary or
-    non-manifold edge, on an edge whose two faces disagree in orientation, a non-manifold vertex
-    (several fans), a vertex of a degenerate face and an unused vertex produce no polygon, and
-    centroids of faces that lie in no polygon are left out. So the dual of a closed, consistently
-    oriented manifold has V* = F, E* = E, F* = V and the same Euler characteristic, and the dual
-    of an open mesh covers its interior only.
-
-    The polygons are triangulated (the mesh holds triangles): around a new vertex at the
-    polygon's centroid (default), or as a fan from the polygon's first corner; each triangle
-    carries ``polygon_id`` (the polygon's index; polygons are numbered in primal vertex order).
-    OBJ, PLY and OFF output writes the polygons back, first corner first, without the centre
-    vertices (``workers/engine/io/polygons.py``), unless the job asks for triangles.
-    Attributes swap roles: a primal face attribute becomes a vertex attribute of its centroid
-    (centroid vertices: mean over the polygon), a primal vertex attribute a face attribute of its
-    polygon's triangles. Reports ``polygons``, ``polygon_sides``, ``dual_vertices``,
-    ``dual_edges``, ``polygon_euler_characteristic`` (V* - E* + F* of the polygon mesh),
-    ``vertices_without_polygon`` and the triangle mesh's counts."""
     return dual(mesh, p)
 
 
@@ -208,6 +186,30 @@ def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
 OP = Operation(
     name="dual_mesh",
     summary="Dual mesh: face centroids joined around every interior vertex (polygons).",
+    description="""
+    The dual mesh: one vertex per face (its centroid), one polygon per interior vertex, its
+    corners the centroids of the vertex's faces in counter-clockwise order seen from outside
+    (found by walking faces across edges: pointer jumping on the ring's successor, no loop over
+    vertices), so a consistently oriented mesh gives a consistently oriented dual.
+
+    Boundary rule: only vertices with a closed ring have a polygon: a vertex on a boundary or
+    non-manifold edge, on an edge whose two faces disagree in orientation, a non-manifold vertex
+    (several fans), a vertex of a degenerate face and an unused vertex produce no polygon, and
+    centroids of faces that lie in no polygon are left out. So the dual of a closed, consistently
+    oriented manifold has V* = F, E* = E, F* = V and the same Euler characteristic, and the dual
+    of an open mesh covers its interior only.
+
+    The polygons are triangulated (the mesh holds triangles): around a new vertex at the
+    polygon's centroid (default), or as a fan from the polygon's first corner; each triangle
+    carries ``polygon_id`` (the polygon's index; polygons are numbered in primal vertex order).
+    OBJ, PLY and OFF output writes the polygons back, first corner first, without the centre
+    vertices, unless the job asks for triangles.
+    Attributes swap roles: a primal face attribute becomes a vertex attribute of its centroid
+    (centroid vertices: mean over the polygon), a primal vertex attribute a face attribute of its
+    polygon's triangles. Reports ``polygons``, ``polygon_sides``, ``dual_vertices``,
+    ``dual_edges``, ``polygon_euler_characteristic`` (V* - E* + F* of the polygon mesh),
+    ``vertices_without_polygon`` and the triangle mesh's counts.
+    """,
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,
@@ -223,4 +225,9 @@ OP = Operation(
     },
     reports="polygons, polygon_sides, dual_vertices, dual_edges, polygon_euler_characteristic, "
     "vertices_without_polygon, vertices_after, faces_after",
+    test_variants=(
+        {},
+        {"triangulation": "fan"},
+    ),
+    tolerances={"polygon_id": Tolerance(atol=0.0)},
 )

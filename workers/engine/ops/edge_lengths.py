@@ -10,7 +10,7 @@ from ..geometry import face_corners64
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
 from . import _device
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -28,11 +28,6 @@ def _summary(xp: Any, lengths: Any) -> dict[str, Any]:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Face attribute ``edge_lengths`` (n_faces, 3): entry ``k`` is the length of side ``k``, from
-    corner ``k`` to corner ``k + 1`` (the convention of the topology's ``FE``), computed in float64
-    and stored as float32. The report gives the number of unique edges (the topology's ``EV``)
-    and the mean, minimum and maximum of their lengths in float64; an edge shared by several
-    faces counts once."""
     xp = mesh.xp
     a, b, c = face_corners64(xp, mesh.V, mesh.F)
     sides = xp.stack(
@@ -79,6 +74,13 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="edge_lengths",
     summary="Side lengths of every face; mean, min and max edge length.",
+    description="""
+    Face attribute ``edge_lengths`` (n_faces, 3): entry ``k`` is the length of side ``k``, from
+    corner ``k`` to corner ``k + 1`` (the convention of the topology's ``FE``), computed in float64
+    and stored as float32. The report gives the number of unique edges (the topology's ``EV``)
+    and the mean, minimum and maximum of their lengths in float64; an edge shared by several
+    faces counts once.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -93,4 +95,6 @@ OP = Operation(
     },
     reports="edges: the number of unique edges; mean_edge_length, min_edge_length, "
     "max_edge_length over them",
+    test_variants=({},),
+    tolerances={"edge_lengths": Tolerance(atol=1e-6, rtol=1e-6)},
 )

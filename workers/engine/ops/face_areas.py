@@ -8,7 +8,7 @@ from ..geometry import face_areas64
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
 from . import _device
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -16,9 +16,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Area ``|(b - a) x (c - a)| / 2`` of each face, computed in float64 and stored as float32;
-    degenerate faces get 0. The report's ``total_area`` is the float64 sum, the ``area`` figure of
-    ``stats``."""
     xp = mesh.xp
     area = face_areas64(xp, mesh.V, mesh.F)
     out = mesh.with_attrs(face={"face_areas": area.astype(xp.float32)})
@@ -44,6 +41,11 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="face_areas",
     summary="Area of every face.",
+    description="""
+    Area ``|(b - a) x (c - a)| / 2`` of each face, computed in float64 and stored as float32;
+    degenerate faces get 0. The report's ``total_area`` is the float64 sum, the ``area`` figure of
+    ``stats``.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -54,4 +56,6 @@ OP = Operation(
         )
     },
     reports="total_area: the sum of the face areas (the area figure of stats)",
+    test_variants=({},),
+    tolerances={"face_areas": Tolerance(atol=1e-6, rtol=1e-6)},
 )

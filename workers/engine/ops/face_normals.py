@@ -7,7 +7,7 @@ import numpy as np
 from ..geometry import face_cross64, unitize
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -15,8 +15,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Unit normal ``(b - a) x (c - a) / |...|`` of each face, right-handed in the corner order.
-    Faces of zero area get the zero vector."""
     xp = mesh.xp
     n = unitize(xp, face_cross64(xp, mesh.V, mesh.F)).astype(xp.float32)
     return OpResult(mesh.with_attrs(face={"face_normals": n}))
@@ -40,6 +38,10 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="face_normals",
     summary="Unit normal of every face.",
+    description="""
+    Unit normal ``(b - a) x (c - a) / |...|`` of each face, right-handed in the corner order.
+    Faces of zero area get the zero vector.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -49,4 +51,6 @@ OP = Operation(
             Element.face, "(n_faces, 3)", "float32", "Unit face normal; zero for zero-area faces."
         )
     },
+    test_variants=({},),
+    tolerances={"face_normals": Tolerance(atol=1e-5)},
 )

@@ -11,7 +11,7 @@ from ..geometry import face_corners64
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
 from . import _device
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 #: KEY-WELD's threshold: triangles with Q above it are of acceptable quality
 ACCEPTABLE = 0.6
@@ -30,12 +30,6 @@ def _summary(xp: Any, q: Any) -> dict[str, Any]:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Triangle quality ``Q = 4 sqrt(3) a / (l0^2 + l1^2 + l2^2)`` with ``a`` the area and ``l_k``
-    the side lengths: eq. 1 of the KEY-WELD paper ("Finely Threaded Topological Connection
-    Reconstruction"; MATLAB's ``pdetriq``). It measures aspect ratio only: 1 for an equilateral
-    triangle, invariant under similarity transforms, towards 0 for needles and caps; 0 for a face
-    whose corners coincide. Computed in float64, stored as float32. The report gives the minimum,
-    the mean, and ``poor_faces``, the number of faces below the paper's acceptance threshold 0.6."""
     xp = mesh.xp
     a, b, c = face_corners64(xp, mesh.V, mesh.F)
     u, v, w = b - a, c - b, a - c
@@ -66,6 +60,14 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="face_quality",
     summary="Aspect-ratio quality Q of every face (1 for equilateral).",
+    description="""
+    Triangle quality ``Q = 4 sqrt(3) a / (l0^2 + l1^2 + l2^2)`` with ``a`` the area and ``l_k``
+    the side lengths: eq. 1 of the KEY-WELD paper ("Finely Threaded Topological Connection
+    Reconstruction"; MATLAB's ``pdetriq``). It measures aspect ratio only: 1 for an equilateral
+    triangle, invariant under similarity transforms, towards 0 for needles and caps; 0 for a face
+    whose corners coincide. Computed in float64, stored as float32. The report gives the minimum,
+    the mean, and ``poor_faces``, the number of faces below the paper's acceptance threshold 0.6.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -79,4 +81,6 @@ OP = Operation(
         )
     },
     reports="min_quality, mean_quality; poor_faces: faces with Q < 0.6",
+    test_variants=({},),
+    tolerances={"face_quality": Tolerance(atol=1e-6)},
 )

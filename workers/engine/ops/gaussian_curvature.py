@@ -10,7 +10,7 @@ from pydantic import Field
 from ..geometry import corner_angles64, face_cross64, scatter_rows
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -22,12 +22,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Angle defect ``2*pi - sum(theta)`` at interior vertices and ``pi - sum(theta)`` at boundary
-    vertices (the halfedge Gaussian-curvature paper; boundary term from discrete Gauss-Bonnet), so
-    that the defects of a manifold mesh sum to ``2*pi*chi``. Unused vertices get 0.
-
-    The corner angles come from ``atan2(|u x w|, u . w)`` rather than the paper's law of cosines,
-    which loses accuracy for very small and very large angles."""
     xp = mesh.xp
     topo = mesh.topology
     n = mesh.n_vertices
@@ -85,6 +79,14 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="gaussian_curvature",
     summary="Gaussian curvature (angle defect) at every vertex.",
+    description="""
+    Angle defect ``2*pi - sum(theta)`` at interior vertices and ``pi - sum(theta)`` at boundary
+    vertices (the halfedge Gaussian-curvature paper; boundary term from discrete Gauss-Bonnet), so
+    that the defects of a manifold mesh sum to ``2*pi*chi``. Unused vertices get 0.
+
+    The corner angles come from ``atan2(|u x w|, u . w)`` rather than the paper's law of cosines,
+    which loses accuracy for very small and very large angles.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -98,4 +100,9 @@ OP = Operation(
         )
     },
     reports="total_curvature: the sum of the defects (2*pi*chi on a manifold mesh)",
+    test_variants=(
+        {},
+        {"per_area": True},
+    ),
+    tolerances={"gaussian_curvature": Tolerance(atol=2e-4, rtol=1e-4)},
 )

@@ -82,7 +82,7 @@ from ..mesh import TriMesh
 from ..paths import patches_for
 from ..propagation import propagate_global, propagate_numpy, propagate_patched
 from . import _device
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 log = logging.getLogger(__name__)
 
@@ -394,6 +394,29 @@ def _heat_cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="geodesic_distance",
     summary="Distance along the surface from source vertices (heat method or front propagation).",
+    description="""
+    Distance along the surface from the ``sources`` (vertex ids) to every vertex: 0 at the
+    sources, ``inf`` where no source can be reached (another component, or only across faces of
+    zero area). A source beyond the vertex count is refused as ``op.source_out_of_range``, one
+    on no face of positive area as ``op.source_not_on_surface``.
+
+    ``heat``: the heat method (Crane, Weischedel and Wardetzky, "Geodesics in heat", 2013). Heat
+    diffuses from the sources for a time ``t = time_factor * h^2`` (``h`` the mean edge length;
+    cotangent Laplacian, lumped mass), its normalized gradient gives the direction of the
+    distance in every face, and a Poisson solve pinned to 0 at the sources recovers the
+    distance. Smooth; against exact great-circle distances on coarse unit spheres (386 and 642
+    vertices) the error is about 1.3 % of pi on average and 4 % at most, and ``time_factor = 4``
+    halves it. The heat system is solved by sparse LU on the host on either backend, which
+    limits the method to about a million faces (32 s for 1.1 million on an H100 host). Where the
+    heat underflows double precision (a reachable vertex several hundred mean edge lengths from
+    every source) the step is refused as ``op.heat_underflow``; a larger ``time_factor`` reaches
+    farther.
+
+    ``propagation``: the fast-marching triangle update applied to all vertices at once until no
+    distance changes. First-order accurate (less smooth than ``heat``), exactly 0 at the
+    sources, no linear solve, the same numbers on CPU and GPU; on the GPU it runs patched with
+    an active set when the mesh can be patched.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -411,4 +434,10 @@ OP = Operation(
     "unreachable_vertices; heat: mean_edge_length h and time t; propagation: execution "
     "(iterations run, path: numpy, global or patched, and on the patched path patches and "
     "patch_runs, the patch launches that ran)",
+    test_variants=(
+        {"sources": [0]},
+        {"sources": [0, 2], "time_factor": 4.0},
+        {"sources": [0, 2], "method": "propagation"},
+    ),
+    tolerances={"geodesic_distance": Tolerance(atol=1e-4, rtol=1e-4)},
 )

@@ -285,7 +285,19 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Isotropic remeshing (Botsch and Kobbelt 2004) toward the target edge length L: each
+    return remesh(mesh, p)
+
+
+def _cupy(mesh: TriMesh, p: Params) -> OpResult:
+    """The twin's array code on CuPy (key sorts, scans, gathers and scatter-min claims)."""
+    return remesh(mesh, p)
+
+
+OP = Operation(
+    name="isotropic_remesh",
+    summary="Isotropic remeshing (Botsch-Kobbelt) to a target edge length.",
+    description="""
+    Isotropic remeshing (Botsch and Kobbelt 2004) toward the target edge length L: each
     iteration splits edges longer than 4/3 L, collapses edges shorter than 4/5 L (link condition,
     no fold-over, no new edge above 4/3 L), flips edges toward valence 6 (4 on the boundary),
     relaxes vertices tangentially and projects them back onto the input surface. Each step is a
@@ -302,19 +314,9 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     projection misses (a vertex with no input face within reach is left where it was), the rounds
     each step took in each iteration, and the
     quality before and after: edge length mean and coefficient of variation, minimum angle, mean
-    of the per-face minimum angle, interior valence histogram and the fraction at valence 6."""
-    return remesh(mesh, p)
-
-
-def _cupy(mesh: TriMesh, p: Params) -> OpResult:
-    """The twin's array code on CuPy (key sorts, scans, gathers and scatter-min claims)."""
-    return remesh(mesh, p)
-
-
-OP = Operation(
-    name="isotropic_remesh",
-    summary="Isotropic remeshing (Botsch-Kobbelt) to a target edge length.",
-    kind=OpKind.remesh,
+    of the per-face minimum angle, interior valence histogram and the fraction at valence 6.
+    """,
+    kind=OpKind.dynamic,
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
@@ -323,4 +325,8 @@ OP = Operation(
     "(per step and iteration), "
     "quality_before and quality_after (edge_length_mean, edge_length_cv, min_angle, "
     "mean_min_angle, valence_histogram, valence_6_fraction)",
+    test_variants=(
+        {"iterations": 2},
+        {"target_edge_length": 2.0, "relaxation": "uniform"},
+    ),
 )

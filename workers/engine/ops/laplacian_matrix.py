@@ -40,11 +40,6 @@ def _uniform(mesh: TriMesh) -> Any:
 
 
 def _laplacian(mesh: TriMesh, p: Params) -> OpResult:
-    """Positive semidefinite Laplacian ``L`` (``L @ 1 = 0``; ``-L`` is libigl's ``cotmatrix``)
-    assembled from per-face terms into one COO triplet list that the sparse library sums: the
-    mesh-matrix paper's action-mapped product, with no incidence matrix formed. On the GPU the
-    cotangents come from ``kernels/laplacian.cu`` and cupyx sums the triplets; on the CPU SciPy.
-    Artifacts: ``laplacian`` and, unless ``mass`` is ``none``, ``mass`` (diagonal)."""
     xp = mesh.xp
     sp = sparse_module(xp)
     terms = face_terms(mesh, with_mass=p.mass == "barycentric")
@@ -63,6 +58,14 @@ def _laplacian(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="laplacian_matrix",
     summary="The cotangent or uniform Laplacian and the mass matrix, as sparse-matrix files.",
+    description="""
+    Positive semidefinite Laplacian ``L`` (``L @ 1 = 0``; ``-L`` is libigl's ``cotmatrix``)
+    assembled from per-face terms into one COO triplet list that the sparse library sums: the
+    mesh-matrix paper's action-mapped product, with no incidence matrix formed. On the GPU the
+    cotangents come from a CUDA kernel and cupyx sums the triplets; on the CPU SciPy does.
+    Artifacts: ``laplacian`` and, unless ``mass`` is ``none``, ``mass`` (diagonal), written
+    beside the mesh as sparse-matrix files (NPZ or Matrix Market).
+    """,
     kind=OpKind.report,
     params=Params,
     numpy=_laplacian,
@@ -72,4 +75,8 @@ OP = Operation(
         "laplacian": "(n_vertices, n_vertices) sparse L, positive semidefinite",
         "mass": "(n_vertices, n_vertices) diagonal vertex areas",
     },
+    test_variants=(
+        {},
+        {"weights": "uniform", "mass": "mixed"},
+    ),
 )

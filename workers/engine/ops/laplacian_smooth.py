@@ -34,18 +34,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Explicit Laplacian smoothing (Taubin 1995, section 3; Desbrun, Meyer, Schröder and Barr
-    1999 for the cotangent weights): ``iterations`` steps of ``x_i <- x_i + lambda * sum_j w_ij
-    (x_j - x_i) / sum_j w_ij`` over the unique edges, all vertices at once (Jacobi). Uniform
-    weights also relax the triangles tangentially; cotangent weights (recomputed every step,
-    negative ones clamped to 0) move vertices mostly along the normal. Both shrink a closed
-    surface (a sphere's radius decreases every step): ``taubin_smooth`` does not.
-
-    Boundary vertices stay with ``fix_boundary``; unused vertices and vertices without a
-    positive-weight neighbour never move. Connectivity, attributes and the cached topology are
-    kept (attributes that depend on positions, such as normals, are not recomputed). Computed in
-    float64, stored in the mesh's dtype. Reports ``iterations`` and ``max_displacement``, the
-    largest distance a vertex moved."""
     fixed = _smoothing.fixed_vertices(mesh, p.fix_boundary)
     X = _smoothing.smooth_numpy(mesh, [p.lambda_], p.iterations, p.weights, fixed)
     out, report = _smoothing.finish(mesh, X, p.iterations)
@@ -67,9 +55,28 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="laplacian_smooth",
     summary="Explicit Laplacian smoothing (uniform or cotangent weights); moves vertices.",
+    description="""
+    Explicit Laplacian smoothing (Taubin 1995, section 3; Desbrun, Meyer, Schröder and Barr
+    1999 for the cotangent weights): ``iterations`` steps of ``x_i <- x_i + lambda * sum_j w_ij
+    (x_j - x_i) / sum_j w_ij`` over the unique edges, all vertices at once (Jacobi). Uniform
+    weights also relax the triangles tangentially; cotangent weights (recomputed every step,
+    negative ones clamped to 0) move vertices mostly along the normal. Both shrink a closed
+    surface (a sphere's radius decreases every step): ``taubin_smooth`` does not.
+
+    Boundary vertices stay with ``fix_boundary``; unused vertices and vertices without a
+    positive-weight neighbour never move. Connectivity, attributes and the cached topology are
+    kept (attributes that depend on positions, such as normals, are not recomputed). Computed in
+    float64, stored in the mesh's dtype. Reports ``iterations`` and ``max_displacement``, the
+    largest distance a vertex moved.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
     reports="iterations; max_displacement: the largest distance a vertex moved",
+    test_variants=(
+        {},
+        {"weights": "cotangent", "iterations": 5},
+        {"fix_boundary": False, "iterations": 3, "lambda": 1.0},
+    ),
 )

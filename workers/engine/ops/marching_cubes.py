@@ -19,7 +19,7 @@ from ..errors import OpParamsError
 from ..io.volumes import RAW_DTYPES, RawLayout
 from ..marching_cubes import extract, sphere_distance
 from ..mesh import TriMesh
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class SphereDistance(BaseModel):
@@ -116,17 +116,6 @@ class Params(OpParams):
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Marching cubes with vertices keyed by grid-edge id and welded (KEY-WELD): one vertex per
-    sign-changing grid edge (``3 * point + axis``, sorted; corners find theirs by binary search),
-    so the output has no duplicate vertices and needs no floating-point comparison. The 256-case
-    table is generated from face rules that agree between neighbouring cells, so the surface of
-    a field whose isosurface stays inside the grid is closed and manifold, oriented with normals
-    towards increasing field values (outward for a distance field). Positions by linear
-    interpolation on the edge (float64); normals from the gradient by central differences at the
-    edge's ends, interpolated and normalized. With ``k > 0`` crossings near a grid point take the
-    point's key (the paper's coarsening): their positions and normals are averaged and the
-    collapsed triangles dropped. A grid point exactly at the isovalue counts as outside; with
-    ``k = 0`` the vertices of its edges then coincide in position (distinct vertices)."""
     xp = mesh.xp
     f = p.field
     if isinstance(f, UploadedVolume):
@@ -186,6 +175,29 @@ def _placement(
 OP = Operation(
     name="marching_cubes",
     summary="Isosurface of a scalar volume (source step: makes the mesh; must come first).",
+    description="""
+    Marching cubes with vertices keyed by grid-edge id and welded (KEY-WELD): one vertex per
+    sign-changing grid edge (``3 * point + axis``, sorted; corners find theirs by binary search),
+    so the output has no duplicate vertices and needs no floating-point comparison. The 256-case
+    table is generated from face rules that agree between neighbouring cells, so the surface of
+    a field whose isosurface stays inside the grid is closed and manifold, oriented with normals
+    towards increasing field values (outward for a distance field). Positions by linear
+    interpolation on the edge (float64); normals from the gradient by central differences at the
+    edge's ends, interpolated and normalized. With ``k > 0`` crossings near a grid point take the
+    point's key (the paper's coarsening): their positions and normals are averaged and the
+    collapsed triangles dropped. A grid point exactly at the isovalue counts as outside; with
+    ``k = 0`` the vertices of its edges then coincide in position (distinct vertices).
+
+    The volume is analytic, ``field: {"type": "sphere_distance", "resolution": 2..512,
+    "center": [...]}`` (the KEY-WELD paper's spherical-distance data set: isovalue 0.98 at 64^3
+    gives its 35,996 triangles), or the job's uploaded file, ``field: {"type": "volume"}``: a
+    3-D ``.npy`` array; an NRRD file (``raw`` or ``gzip`` encoding; origin and spacing from its
+    ``space origin``/``space directions`` or ``spacings`` unless the field gives them; detached
+    data is refused as ``format.nrrd_detached``); or ``.raw`` samples described by ``shape``,
+    ``dtype``, ``order`` and ``endian`` in the field (a size that does not match is refused as
+    ``format.raw_size_mismatch``). As a source step it must come first, and the job then needs
+    no uploaded mesh.
+    """,
     kind=OpKind.source,
     params=Params,
     numpy=_array,
@@ -197,4 +209,11 @@ OP = Operation(
     },
     reports="field, resolution, isovalue, k, sign_changing_edges, active_cells, "
     "triangles_generated, vertices_merged, degenerate_removed, vertices, faces",
+    # the input mesh is ignored: every mesh runs the same volume (kept small)
+    test_variants=(
+        {"field": {"resolution": 24}},
+        {"field": {"resolution": 40, "center": [0.1, 0.0, -0.05]}, "isovalue": 0.7, "k": 1.0},
+        {"field": {"resolution": 20}, "isovalue": 1.2, "dtype": "float64"},
+    ),
+    tolerances={"vertex_normals": Tolerance(atol=2e-4)},
 )

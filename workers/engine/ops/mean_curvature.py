@@ -9,7 +9,7 @@ from ..kernels.loader import launch, load_kernel
 from ..laplacian import corner_cotangents64, mixed_areas64, side_weights
 from ..mesh import TriMesh
 from . import _device
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -17,19 +17,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Mean curvature ``H`` at every vertex by the discrete operator of Meyer, Desbrun, Schröder
-    and Barr, "Discrete differential-geometry operators for triangulated 2-manifolds" (2003):
-    the mean-curvature normal ``K = (L X) / A_mixed = 2 H n``, with ``L`` the cotangent Laplacian
-    (``(L X)_i = sum_j (cot a_ij + cot b_ij) / 2 (x_i - x_j)``) and ``A_mixed`` the mixed Voronoi
-    area (Voronoi region for non-obtuse faces, half or a quarter of the face otherwise). ``H =
-    |K| / 2``, signed by ``K . n`` with ``n`` the area-weighted vertex normal, so a sphere with
-    outward-facing triangles has ``H = +1/r`` and one with inward-facing triangles ``-1/r``.
-
-    Boundary vertices (on an edge with one face) get 0: the cotangent formula needs a closed
-    one-ring there and would report the boundary's geodesic curvature instead. Unused vertices,
-    vertices whose faces are all degenerate, and vertices where ``K . n`` is exactly 0 also get
-    0. Vertices on non-manifold edges or bow-ties are computed from all their triangles.
-    Computed in float64, stored as float32."""
     xp = mesh.xp
     topo = mesh.topology
     n = mesh.n_vertices
@@ -84,6 +71,21 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="mean_curvature",
     summary="Signed mean curvature at every vertex (cotangent Laplacian, mixed areas).",
+    description="""
+    Mean curvature ``H`` at every vertex by the discrete operator of Meyer, Desbrun, Schröder
+    and Barr, "Discrete differential-geometry operators for triangulated 2-manifolds" (2003):
+    the mean-curvature normal ``K = (L X) / A_mixed = 2 H n``, with ``L`` the cotangent Laplacian
+    (``(L X)_i = sum_j (cot a_ij + cot b_ij) / 2 (x_i - x_j)``) and ``A_mixed`` the mixed Voronoi
+    area (Voronoi region for non-obtuse faces, half or a quarter of the face otherwise). ``H =
+    |K| / 2``, signed by ``K . n`` with ``n`` the area-weighted vertex normal, so a sphere with
+    outward-facing triangles has ``H = +1/r`` and one with inward-facing triangles ``-1/r``.
+
+    Boundary vertices (on an edge with one face) get 0: the cotangent formula needs a closed
+    one-ring there and would report the boundary's geodesic curvature instead. Unused vertices,
+    vertices whose faces are all degenerate, and vertices where ``K . n`` is exactly 0 also get
+    0. Vertices on non-manifold edges or bow-ties are computed from all their triangles.
+    Computed in float64, stored as float32.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -97,4 +99,6 @@ OP = Operation(
             "vertices.",
         )
     },
+    test_variants=({},),
+    tolerances={"mean_curvature": Tolerance(atol=1e-5, rtol=1e-5)},
 )

@@ -20,10 +20,6 @@ class Params(OpParams):
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """An upload of several files arrives concatenated (``TriMesh.concatenate``: vertex arrays
-    appended, indices shifted; Wald, section 3.2) with a per-face ``part``. This welds the
-    duplicate vertices the parts share, by sort, scan and scatter, so that they become one
-    connected mesh where they touch."""
     parts = mesh.face_attrs.get("part")
     n_parts = int(parts.max()) + 1 if parts is not None and parts.shape[0] else 1
     out, report = (
@@ -49,10 +45,20 @@ def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
 OP = Operation(
     name="merge",
     summary="Join the parts of a multi-file upload into one mesh, welding shared vertices.",
+    description="""
+    An upload of several files arrives concatenated (``TriMesh.concatenate``: vertex arrays
+    appended, indices shifted; Wald, section 3.2) with a per-face ``part``. This welds the
+    duplicate vertices the parts share, by sort, scan and scatter, so that they become one
+    connected mesh where they touch.
+    """,
     kind=OpKind.reindex,
     params=Params,
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     attribute_flow=_attributes_after,
     reports="parts, vertices_after, merged",
+    test_variants=(
+        {},
+        {"weld": False, "keep_parts": True},
+    ),
 )

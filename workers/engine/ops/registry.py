@@ -1,14 +1,19 @@
 """How an operation is declared once, and the registry everything else is derived from.
 
-An :class:`Operation` names the op, its typed parameters (a pydantic model with bounds and a
-description on every field), what it produces, and its implementations per backend. The API's job
-schema, the ``/v1/operations`` catalogue, the OpenAPI document, the CLI help and the worker's
-dispatch table are all built from the registry.
+An :class:`Operation` names the op, says what it does (a one-line ``summary`` and the full
+``description``), its typed parameters (a pydantic model with bounds and a description on every
+field), what it produces, its implementations per backend, and how its two implementations are
+compared (``test_variants``, ``tolerances``). The API's job schema, the ``/v1/operations``
+catalogue, the OpenAPI document, the CLI help, the README's operations table, the worker's
+dispatch table and the GPU equivalence test are all built from the registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import inspect
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
@@ -26,11 +31,41 @@ class OpParams(BaseModel):
 
 
 class OpKind(str, Enum):
-    reindex = "reindex"  # changes the vertex/face set without changing the surface
-    static = "static"  # connectivity kept; attributes or positions computed
-    report = "report"  # only measures
-    remesh = "remesh"  # a new surface: new vertices and faces (subdivision, dual, coarsening)
-    source = "source"  # makes the mesh from nothing but its parameters: must be the first step
+    """What a step does to the mesh. Each member carries its definition (``meaning``); the
+    class's docstring, and so the catalogue's JSON Schema, lists them (set below the class)."""
+
+    meaning: str
+
+    def __new__(cls, value: str, meaning: str) -> OpKind:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+    reindex = "reindex", "changes the vertex/face set without changing the surface"
+    static = "static", "connectivity kept; attributes or positions computed"
+    report = "report", "only measures (a report, or artifacts beside the mesh)"
+    remesh = (
+        "remesh",
+        "a new surface built in one deterministic pass over the whole mesh (subdivision, dual, "
+        "clustering, a plane cut): both backends give the same vertices and faces",
+    )
+    dynamic = (
+        "dynamic",
+        "connectivity changed by local operations (edge flips, collapses, splits) applied in "
+        "parallel rounds of disjoint cavities chosen by priority: where float rounding orders "
+        "two priorities differently the backends pick other, equally valid cavities, so their "
+        "results agree in invariants and quality, not vertex for vertex",
+    )
+    source = (
+        "source",
+        "makes the mesh from its parameters (and an uploaded volume): must be the first step",
+    )
+
+
+OpKind.__doc__ = "What a step does to the mesh. " + "; ".join(
+    f"{k.value}: {k.meaning}" for k in OpKind
+)
 
 
 class Element(str, Enum):
@@ -46,6 +81,19 @@ class Output:
     shape: str  # e.g. "(n_vertices, 3)"
     dtype: str
     description: str
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How close the GPU implementation's attribute must be to the NumPy twin's:
+    ``|gpu - numpy| <= atol + rtol * |numpy|`` element-wise (float32 kernels against float64)."""
+
+    atol: float
+    rtol: float = 0.0
+
+
+#: the tolerance of an attribute no operation states one for (carried from the input)
+DEFAULT_TOLERANCE = Tolerance(atol=1e-6)
 
 
 @dataclass
@@ -67,7 +115,12 @@ AttributeFlow = Callable[[Any, dict[str, str]], dict[str, str]]
 @dataclass(frozen=True)
 class Operation:
     name: str
+    #: one line: the form's hint, ``tessera ops``, the README table, the first line of the step
+    #: schema's description
     summary: str
+    #: the full user-facing text: what it does, the method, accuracy and limits, what the report
+    #: holds; indentation is stripped (``inspect.cleandoc``), so a triple-quoted block reads well
+    description: str
     kind: OpKind
     params: type[OpParams]
     numpy: Impl
@@ -81,10 +134,15 @@ class Operation:
     #: how the step changes which attributes the mesh has (see :meth:`attributes_after`); by
     #: default it keeps them all and adds its ``outputs``
     attribute_flow: AttributeFlow | None = None
+    #: parameter sets the GPU equivalence test runs on every shared and adversarial mesh (each
+    #: must validate against ``params``; the first is usually ``{}``, the defaults)
+    test_variants: tuple[Mapping[str, Any], ...] = ()
+    #: per output attribute, how close the GPU result must be to the twin's (every key of
+    #: ``outputs`` needs one; attributes an op does not declare use ``DEFAULT_TOLERANCE``)
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
 
-    @property
-    def description(self) -> str:
-        return (self.numpy.__doc__ or self.summary).strip()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "description", inspect.cleandoc(self.description))
 
     def parse_params(self, raw: dict[str, Any]) -> OpParams:
         try:
@@ -99,6 +157,36 @@ class Operation:
         if self.check is not None:
             self.check(params)
         return params
+
+    def declaration_problems(self) -> list[str]:
+        """What this declaration lacks, in words (empty when complete): a description that says
+        more than the summary (at least two sentences and twice its length), at least one test
+        variant, every variant valid (``parse_params``, the cross-parameter check included), a
+        tolerance for every output and none for anything else. A CPU test runs it for every op.
+        """
+        problems = []
+        text = self.description
+        if text == self.summary or len(text) < 2 * len(self.summary) or _sentences(text) < 2:
+            problems.append(
+                "description must say more than the summary: at least two sentences and "
+                "twice the summary's length"
+            )
+        if not self.test_variants:
+            problems.append("no test_variants: declare the parameter sets the GPU test runs")
+        for i, raw in enumerate(self.test_variants):
+            try:
+                self.parse_params(dict(raw))
+            except OpParamsError as exc:
+                problems.append(f"test_variants[{i}] {dict(raw)}: {exc.code} {exc.detail}")
+        for k in self.outputs:
+            if k not in self.tolerances:
+                problems.append(f"output {k} has no tolerance")
+        for k, t in self.tolerances.items():
+            if k not in self.outputs:
+                problems.append(f"tolerance for {k}, which is not an output")
+            elif not (0.0 <= t.atol < math.inf and 0.0 <= t.rtol < math.inf):
+                problems.append(f"tolerance for {k} is not finite and >= 0")
+        return problems
 
     def attributes_after(self, params: OpParams, before: dict[str, str]) -> dict[str, str]:
         """The attributes (name -> element) on the mesh after this step with ``params``, given
@@ -134,6 +222,10 @@ class Operation:
             "report": self.reports,
             "artifacts": self.artifacts,
         }
+
+
+def _sentences(text: str) -> int:
+    return len(re.findall(r"[.!?](?:\s|$)", text))
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -176,6 +268,17 @@ class Registry:
     def catalogue(self) -> list[dict[str, Any]]:
         return [op.catalogue_entry() for op in self]
 
+    def tolerance(self, op: Operation, attribute: str) -> Tolerance:
+        """How close an attribute on ``op``'s result must be between the backends: ``op``'s own
+        tolerance for it, else the loosest of the operations that produce an attribute of that
+        name (it was carried from an earlier step or the input), else ``DEFAULT_TOLERANCE``."""
+        if attribute in op.tolerances:
+            return op.tolerances[attribute]
+        stated = [o.tolerances[attribute] for o in self if attribute in o.tolerances]
+        if not stated:
+            return DEFAULT_TOLERANCE
+        return Tolerance(max(t.atol for t in stated), max(t.rtol for t in stated))
+
     def attribute_names(self) -> dict[str, Element]:
         out: dict[str, Element] = {}
         for op in self:
@@ -191,7 +294,7 @@ class Registry:
             m = create_model(
                 _camel(op.name) + "Step",
                 __base__=op.params,
-                __doc__=op.summary,
+                __doc__=f"{op.summary}\n\n{op.description}",
                 op=(Literal[op.name], Field(description="Operation name.")),  # type: ignore[valid-type]
             )
             models.append(m)

@@ -19,8 +19,6 @@ class Params(OpParams):
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Keep faces whose three corners are distinct vertices (and, with ``geometric``, whose area
-    exceeds ``area_threshold``); a flag and a compaction. Vertices are left in place."""
     out, report = remove_degenerate(mesh, p.geometric, p.area_threshold)
     return OpResult(out, report)
 
@@ -28,9 +26,17 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="remove_degenerate_faces",
     summary="Drop faces with a repeated vertex or zero area.",
+    description="""
+    Keep faces whose three corners are distinct vertices (and, with ``geometric``, whose area
+    exceeds ``area_threshold``); a flag and a compaction. Vertices are left in place.
+    """,
     kind=OpKind.reindex,
     params=Params,
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="faces_before, removed, removed_repeated_index, removed_small_area",
+    test_variants=(
+        {},
+        {"geometric": False},
+    ),
 )

@@ -278,7 +278,15 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Clean a mesh's connectivity in four passes, each optional: (1) drop faces with a repeated
+    out, report = repair(mesh, p)
+    return OpResult(out, report)
+
+
+OP = Operation(
+    name="repair",
+    summary="Remove degenerate/duplicate faces, split non-manifold edges and vertices, orient.",
+    description="""
+    Clean a mesh's connectivity in four passes, each optional: (1) drop faces with a repeated
     vertex (and, with ``geometric``, of area at most ``area_threshold``); (2) drop faces whose
     vertex set repeats an earlier face's (sorted-corner keys, two integer sorts); (3) split
     non-manifold edges and vertices: on an edge with three or more faces the first face and the
@@ -289,14 +297,8 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     components tells each face whether it agrees with its component's seed; the orientation most
     of the component's faces already have wins; closed orientable components with negative
     signed volume are turned over. Non-orientable components (a Moebius strip) are left as they
-    are and counted. Vertices are not welded: chain ``weld`` first."""
-    out, report = repair(mesh, p)
-    return OpResult(out, report)
-
-
-OP = Operation(
-    name="repair",
-    summary="Remove degenerate/duplicate faces, split non-manifold edges and vertices, orient.",
+    are and counted. Vertices are not welded: chain ``weld`` first.
+    """,
     kind=OpKind.reindex,
     params=Params,
     numpy=_array,
@@ -306,4 +308,8 @@ OP = Operation(
     "faces_flipped, components, non_orientable_components, closed_components, "
     "components_turned_outward, non_manifold_edges_after, non_manifold_vertices_after, "
     "faces_after, vertices_after",
+    test_variants=(
+        {},
+        {"outward": False, "geometric": True, "remove_duplicates": False},
+    ),
 )

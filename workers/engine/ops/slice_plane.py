@@ -20,7 +20,7 @@ from ..graph import compact_groups, connected_components, scatter_min
 from ..mesh import TriMesh, segment_mean
 from ..reindex import remove_unused
 from ..topology import Topology
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 #: at most this many section points are listed in the report (all of them are in the artifact)
 REPORT_POINTS = 1000
@@ -325,7 +325,15 @@ def slice_mesh(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any], dict[
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Cut by the plane through ``point`` with normal ``normal``. Signed distances in float64
+    out, report, artifacts = slice_mesh(mesh, p)
+    return OpResult(out, report, artifacts)
+
+
+OP = Operation(
+    name="slice_plane",
+    summary="Cut by a plane; keep one side or both, optionally cap the cut.",
+    description="""
+    Cut by the plane through ``point`` with normal ``normal``. Signed distances in float64
     (within ``tolerance`` of 0: on the plane). Every edge with ends strictly on opposite sides
     gets one new vertex at the linear crossing, numbered by the edge's id (computed once per
     edge: the faces on both sides share it); vertex attributes are interpolated there (nearest
@@ -337,14 +345,8 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
     ranking, returned as the ``section`` artifact (rows x, y, z, loop) and, up to 1000 points,
     in the report; a closed loop is listed once around (the first point is not repeated). With
     ``cap``, each simple closed loop is fanned from its centroid (correct for convex, and
-    star-shaped around the centroid, sections only; nested loops are not matched as holes)."""
-    out, report, artifacts = slice_mesh(mesh, p)
-    return OpResult(out, report, artifacts)
-
-
-OP = Operation(
-    name="slice_plane",
-    summary="Cut by a plane; keep one side or both, optionally cap the cut.",
+    star-shaped around the centroid, sections only; nested loops are not matched as holes).
+    """,
     kind=OpKind.remesh,  # new vertices on the cut, new faces
     params=Params,
     numpy=_array,
@@ -358,4 +360,10 @@ OP = Operation(
     "vertices_on_plane, section_loops, closed_loops, section_points, cap_faces, section (loops of "
     "points, when at most 1000 points)",
     artifacts={"section": "The section polylines: rows (x, y, z, loop), walked in order per loop."},
+    test_variants=(
+        {},
+        {"keep": "both", "cap": True, "normal": [0.3, 1.0, -0.2], "point": [0.1, 0.2, 0.05]},
+        {"keep": "below", "snap": False, "point": [0.1, 0.2, 0.3], "cap": True},
+    ),
+    tolerances={"slice_side": Tolerance(atol=0.0)},
 )

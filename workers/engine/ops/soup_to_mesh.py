@@ -19,10 +19,6 @@ class Params(OpParams):
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Give every face corner its own vertex (the soup: ``V[F]`` with faces ``(0,1,2), (3,4,5),
-    ...``), then merge equal positions by sort, scan and scatter. Whatever the input's indexing
-    (a soup from STL, or a mesh that split vertices at seams), the result shares every vertex
-    that has one position. Per-vertex attributes are carried to the corners and averaged."""
     xp = mesh.xp
     corners = mesh.F.ravel()
     soup = TriMesh(
@@ -40,9 +36,16 @@ def _array(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="soup_to_mesh",
     summary="Build an indexed mesh from a triangle soup by merging equal corners.",
+    description="""
+    Give every face corner its own vertex (the soup: ``V[F]`` with faces ``(0,1,2), (3,4,5),
+    ...``), then merge equal positions by sort, scan and scatter. Whatever the input's indexing
+    (a soup from STL, or a mesh that split vertices at seams), the result shares every vertex
+    that has one position. Per-vertex attributes are carried to the corners and averaged.
+    """,
     kind=OpKind.reindex,
     params=Params,
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="corners, vertices_after, merged, degenerate_faces",
+    test_variants=({},),
 )

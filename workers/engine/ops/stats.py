@@ -363,21 +363,25 @@ def _genus(xp: Any, topo: Any, comp: Any, n_comp: int) -> int | None:
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Counts (vertices, faces, edges, unused and duplicate vertices, degenerate and duplicate
-    faces), topology (boundary edges and loops, non-manifold edges and bow-tie vertices,
-    components, Euler characteristic ``V - E + F`` over used vertices, genus of orientable manifold
-    components ``(2 - chi - b) / 2``, closed, orientable, consistently oriented) and measures
-    (bounding box, None when there is no vertex; area; the enclosed volume when closed and
-    consistently oriented)."""
     return OpResult(mesh, mesh_stats(mesh))
 
 
 OP = Operation(
     name="stats",
     summary="Counts, topology (boundaries, non-manifold elements, genus) and measures.",
+    description="""
+    Counts (vertices, faces, edges, unused and duplicate vertices, degenerate and duplicate
+    faces), topology (boundary edges and loops, non-manifold edges and bow-tie vertices,
+    components, Euler characteristic ``V - E + F`` over used vertices, genus of orientable manifold
+    components ``(2 - chi - b) / 2``, closed, orientable, consistently oriented) and measures
+    (bounding box, None when there is no vertex; area; the enclosed volume when closed and
+    consistently oriented). The mesh is measured as the file stores it (nothing is welded
+    first) and is not changed; the same figures appear in the job record.
+    """,
     kind=OpKind.report,
     params=Params,
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="see the description; the same figures appear in the job record",
+    test_variants=({},),
 )

@@ -12,7 +12,7 @@ from .. import progress
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ._refine import poly_edges, stack_vertex_attrs, unstack_vertex_attrs
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 #: the largest face count a subdivision may produce (triangles; quads count as two)
 MAX_OUTPUT_FACES = 2**28
@@ -223,35 +223,6 @@ def _repeat(xp: ModuleType, a: Any, k: int) -> Any:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Subdivide ``levels`` times; every step is array code (edges by key-sort of the sides,
-    stencils by gathers and scatter-adds), the same on NumPy and CuPy.
-
-    ``loop`` (Loop 1987): each triangle splits into four; a new edge vertex is 3/8 (a + b) + 1/8
-    (c + d) with c, d the opposite corners, an old vertex of valence k moves to (1 - k beta) v +
-    beta * sum(neighbours) with Loop's beta = (5/8 - (3/8 + cos(2 pi / k) / 4)^2) / k.
-    ``midpoint``: the same split, new vertices at edge midpoints, nothing moves.
-    ``catmull_clark`` (Catmull and Clark 1978, for any polygons): face points (centroids), edge
-    points (a + b + f1 + f2) / 4, vertex points (Q + 2R + (k - 3) v) / k; the first step turns
-    each triangle into three quads, later steps each quad into four. The mesh holds triangles, so
-    every quad (v, e1, f, e2) is held as the triangles (v, e1, f) and (v, f, e2), both carrying
-    the face attribute ``quad_id`` (the quad's index, int32); OBJ, PLY and OFF output writes the
-    quads back (``workers/engine/io/polygons.py``) unless the job asks for triangles.
-
-    Creases: every edge without exactly two faces (boundary edges, and non-manifold edges with
-    three or more) is a crease. A crease edge's new point is its midpoint (the cubic B-spline
-    curve mask); an old vertex on exactly two crease edges follows the curve's vertex mask 1/8,
-    3/4, 1/8 of its two crease neighbours; a vertex on one or more than two crease edges, a
-    non-manifold vertex (several fans of faces) and an unused vertex stay where they are. So an
-    open mesh's boundary becomes a cubic B-spline of its boundary polygon, independent of the
-    interior.
-
-    Vertex attributes are interpolated linearly (edge points: mean of the two ends; face points:
-    mean of the face's corners; old vertices keep theirs; integer attributes rounded); they are
-    not smoothed with the positions, and attributes derived from positions, such as normals, are
-    not recomputed. Face attributes are inherited by every face a face splits into. The Euler
-    characteristic, the boundary loops and the orientation are preserved. Refused with
-    ``op.output_too_large`` when the output would exceed 2^28 faces. Reports the counts before
-    and after, crease edges, crease and corner vertices (and ``quads`` for Catmull-Clark)."""
     return subdivide(mesh, p)
 
 
@@ -267,6 +238,37 @@ def _attributes_after(p: Params, before: dict[str, str]) -> dict[str, str]:
 OP = Operation(
     name="subdivide",
     summary="Loop, midpoint or Catmull-Clark subdivision (quads written as quads).",
+    description="""
+    Subdivide ``levels`` times; every step is array code (edges by key-sort of the sides,
+    stencils by gathers and scatter-adds), the same on NumPy and CuPy.
+
+    ``loop`` (Loop 1987): each triangle splits into four; a new edge vertex is 3/8 (a + b) + 1/8
+    (c + d) with c, d the opposite corners, an old vertex of valence k moves to (1 - k beta) v +
+    beta * sum(neighbours) with Loop's beta = (5/8 - (3/8 + cos(2 pi / k) / 4)^2) / k.
+    ``midpoint``: the same split, new vertices at edge midpoints, nothing moves.
+    ``catmull_clark`` (Catmull and Clark 1978, for any polygons): face points (centroids), edge
+    points (a + b + f1 + f2) / 4, vertex points (Q + 2R + (k - 3) v) / k; the first step turns
+    each triangle into three quads, later steps each quad into four. The mesh holds triangles, so
+    every quad (v, e1, f, e2) is held as the triangles (v, e1, f) and (v, f, e2), both carrying
+    the face attribute ``quad_id`` (the quad's index, int32); OBJ, PLY and OFF output writes the
+    quads back unless the job asks for triangles.
+
+    Creases: every edge without exactly two faces (boundary edges, and non-manifold edges with
+    three or more) is a crease. A crease edge's new point is its midpoint (the cubic B-spline
+    curve mask); an old vertex on exactly two crease edges follows the curve's vertex mask 1/8,
+    3/4, 1/8 of its two crease neighbours; a vertex on one or more than two crease edges, a
+    non-manifold vertex (several fans of faces) and an unused vertex stay where they are. So an
+    open mesh's boundary becomes a cubic B-spline of its boundary polygon, independent of the
+    interior.
+
+    Vertex attributes are interpolated linearly (edge points: mean of the two ends; face points:
+    mean of the face's corners; old vertices keep theirs; integer attributes rounded); they are
+    not smoothed with the positions, and attributes derived from positions, such as normals, are
+    not recomputed. Face attributes are inherited by every face a face splits into. The Euler
+    characteristic, the boundary loops and the orientation are preserved. Refused with
+    ``op.output_too_large`` when the output would exceed 2^28 faces. Reports the counts before
+    and after, crease edges, crease and corner vertices (and ``quads`` for Catmull-Clark).
+    """,
     kind=OpKind.remesh,
     params=Params,
     numpy=_numpy,
@@ -283,4 +285,11 @@ OP = Operation(
     reports="scheme, levels, vertices_before, faces_before, vertices_after, faces_after, "
     "crease_edges (edges without exactly two faces), crease_vertices, corner_vertices (kept in "
     "place), quads (Catmull-Clark)",
+    test_variants=(
+        {},
+        {"scheme": "midpoint", "levels": 2},
+        {"scheme": "catmull_clark"},
+        {"scheme": "loop", "levels": 2},
+    ),
+    tolerances={"quad_id": Tolerance(atol=0.0)},
 )

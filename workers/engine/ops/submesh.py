@@ -33,9 +33,6 @@ class Params(OpParams):
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
-    """Flag the kept faces, compact them, then drop the vertices no kept face uses (Wald,
-    section 3.4: a subset is a compaction followed by re-indexing). Components are connected
-    through shared vertices, numbered by their first face."""
     xp = mesh.xp
     if p.select == "attribute":
         a = mesh.face_attrs.get(p.attribute)
@@ -89,10 +86,19 @@ def _unknown(p: Params, face_attributes: Iterable[str]) -> OpParamsError:
 OP = Operation(
     name="submesh",
     summary="Keep one connected component, or the faces whose attribute is in a range.",
+    description="""
+    Flag the kept faces, compact them, then drop the vertices no kept face uses (Wald,
+    section 3.4: a subset is a compaction followed by re-indexing). Components are connected
+    through shared vertices, numbered by their first face.
+    """,
     kind=OpKind.reindex,
     params=Params,
     numpy=_array,
     cupy=_array,  # flag, compact, re-index: the same array code on CuPy
     attribute_flow=_attributes_after,
     reports="faces_kept, faces_before, vertices_kept",
+    test_variants=(
+        {},
+        {"select": "component", "component": 0},
+    ),
 )

@@ -58,17 +58,6 @@ def _check(p: Params) -> float:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Taubin, "A signal processing approach to fair surface design" (SIGGRAPH 1995): each
-    iteration is a shrinking Laplacian step with factor ``lambda > 0`` followed by an inflating
-    one with ``mu = 1 / (k_PB - 1/lambda) < -lambda``. On an eigenvector of the normalized
-    Laplacian with eigenvalue ``k`` (in [0, 2]) one iteration multiplies by ``(1 - lambda k)(1 - mu
-    k)``: close to 1 below the pass band ``k_PB``, small above it. So noise is removed while the
-    low frequencies, and with them the overall size, are kept, unlike ``laplacian_smooth``.
-
-    Parameters whose gain at ``k = 2`` exceeds 1 in magnitude would amplify the highest
-    frequency and are refused (``op.taubin_unstable``); ``lambda <= 0.5`` is always accepted.
-    Steps, weights and fixed vertices are those of ``laplacian_smooth``; float64 throughout,
-    stored in the mesh's dtype. Reports ``iterations``, ``mu`` and ``max_displacement``."""
     m = _check(p)
     fixed = _smoothing.fixed_vertices(mesh, p.fix_boundary)
     X = _smoothing.smooth_numpy(mesh, [p.lambda_, m], p.iterations, p.weights, fixed)
@@ -93,10 +82,27 @@ def _result(mesh: TriMesh, X: Any, p: Params, m: float) -> OpResult:
 OP = Operation(
     name="taubin_smooth",
     summary="Taubin lambda|mu smoothing: removes noise without shrinking; moves vertices.",
+    description="""
+    Taubin, "A signal processing approach to fair surface design" (SIGGRAPH 1995): each
+    iteration is a shrinking Laplacian step with factor ``lambda > 0`` followed by an inflating
+    one with ``mu = 1 / (k_PB - 1/lambda) < -lambda``. On an eigenvector of the normalized
+    Laplacian with eigenvalue ``k`` (in [0, 2]) one iteration multiplies by ``(1 - lambda k)(1 - mu
+    k)``: close to 1 below the pass band ``k_PB``, small above it. So noise is removed while the
+    low frequencies, and with them the overall size, are kept, unlike ``laplacian_smooth``.
+
+    Parameters whose gain at ``k = 2`` exceeds 1 in magnitude would amplify the highest
+    frequency and are refused (``op.taubin_unstable``); ``lambda <= 0.5`` is always accepted.
+    Steps, weights and fixed vertices are those of ``laplacian_smooth``; float64 throughout,
+    stored in the mesh's dtype. Reports ``iterations``, ``mu`` and ``max_displacement``.
+    """,
     kind=OpKind.static,
     params=Params,
     check=_check,
     numpy=_numpy,
     cupy=_cupy,
     reports="iterations; mu: the derived negative factor; max_displacement",
+    test_variants=(
+        {},
+        {"weights": "cotangent", "iterations": 3, "fix_boundary": False},
+    ),
 )

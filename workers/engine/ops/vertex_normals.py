@@ -10,7 +10,7 @@ from pydantic import Field
 from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
 
 class Params(OpParams):
@@ -23,13 +23,6 @@ class Params(OpParams):
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Scatter-add each face's weighted normal to its three corners, then unitize.
-
-    ``area``: the raw cross product (twice the area times the unit normal); ``angle``: the unit
-    normal times the corner angle; ``uniform``: the unit normal; ``max``: at a corner with sides
-    ``u``, ``w``, the vector ``u x w / (|u|^2 |w|^2)`` (N. Max, "Weights for computing vertex
-    normals from facet normals", 1999). Vertices with no face, or whose weighted normals cancel,
-    get the zero vector."""
     xp = mesh.xp
     cross = face_cross64(xp, mesh.V, mesh.F)
     if p.weighting == "max":
@@ -88,6 +81,15 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="vertex_normals",
     summary="Unit normal at every vertex.",
+    description="""
+    Scatter-add each face's weighted normal to its three corners, then unitize.
+
+    ``area``: the raw cross product (twice the area times the unit normal); ``angle``: the unit
+    normal times the corner angle; ``uniform``: the unit normal; ``max``: at a corner with sides
+    ``u``, ``w``, the vector ``u x w / (|u|^2 |w|^2)`` (N. Max, "Weights for computing vertex
+    normals from facet normals", 1999). Vertices with no face, or whose weighted normals cancel,
+    get the zero vector.
+    """,
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,
@@ -100,4 +102,11 @@ OP = Operation(
             "Unit vertex normal; written as nx ny nz in PLY.",
         )
     },
+    test_variants=(
+        {"weighting": "area"},
+        {"weighting": "angle"},
+        {"weighting": "uniform"},
+        {"weighting": "max"},
+    ),
+    tolerances={"vertex_normals": Tolerance(atol=2e-4)},
 )

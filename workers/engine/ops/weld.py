@@ -39,10 +39,6 @@ def _tolerance(mesh: TriMesh, p: Params) -> float:
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
-    """Merge vertices at equal positions (or within ``tolerance``) by sort, scan and scatter
-    (Wald 2021). Faces are re-indexed; per-vertex attributes of merged vertices are averaged.
-    Faces that collapse (two equal corners) are kept and counted in the report: chain
-    ``remove_degenerate_faces`` to drop them."""
     tol = _tolerance(mesh, p)
     out, report = weld(mesh, tolerance=tol, remove_unused=p.remove_unused)
     report["tolerance"] = tol
@@ -102,9 +98,20 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
 OP = Operation(
     name="weld",
     summary="Merge duplicate vertices (exact or within a tolerance).",
+    description="""
+    Merge vertices at equal positions (or within ``tolerance``) by sort, scan and scatter
+    (Wald 2021). Faces are re-indexed; per-vertex attributes of merged vertices are averaged.
+    Faces that collapse (two equal corners) are kept and counted in the report: chain
+    ``remove_degenerate_faces`` to drop them.
+    """,
     kind=OpKind.reindex,
     params=Params,
     numpy=_numpy,
     cupy=_cupy,
     reports="vertices_before, vertices_after, merged, unused_removed, degenerate_faces, tolerance",
+    test_variants=(
+        {},
+        {"tolerance": 1e-3, "relative": True},
+        {"remove_unused": False},
+    ),
 )
