@@ -291,7 +291,7 @@ def _parse(
         V, F = stl.read_binary(data)
         return TriMesh.from_arrays(V, F, dtype=dtype)
     if kind == "ply":
-        p = ply.read_binary(data)
+        p = ply.read_binary(data) or ply.read_ascii(data)
         if p is not None:
             return TriMesh.from_arrays(
                 p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs

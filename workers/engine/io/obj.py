@@ -3,8 +3,9 @@
 Why not trimesh here: its OBJ loader drops unused vertices and splits vertices where texture
 coordinates or normals differ (even with ``process=False``), so a mesh with UVs arrives with seams
 cut open and statistics describe the loader instead of the file. We read positions and faces
-exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (fanned into
-triangles); ``vt`` references and materials are ignored, so no image library is needed. ``vn``
+exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
+triangles: fanned when convex, ear-clipped otherwise, ``polygons.triangulate``); ``vt``
+references and materials are ignored, so no image library is needed. ``vn``
 references become the ``vertex_normals`` attribute only when they give every vertex one normal
 (as our writer does, ``f a//a b//b c//c``); per-corner normals that differ are ignored too.
 
@@ -24,7 +25,7 @@ import numpy as np
 from ..errors import FormatError, MeshError
 from ._obj_scan import Scan, scan_arrays
 from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
-from .polygons import fan
+from .polygons import triangulate
 
 _ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
@@ -49,7 +50,7 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     N = None
     if scan.normals is not None and scan.normals.shape[0] and idx.shape[0]:
         N = _vertex_normals(scan, idx, V.shape[0])
-    return V, fan(idx, scan.k), N
+    return V, triangulate(V, idx, scan.k), N
 
 
 def _scan_lines(data: bytes) -> Scan:
