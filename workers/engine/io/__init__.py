@@ -277,6 +277,17 @@ def _check_counts(data: bytes, kind: str, available: int = 0) -> None:
                 vertices=nv,
                 faces=nf,
             )
+        # every vertex has at least three numbers and every face at least four (its size and
+        # three corners): fewer words than that is a file that ends early
+        words = len(without_comments(data).split())
+        if words < 4 + 3 * nv + 4 * nf:
+            raise FormatError(
+                f"the file ends before the {nv} vertices and {nf} faces its header declares",
+                code="format.truncated",
+                vertices=nv,
+                faces=nf,
+                words=words,
+            )
 
 
 def _parse(
@@ -287,8 +298,8 @@ def _parse(
         V, F, N = read_obj(data)
         va_obj = {"vertex_normals": N} if N is not None else None
         return TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va_obj)
-    if kind == "stl" and not _ascii_stl(data):
-        V, F = stl.read_binary(data)
+    if kind == "stl":
+        V, F = stl.read_binary(data) if not _ascii_stl(data) else stl.read_ascii(data)
         return TriMesh.from_arrays(V, F, dtype=dtype)
     if kind == "ply":
         p = ply.read_binary(data) or ply.read_ascii(data)
