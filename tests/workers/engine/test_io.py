@@ -380,7 +380,7 @@ def test_obj_errors(data: bytes, code: str) -> None:
 def test_obj_index_error_detail_is_one_based() -> None:
     with pytest.raises(MeshError) as ei:
         load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n", "x.obj")
-    assert ei.value.detail == {"min_index": 1, "max_index": 7, "n_vertices": 3}
+    assert ei.value.detail == {"min_index": 1, "max_index": 7, "n_vertices": 3, "line": 4}
 
 
 # ------------------------------------------------------------------------------ hostile files

@@ -592,7 +592,7 @@ def _ascii_element(
     is_list = [len(p) == 3 for p in props]
     # the layout of the first row: the offset of each property and each list's length
     offsets, lengths, width = [], [], 0
-    for p, listed in zip(props, is_list):
+    for p, listed in zip(props, is_list, strict=True):
         offsets.append(width)
         if listed:
             if count == 0:
@@ -618,7 +618,7 @@ def _ascii_element(
         block = vals[pos : pos + count * width].reshape(count, width)
         uniform = all(
             bool((block[:, o] == c).all())
-            for o, c, listed in zip(offsets, lengths, is_list)
+            for o, c, listed in zip(offsets, lengths, is_list, strict=True)
             if listed
         )
     scalars: dict[str, np.ndarray] = {}
@@ -626,7 +626,7 @@ def _ascii_element(
     if uniform or count == 0:
         if count == 0:
             block = np.zeros((0, width))
-        for p, o, c, listed in zip(props, offsets, lengths, is_list):
+        for p, o, c, listed in zip(props, offsets, lengths, is_list, strict=True):
             if listed:
                 values = block[:, o + 1 : o + 1 + c].reshape(-1)
                 lists[p[0]] = (_as_type(values, p[2], p[0]), np.full(count, c, dtype=np.int64))
@@ -662,7 +662,7 @@ def _ascii_element(
             else:
                 columns[j].append(vals[at])
                 at += 1
-    for j, (p, listed) in enumerate(zip(props, is_list)):
+    for j, (p, listed) in enumerate(zip(props, is_list, strict=True)):
         if listed:
             flat = np.concatenate(list_values[j]) if list_values[j] else np.zeros(0)
             lists[p[0]] = (_as_type(flat, p[2], p[0]), np.asarray(columns[j], dtype=np.int64))
