@@ -143,6 +143,10 @@ def ply_chunks(
     _check_read_back(vertex_attrs, vblocks[1:], "vertex")
     _check_read_back(face_attrs, fblocks, "face")
     sizes = None if offsets is None else np.diff(offsets)
+    if sizes is not None and sizes.shape[0] and int(sizes.min()) != int(sizes.max()):
+        # polygons of several sizes (dual meshes) in binary are read by MeshLab and plyfile
+        # but not by trimesh (its binary reader needs rows of one length): written as text
+        return iter([_ascii_polygons(V, vblocks, F, sizes, fblocks)])
     count_dt = np.dtype("<i4") if sizes is not None and int(sizes.max(initial=0)) > 255 else None
     n_faces = F.shape[0] if sizes is None else sizes.shape[0]
     header = [
@@ -174,6 +178,55 @@ def ply_chunks(
     rest = _records.pack([_little(a) for _, a in fblocks]) if fblocks else None
     faces = _polygon_rows(F, sizes, count_dt or np.dtype("u1"), rest)
     return itertools.chain([head], vertex_rows, [faces.data])
+
+
+def _ascii_polygons(
+    V: np.ndarray,
+    vblocks: list[tuple[list[str], np.ndarray]],
+    corners: np.ndarray,
+    sizes: np.ndarray,
+    fblocks: list[tuple[list[str], np.ndarray]],
+) -> bytes:
+    """ASCII PLY of polygons of several sizes, with the same header (but its format line) and
+    properties as the binary file: floats to their shortest round-trip digits (``%.9g`` for
+    float, ``%.17g`` for double), integers as written."""
+    header = [
+        "ply",
+        "format ascii 1.0",
+        "comment written by tessera",
+        f"element vertex {V.shape[0]}",
+    ]
+    header += [f"property {_ply_type(a)} {n}" for names, a in vblocks for n in names]
+    count_type = "uchar" if int(sizes.max()) <= 255 else "int"
+    header += [f"element face {sizes.shape[0]}", f"property list {count_type} int vertex_indices"]
+    header += [f"property {_ply_type(a)} {n}" for names, a in fblocks for n in names]
+    header.append("end_header")
+    vertex_rows = _text_rows([a for _, a in vblocks])
+    tails = _text_rows([a for _, a in fblocks]) if fblocks else None
+    words = np.char.mod("%d", np.asarray(corners, dtype=np.int64)).tolist()
+    ends = np.cumsum(sizes).tolist()
+    lines, start = [], 0
+    for p, end in enumerate(ends):
+        row = f"{end - start} " + " ".join(words[start:end])
+        lines.append(row if tails is None else f"{row} {tails[p]}")
+        start = end
+    return ("\n".join(header + vertex_rows + lines) + "\n").encode()
+
+
+def _text_rows(blocks: list[np.ndarray]) -> list[str]:
+    """One line of text per row of the column blocks (each ``(n, k)``)."""
+    columns = []
+    for a in blocks:
+        a = np.asarray(a)
+        fmt = {"f4": "%.9g", "f8": "%.17g"}.get(f"{a.dtype.kind}{a.dtype.itemsize}", "%d")
+        for j in range(a.shape[1]):
+            columns.append(np.char.mod(fmt, a[:, j]))
+    if not columns:
+        return []
+    rows = columns[0]
+    for c in columns[1:]:
+        rows = np.char.add(np.char.add(rows, " "), c)
+    return rows.tolist()
 
 
 def _polygon_rows(
