@@ -380,7 +380,7 @@ def test_obj_errors(data: bytes, code: str) -> None:
 def test_obj_index_error_detail_is_one_based() -> None:
     with pytest.raises(MeshError) as ei:
         load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n", "x.obj")
-    assert ei.value.detail == {"min_index": 1, "max_index": 7, "n_vertices": 3}
+    assert ei.value.detail == {"min_index": 1, "max_index": 7, "n_vertices": 3, "line": 4}
 
 
 # ------------------------------------------------------------------------------ hostile files
@@ -672,9 +672,10 @@ def test_ascii_ply_with_properties() -> None:
 
 
 def test_ply_polygons_keep_the_mesh_and_vertex_properties() -> None:
-    # a quad becomes two triangles: a per-polygon property no longer lines up and is left out
+    # a quad becomes two triangles, each with the quad's properties (as in binary PLY)
     m = load_bytes(ASCII_PLY % 2 + b"4 0 1 2 3 7\n3 0 3 4 8\n", "q.ply")
-    assert m.n_faces == 3 and m.face_attrs == {}
+    assert m.n_faces == 3
+    np.testing.assert_array_equal(m.face_attrs["region"], [7, 7, 8])
     assert run(m, "stats").reports["stats"]["area"] == pytest.approx(1.5)
     np.testing.assert_array_equal(m.vertex_attrs["quality"], [0.5, 1.5, 2.5, 3.5, 4.5])
 
@@ -831,10 +832,20 @@ COLORS = [("uchar", "red"), ("uchar", "green"), ("uchar", "blue"), ("uchar", "al
         _binary_ply([("float", "x"), ("uchar", "flag"), ("float", "y"), ("float", "z")]),
     ],
 )
-def test_binary_ply_is_read_as_trimesh_reads_it(data: bytes) -> None:
+def test_binary_ply_is_read_as_trimesh_reads_it(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same mesh as trimesh reads; where trimesh drops the properties of polygons (one value
-    per polygon, several triangles each), every triangle takes its polygon's."""
-    from workers.engine.io import _parse_trimesh, ply
+    per polygon, several triangles each), every triangle takes its polygon's. The polygons here
+    have random corners: with ear clipping of non-convex polygons turned off (trimesh fans them
+    all), the triangles are trimesh's."""
+    from workers.engine.io import _parse_trimesh, ply, polygons
+
+    def none_flagged(V: np.ndarray, idx: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return np.zeros(k.shape[0], dtype=bool)
+
+    monkeypatch.setattr(polygons, "nonconvex", none_flagged)
+    monkeypatch.setattr(ply, "nonconvex", none_flagged)
 
     assert ply.read_binary(data) is not None
     fast = load_bytes(data, "x.ply")

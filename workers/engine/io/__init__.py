@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import posixpath
 import re
@@ -38,6 +39,8 @@ from .off import read_off, without_comments, write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
 from .stored import named_arrays, split_named
 from .volumes import RawLayout as RawLayout
+
+logger = logging.getLogger(__name__)
 
 MESH_FORMATS = ("obj", "ply", "stl", "off", "glb", "gltf", "npz")
 OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
@@ -132,6 +135,7 @@ def load_bytes(
     mesh that carries a volume to ``marching_cubes`` (:mod:`.volumes`)."""
     if not data:
         raise MeshError("file is empty", code="mesh.empty")
+    data = _as_utf8(data)
     kind = sniff(data)
     ext = _ext(filename)
     if ext == "raw" and kind not in ("gz", "zip"):
@@ -202,6 +206,26 @@ def load_bytes(
     mesh = _parse(data, kind, dtype=dtype)
     mesh.source = filename or None
     return mesh
+
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+_TEXT_FORMATS = ("obj", "ply", "off", "stl", "gltf")
+
+
+def _as_utf8(data: bytes) -> bytes:
+    """Text files as the readers take them: a UTF-8 byte order mark dropped, UTF-16 text (as some
+    Windows tools save OBJ) re-encoded as UTF-8 when it holds one of the text formats. Binary
+    files are returned as they are."""
+    if data.startswith(b"\xef\xbb\xbf") and sniff(data[3:]) in _TEXT_FORMATS:
+        return data[3:]
+    if data[:2] in _UTF16_MARKS:
+        try:
+            text = data.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            return data
+        if sniff(text) in _TEXT_FORMATS:
+            return text
+    return data
 
 
 def read_volume(data: bytes) -> TriMesh:
@@ -277,6 +301,17 @@ def _check_counts(data: bytes, kind: str, available: int = 0) -> None:
                 vertices=nv,
                 faces=nf,
             )
+        # every vertex has at least three numbers and every face at least four (its size and
+        # three corners): fewer words than that is a file that ends early
+        words = len(without_comments(data).split())
+        if words < 4 + 3 * nv + 4 * nf:
+            raise FormatError(
+                f"the file ends before the {nv} vertices and {nf} faces its header declares",
+                code="format.truncated",
+                vertices=nv,
+                faces=nf,
+                words=words,
+            )
 
 
 def _parse(
@@ -287,11 +322,11 @@ def _parse(
         V, F, N = read_obj(data)
         va_obj = {"vertex_normals": N} if N is not None else None
         return TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va_obj)
-    if kind == "stl" and not _ascii_stl(data):
-        V, F = stl.read_binary(data)
+    if kind == "stl":
+        V, F = stl.read_binary(data) if not _ascii_stl(data) else stl.read_ascii(data)
         return TriMesh.from_arrays(V, F, dtype=dtype)
     if kind == "ply":
-        p = ply.read_binary(data)
+        p = ply.read_binary(data) or ply.read_ascii(data)
         if p is not None:
             return TriMesh.from_arrays(
                 p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
@@ -305,6 +340,8 @@ def _parse(
         g = glb.read_simple(data)
         if g is not None:
             return TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
+    if kind in ("glb", "gltf"):
+        glb.check_supported(data, resources, base)
     return _parse_trimesh(data, kind, dtype=dtype, resources=resources, base=base)
 
 
@@ -334,7 +371,7 @@ def _parse_trimesh(
         raise FormatError(
             f"could not read the file as {kind.upper()}",
             code="format.parse_error",
-            reason=f"{exc.__class__.__name__}: {exc}"[:300],
+            reason=_reason(exc),
         ) from None
     V = np.asarray(getattr(tm, "vertices", np.zeros((0, 3))), dtype=np.float64)
     if V.shape[0] == 0:  # to_mesh keeps meshes only: say so when the file held just points
@@ -366,6 +403,24 @@ def _parse_trimesh(
             va[k[1:] if k.startswith("_") else k] = arr  # our writer adds one underscore
     mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
     return mesh
+
+
+#: exceptions that say a reader met a structure it did not expect: their text (a missing key, a
+#: variable name) means nothing to the person who sent the file
+_STRUCTURE_ERRORS = (KeyError, IndexError, TypeError, AttributeError, NameError, AssertionError)
+
+
+def _reason(exc: Exception) -> str:
+    """Plain words for a reader's exception: its own message when it has one meant for people,
+    never a Python exception's name or a bare key."""
+    logger.info("reader raised %s: %s", type(exc).__name__, exc)
+    text = str(exc).strip()
+    if isinstance(exc, _STRUCTURE_ERRORS) or not text:
+        return (
+            "the file's structure is not what the format requires "
+            "(a part is missing or of the wrong kind)"
+        )
+    return text[:300]
 
 
 def _scene_vertex_normals(scene: Any) -> np.ndarray | None:
@@ -412,7 +467,7 @@ def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
         raise FormatError(
             "could not read the NPZ file",
             code="format.parse_error",
-            reason=f"{exc.__class__.__name__}: {exc}"[:300],
+            reason=_reason(exc),
         ) from None
     if "V" not in arrays or "F" not in arrays:
         raise FormatError(

@@ -3,8 +3,9 @@
 Why not trimesh here: its OBJ loader drops unused vertices and splits vertices where texture
 coordinates or normals differ (even with ``process=False``), so a mesh with UVs arrives with seams
 cut open and statistics describe the loader instead of the file. We read positions and faces
-exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (fanned into
-triangles); ``vt`` references and materials are ignored, so no image library is needed. ``vn``
+exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
+triangles: fanned when convex, ear-clipped otherwise, ``polygons.triangulate``); ``vt``
+references and materials are ignored, so no image library is needed. ``vn``
 references become the ``vertex_normals`` attribute only when they give every vertex one normal
 (as our writer does, ``f a//a b//b c//c``); per-corner normals that differ are ignored too.
 
@@ -24,7 +25,7 @@ import numpy as np
 from ..errors import FormatError, MeshError
 from ._obj_scan import Scan, scan_arrays
 from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
-from .polygons import fan
+from .polygons import triangulate
 
 _ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
@@ -43,13 +44,60 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         data = data[3:]
     if b"\\\n" in data or b"\\\r\n" in data:  # a backslash at the end continues the line
         data = _CONTINUATION.sub(b" ", data)
-    scan = scan_arrays(data) or _scan_lines(data)
-    V = scan.V
-    idx = _corner_indices(scan.refs, scan.k, scan.nv_at, V.shape[0])
+    try:
+        scan = scan_arrays(data) or _scan_lines(data)
+        V = scan.V
+        idx = _corner_indices(scan.refs, scan.k, scan.nv_at, V.shape[0])
+    except (FormatError, MeshError) as exc:
+        line = _first_bad_line(data, exc.code)
+        if line is not None:
+            exc.detail["line"] = line
+        raise
     N = None
     if scan.normals is not None and scan.normals.shape[0] and idx.shape[0]:
         N = _vertex_normals(scan, idx, V.shape[0])
-    return V, fan(idx, scan.k), N
+    return V, triangulate(V, idx, scan.k), N
+
+
+def _first_bad_line(data: bytes, code: str) -> int | None:
+    """The 1-based number of the first line at fault for the error ``code`` (found again line
+    by line, only once reading has failed), or None."""
+    n_vertices = 0
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        line = raw.split(b"#", 1)[0].strip()
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == b"v":
+            if code == "format.obj_bad_vertex" and not _numbers(words[1:4], 3, float):
+                return number
+            n_vertices += 1
+        elif words[0] == b"f":
+            refs = [_SLASH_TAIL.sub(b"", w) for w in words[1:]]
+            if code == "format.obj_bad_face" and not _numbers(refs, 3, int):
+                return number
+            if code in ("mesh.index_out_of_range", "mesh.obj_zero_index") and _numbers(
+                refs, 3, int
+            ):
+                ints = [int(r) for r in refs]
+                if any(i == 0 for i in ints) and code == "mesh.obj_zero_index":
+                    return number
+                at = [i - 1 if i > 0 else n_vertices + i for i in ints]
+                if code == "mesh.index_out_of_range" and any(not 0 <= a < n_vertices for a in at):
+                    return number
+    return None
+
+
+def _numbers(words: list[bytes], at_least: int, kind: type) -> bool:
+    """Whether ``words`` are at least ``at_least`` numbers of ``kind``."""
+    if len(words) < at_least:
+        return False
+    try:
+        [kind(w) for w in words]
+    except ValueError:
+        return False
+    return True
 
 
 def _scan_lines(data: bytes) -> Scan:

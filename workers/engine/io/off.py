@@ -13,7 +13,7 @@ import numpy as np
 
 from ._text import parse_floats, parse_ints, spaces
 from .obj import number_lines, polygon_lines
-from .polygons import fan
+from .polygons import triangulate
 
 
 def write_off(V: np.ndarray, corners: np.ndarray, offsets: np.ndarray) -> bytes:
@@ -69,7 +69,8 @@ def read_off(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
     corners = T[np.repeat(row_at + 1, sizes) + j]
     if corners.shape[0] and (int(corners.min()) < 0 or int(corners.max()) >= nv):
         return None  # trimesh's path gives the error
-    return V.reshape(-1, 3), fan(corners, sizes)
+    V = V.reshape(-1, 3)
+    return V, triangulate(V, corners, sizes)
 
 
 def without_comments(data: bytes) -> bytes:

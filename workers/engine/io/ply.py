@@ -27,7 +27,8 @@ import numpy as np
 from ..backend import array_backend
 from ..errors import FormatError
 from . import _records
-from .polygons import fan
+from ._text import parse_floats
+from .polygons import nonconvex, triangulate
 
 _SIZES = {
     "char": 1,
@@ -142,6 +143,10 @@ def ply_chunks(
     _check_read_back(vertex_attrs, vblocks[1:], "vertex")
     _check_read_back(face_attrs, fblocks, "face")
     sizes = None if offsets is None else np.diff(offsets)
+    if sizes is not None and sizes.shape[0] and int(sizes.min()) != int(sizes.max()):
+        # polygons of several sizes (dual meshes) in binary are read by MeshLab and plyfile
+        # but not by trimesh (its binary reader needs rows of one length): written as text
+        return iter([_ascii_polygons(V, vblocks, F, sizes, fblocks)])
     count_dt = np.dtype("<i4") if sizes is not None and int(sizes.max(initial=0)) > 255 else None
     n_faces = F.shape[0] if sizes is None else sizes.shape[0]
     header = [
@@ -173,6 +178,55 @@ def ply_chunks(
     rest = _records.pack([_little(a) for _, a in fblocks]) if fblocks else None
     faces = _polygon_rows(F, sizes, count_dt or np.dtype("u1"), rest)
     return itertools.chain([head], vertex_rows, [faces.data])
+
+
+def _ascii_polygons(
+    V: np.ndarray,
+    vblocks: list[tuple[list[str], np.ndarray]],
+    corners: np.ndarray,
+    sizes: np.ndarray,
+    fblocks: list[tuple[list[str], np.ndarray]],
+) -> bytes:
+    """ASCII PLY of polygons of several sizes, with the same header (but its format line) and
+    properties as the binary file: floats to their shortest round-trip digits (``%.9g`` for
+    float, ``%.17g`` for double), integers as written."""
+    header = [
+        "ply",
+        "format ascii 1.0",
+        "comment written by tessera",
+        f"element vertex {V.shape[0]}",
+    ]
+    header += [f"property {_ply_type(a)} {n}" for names, a in vblocks for n in names]
+    count_type = "uchar" if int(sizes.max()) <= 255 else "int"
+    header += [f"element face {sizes.shape[0]}", f"property list {count_type} int vertex_indices"]
+    header += [f"property {_ply_type(a)} {n}" for names, a in fblocks for n in names]
+    header.append("end_header")
+    vertex_rows = _text_rows([a for _, a in vblocks])
+    tails = _text_rows([a for _, a in fblocks]) if fblocks else None
+    words = np.char.mod("%d", np.asarray(corners, dtype=np.int64)).tolist()
+    ends = np.cumsum(sizes).tolist()
+    lines, start = [], 0
+    for p, end in enumerate(ends):
+        row = f"{end - start} " + " ".join(words[start:end])
+        lines.append(row if tails is None else f"{row} {tails[p]}")
+        start = end
+    return ("\n".join(header + vertex_rows + lines) + "\n").encode()
+
+
+def _text_rows(blocks: list[np.ndarray]) -> list[str]:
+    """One line of text per row of the column blocks (each ``(n, k)``)."""
+    columns = []
+    for a in blocks:
+        a = np.asarray(a)
+        fmt = {"f4": "%.9g", "f8": "%.17g"}.get(f"{a.dtype.kind}{a.dtype.itemsize}", "%d")
+        for j in range(a.shape[1]):
+            columns.append(np.char.mod(fmt, a[:, j]))
+    if not columns:
+        return []
+    rows = columns[0]
+    for c in columns[1:]:
+        rows = np.char.add(np.char.add(rows, " "), c)
+    return rows.tolist()
 
 
 def _polygon_rows(
@@ -386,7 +440,7 @@ def read_binary(data: bytes) -> BinaryPly | None:
     :func:`check_header` first. Returned arrays are copies, never views of ``data``.
     """
     header = _parse_header(data)
-    if header is None:
+    if header is None or header[0] == "ascii":
         return None
     endian, at, elements = header
     if sorted(e[0] for e in elements) != ["face", "vertex"]:
@@ -449,13 +503,20 @@ def read_binary(data: bytes) -> BinaryPly | None:
         idx = face.column(data, index_at, index_dt, k)
         # triangles as stored; quads as trimesh splits them; larger polygons as fans
         n = face.rows
+        V = vertex.take(data, ["x", "y", "z"])
         if k == 3:
             F, of_triangle = idx, None
         elif k == 4:
             F = np.concatenate([idx[:, [0, 1, 2]], idx[:, [2, 3, 0]]])
+            # a concave quad is split along its other diagonal (the one through its reflex
+            # corner): the halves keep their places
+            concave = np.flatnonzero(nonconvex(V, idx.reshape(-1), np.full(n, 4)))
+            if concave.shape[0]:
+                halves = triangulate(V, idx[concave].reshape(-1), np.full(concave.shape[0], 4))
+                F[concave], F[n + concave] = halves[0::2], halves[1::2]
             of_triangle = np.tile(np.arange(n), 2)
         else:
-            F = fan(idx.reshape(-1), np.full(n, k))
+            F = triangulate(V, idx.reshape(-1), np.full(n, k))
             of_triangle = np.repeat(np.arange(n), k - 2)
         fa = _attributes(data, face, skip=set())
         for name, c in lists:  # per-corner values of each face, e.g. texcoord (u v per corner)
@@ -468,7 +529,8 @@ def read_binary(data: bytes) -> BinaryPly | None:
         if polys is None:
             return None
         corners, sizes, tails = polys
-        F = fan(corners, sizes)
+        V = vertex.take(data, ["x", "y", "z"])
+        F = triangulate(V, corners, sizes)
         of_triangle = np.repeat(np.arange(face.rows), sizes - 2)
         # the properties as rows of their own, laid out as in the first row
         props = {n: (o - base, dt) for n, (o, dt) in face.props.items() if not n.startswith(" ")}
@@ -478,8 +540,209 @@ def read_binary(data: bytes) -> BinaryPly | None:
     if of_triangle is not None:
         fa = {name: a[of_triangle] for name, a in fa.items()}
     fa = {FACE_RENAMES.get(name, name): a for name, a in fa.items()}
-    V = vertex.take(data, ["x", "y", "z"])
     return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
+
+
+def read_ascii(data: bytes) -> BinaryPly | None:
+    """Read an ASCII PLY: what :func:`read_binary` gives for the same mesh in binary, or None
+    when the header is not one :func:`_parse_header` reads (trimesh's path).
+
+    The body is one array of numbers, walked element by element as the header declares: an
+    element of scalar properties is one reshape; an element with lists (faces) is one reshape
+    too when every row's lists are as long as the first row's, else walked row by row. Elements
+    other than ``vertex`` and ``face`` are stepped over. The counts are the header's: a body
+    that ends early (a half-written file, the commonest bad input) is refused as
+    ``format.truncated`` with the element and the row it ends in, and numbers left over after
+    the last element as ``format.ply_trailing_data``. Faces are split into triangles by
+    :func:`polygons.triangulate`, each triangle with its polygon's properties."""
+    header = _parse_header(data)
+    if header is None or header[0] != "ascii":
+        return None
+    _, at, elements = header
+    names = [e[0] for e in elements]
+    if "face" not in names and {"tristrips", "tristrip"} & set(names):
+        raise FormatError(
+            "PLY triangle strips are not supported: export the mesh with a face element",
+            code="format.ply_triangle_strips",
+        )
+    if "vertex" not in names or "face" not in names:
+        return None
+    try:
+        vals = parse_floats(data[at:])
+    except ValueError:
+        raise FormatError(
+            "the ASCII PLY body holds a word that is not a number",
+            code="format.parse_error",
+        ) from None
+    pos = 0
+    read: dict[str, tuple[dict[str, np.ndarray], dict[str, np.ndarray], list]] = {}
+    for name, count, props in elements:
+        pos, scalars, lists = _ascii_element(vals, pos, name, count, props)
+        read[name] = (scalars, lists, props)
+    if pos != vals.shape[0]:
+        raise FormatError(
+            "the file holds more numbers than its header declares",
+            code="format.ply_trailing_data",
+            declared=pos,
+            found=int(vals.shape[0]),
+        )
+    vcols, _, vprops = read["vertex"]
+    if not {"x", "y", "z"} <= set(vcols):
+        return None
+    fcols, flists, fprops = read["face"]
+    index_name = next((p[0] for p in fprops if len(p) == 3 and p[0] in _INDEX_NAMES), None)
+    if index_name is None:
+        return None
+    corners, sizes = flists.pop(index_name)
+    if bool((sizes < 3).any()):
+        raise FormatError(
+            "a face has fewer than three corners",
+            code="format.ply_bad_face",
+            face=int(np.flatnonzero(sizes < 3)[0]),
+        )
+    V = np.stack([vcols["x"], vcols["y"], vcols["z"]], axis=1)
+    n_vertices = V.shape[0]
+    if corners.shape[0] and (int(corners.min()) < 0 or int(corners.max()) >= n_vertices):
+        F = corners[: 3 * (corners.shape[0] // 3)].reshape(-1, 3)  # the mesh's checks say why
+        return BinaryPly(V, F, _ascii_attributes(vcols, {"x", "y", "z"}), {})
+    F = triangulate(V, corners, sizes)
+    of_triangle = np.repeat(np.arange(sizes.shape[0]), sizes - 2)
+    fa = _ascii_attributes(fcols, set())
+    for name, (values, lengths) in flists.items():  # per-corner lists, e.g. texcoord
+        c = int(lengths[0]) if lengths.shape[0] else 0
+        if c > 0 and bool((lengths == c).all()):
+            fa[name] = values.reshape(-1, c).astype(np.float32)
+    fa = {FACE_RENAMES.get(n, n): a[of_triangle] for n, a in fa.items()}
+    return BinaryPly(V, F, _ascii_attributes(vcols, {"x", "y", "z"}), fa)
+
+
+def _ascii_attributes(cols: dict[str, np.ndarray], skip: set[str]) -> dict[str, np.ndarray]:
+    kinds = {n: c.dtype.kind for n, c in cols.items()}
+    out: dict[str, np.ndarray] = {}
+    for attr, props, as_float32 in _plan(list(cols), kinds, skip):
+        a = cols[props[0]] if len(props) == 1 else np.stack([cols[c] for c in props], 1)
+        out[attr] = a.astype(np.float32) if as_float32 else np.ascontiguousarray(a)
+    return out
+
+
+def _ascii_element(
+    vals: np.ndarray, pos: int, element: str, count: int, props: list[tuple[str, ...]]
+) -> tuple[int, dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Read ``count`` rows of ``element`` from the numbers ``vals`` at ``pos``: ``(position after
+    them, {scalar property: (count,) array of its type}, {list property: (values flat, lengths)})``.
+    """
+    n_vals = int(vals.shape[0])
+
+    def truncated(row: int) -> FormatError:
+        return FormatError(
+            f"the file ends before the {count} {element} rows its header declares",
+            code="format.truncated",
+            element=element,
+            declared=count,
+            complete_rows=row,
+        )
+
+    is_list = [len(p) == 3 for p in props]
+    # the layout of the first row: the offset of each property and each list's length
+    offsets, lengths, width = [], [], 0
+    for p, listed in zip(props, is_list, strict=True):
+        offsets.append(width)
+        if listed:
+            if count == 0:
+                lengths.append(0)
+                continue
+            if pos + width >= n_vals:
+                raise truncated(0)
+            c = vals[pos + width]
+            if not (c >= 0 and c == int(c)):
+                raise FormatError(
+                    "a list length in the PLY body is not a whole number",
+                    code="format.ply_bad_list",
+                    element=element,
+                    property=p[0],
+                )
+            lengths.append(int(c))
+            width += 1 + int(c)
+        else:
+            lengths.append(0)
+            width += 1
+    uniform = False
+    if count and pos + count * width <= n_vals:
+        block = vals[pos : pos + count * width].reshape(count, width)
+        uniform = all(
+            bool((block[:, o] == c).all())
+            for o, c, listed in zip(offsets, lengths, is_list, strict=True)
+            if listed
+        )
+    scalars: dict[str, np.ndarray] = {}
+    lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if uniform or count == 0:
+        if count == 0:
+            block = np.zeros((0, width))
+        for p, o, c, listed in zip(props, offsets, lengths, is_list, strict=True):
+            if listed:
+                values = block[:, o + 1 : o + 1 + c].reshape(-1)
+                lists[p[0]] = (_as_type(values, p[2], p[0]), np.full(count, c, dtype=np.int64))
+            else:
+                scalars[p[0]] = _as_type(block[:, o], p[1], p[0])
+        return pos + count * width, scalars, lists
+    if not any(is_list):
+        raise truncated((n_vals - pos) // max(width, 1))
+    # rows of varying length: walked one by one
+    columns: list[list[float]] = [[] for _ in props]
+    list_values: list[list[np.ndarray]] = [[] for _ in props]
+    at = pos
+    for row in range(count):
+        for j, listed in enumerate(is_list):
+            if at >= n_vals:
+                raise truncated(row)
+            if listed:
+                c = vals[at]
+                if not (c >= 0 and c == int(c)):
+                    raise FormatError(
+                        "a list length in the PLY body is not a whole number",
+                        code="format.ply_bad_list",
+                        element=element,
+                        property=props[j][0],
+                        row=row,
+                    )
+                c = int(c)
+                if at + 1 + c > n_vals:
+                    raise truncated(row)
+                columns[j].append(c)
+                list_values[j].append(vals[at + 1 : at + 1 + c])
+                at += 1 + c
+            else:
+                columns[j].append(vals[at])
+                at += 1
+    for j, (p, listed) in enumerate(zip(props, is_list, strict=True)):
+        if listed:
+            flat = np.concatenate(list_values[j]) if list_values[j] else np.zeros(0)
+            lists[p[0]] = (_as_type(flat, p[2], p[0]), np.asarray(columns[j], dtype=np.int64))
+        else:
+            scalars[p[0]] = _as_type(np.asarray(columns[j], dtype=np.float64), p[1], p[0])
+    return at, scalars, lists
+
+
+def _as_type(values: np.ndarray, dtype: str, name: str) -> np.ndarray:
+    """``values`` (float64 read from text) as the property's type; integers must be whole and
+    in range."""
+    dt = np.dtype(dtype).newbyteorder("=")
+    if dt.kind == "f":
+        return values.astype(dt)
+    info = np.iinfo(dt)
+    if values.size and (
+        not bool((values == np.floor(values)).all())
+        or float(values.min()) < info.min
+        or float(values.max()) > info.max
+    ):
+        raise FormatError(
+            "a value in the PLY body does not fit its integer property",
+            code="format.ply_bad_value",
+            property=name,
+            type=dtype,
+        )
+    return values.astype(dt if name not in _INDEX_NAMES else np.int64)
 
 
 #: bytes of a polygon face element searched for row starts at a time (bounds the memory the
@@ -573,7 +836,8 @@ def _parse_header(
     data: bytes,
 ) -> tuple[str, int, list[tuple[str, int, list[tuple[str, ...]]]]] | None:
     """``(byte order, body start, [(element, count, [(name, type) or (name, count type, index
-    type)]...])`` of a binary PLY header written the usual way, or None."""
+    type)]...])`` of a PLY header written the usual way, or None. The byte order is ``<`` or
+    ``>``, or ``ascii`` for a text body."""
     end = _end_header(data)
     nl = data.find(b"\n", end)
     if end < 0 or nl < 0 or data[end:nl].strip() != b"end_header" or data[end - 1 : end] != b"\n":
@@ -582,7 +846,9 @@ def _parse_header(
     lines = [t for t in lines if t]
     if len(lines) < 2 or lines[0] != ["ply"] or len(lines[1]) != 3 or lines[1][0] != "format":
         return None
-    endian = {"binary_little_endian": "<", "binary_big_endian": ">"}.get(lines[1][1])
+    endian = {"binary_little_endian": "<", "binary_big_endian": ">", "ascii": "ascii"}.get(
+        lines[1][1]
+    )
     if endian is None:
         return None
     elements: list[tuple[str, int, list[tuple[str, ...]]]] = []

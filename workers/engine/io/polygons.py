@@ -84,6 +84,97 @@ def fan(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.stack([idx[s], idx[s + i], idx[s + i + 1]], axis=1)
 
 
+def triangulate(V: np.ndarray, idx: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Triangles of the polygons with ``k (n,)`` corners each, corners flattened in ``idx``, on
+    the positions ``V``: ``k - 2`` triangles per polygon, polygon by polygon, as :func:`fan`
+    lays them out. Convex polygons are fanned (:func:`fan`); the others (concave, or turning
+    more than once around) are triangulated by ear clipping (``mapbox-earcut``) in the plane of
+    their Newell normal, each triangle oriented like the polygon. A fan of a concave polygon
+    covers area outside it and overlaps itself (a 66-pointed star came out with 15 times its
+    area). A polygon ear clipping cannot split into ``k - 2`` triangles (collinear or repeated
+    corners) keeps its fan."""
+    F = fan(idx, k)
+    if k.shape[0] == 0 or bool((k == 3).all()):
+        return F
+    bad = nonconvex(V, idx, k)
+    if not bool(bad.any()):
+        return F
+    F = np.array(F, dtype=np.int64)
+    start = np.cumsum(k) - k
+    tri_start = np.cumsum(k - 2) - (k - 2)
+    for p in np.flatnonzero(bad).tolist():
+        ring = np.asarray(idx[start[p] : start[p] + k[p]], dtype=np.int64)
+        local = ear_clip(np.asarray(V, dtype=np.float64)[ring])
+        if local is not None:
+            F[tri_start[p] : tri_start[p] + k[p] - 2] = ring[local]
+    return F
+
+
+def nonconvex(V: np.ndarray, idx: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: the polygons (corners ``idx`` flat, ``k`` each) that a fan would not
+    cover exactly: some corner turns against the polygon's Newell normal, or the turns add up
+    to more than one full turn (a star). Triangles and polygons with no area are False."""
+    n = k.shape[0]
+    k = np.asarray(k, dtype=np.int64)
+    idx = np.asarray(idx)
+    if idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= V.shape[0]):
+        return np.zeros(n, dtype=bool)  # the mesh's own checks refuse such corners
+    start = np.cumsum(k) - k
+    poly = np.repeat(np.arange(n), k)
+    pos = np.arange(int(k.sum())) - np.repeat(start, k)
+    nxt = np.repeat(start, k) + (pos + 1) % np.repeat(k, k)
+    prv = np.repeat(start, k) + (pos - 1) % np.repeat(k, k)
+    P = np.asarray(V, dtype=np.float64)[np.asarray(idx, dtype=np.int64)]
+    P = P - np.repeat(P[start], k, axis=0)  # relative to the polygon's first corner
+    normal = np.zeros((n, 3))
+    np.add.at(normal, poly, np.cross(P, P[nxt]))
+    length = np.linalg.norm(normal, axis=1)
+    unit = np.divide(normal, length[:, None], out=np.zeros_like(normal), where=length[:, None] > 0)
+    # edges in the polygon's plane (a non-planar polygon is judged by its projection)
+    u = unit[poly]
+    e_out = P[nxt] - P
+    e_out -= np.einsum("ij,ij->i", e_out, u)[:, None] * u
+    e_in = e_out[prv]
+    turn = np.einsum("ij,ij->i", np.cross(e_in, e_out), u)
+    angle = np.arctan2(turn, np.einsum("ij,ij->i", e_in, e_out))
+    scale = np.linalg.norm(e_in, axis=1) * np.linalg.norm(e_out, axis=1)
+    against = turn < -1e-9 * scale
+    total = np.bincount(poly, weights=angle, minlength=n)
+    bad = np.bincount(poly, weights=against, minlength=n) > 0
+    bad |= np.abs(total - 2 * np.pi) > 1e-3
+    # a corner repeated or on a zero-length side: ear clipping has nothing better than the fan
+    flat = np.bincount(poly, weights=scale == 0, minlength=n) > 0
+    return bad & (k > 3) & (length > 0) & ~flat
+
+
+def ear_clip(P: np.ndarray) -> np.ndarray | None:
+    """Triangles ``(k - 2, 3)`` (indices into ``P``) of the polygon with corners ``P (k, 3)``,
+    by ear clipping in the plane of its Newell normal, oriented like the polygon; None when
+    ear clipping does not give ``k - 2`` triangles."""
+    import mapbox_earcut
+
+    k = P.shape[0]
+    Q = P - P[0]
+    normal = np.cross(Q, np.roll(Q, -1, axis=0)).sum(axis=0)
+    length = float(np.linalg.norm(normal))
+    if length == 0.0:
+        return None
+    normal /= length
+    a = np.cross(normal, np.eye(3)[int(np.argmin(np.abs(normal)))])
+    a /= np.linalg.norm(a)
+    b = np.cross(normal, a)
+    flat = np.stack([Q @ a, Q @ b], axis=1)
+    tri = np.asarray(
+        mapbox_earcut.triangulate_float64(flat, np.array([k], dtype=np.uint32)), dtype=np.int64
+    ).reshape(-1, 3)
+    if tri.shape[0] != k - 2:
+        return None
+    t = Q[tri]
+    facing = np.einsum("ij,j->i", np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), normal)
+    tri[facing < 0] = tri[facing < 0][:, [0, 2, 1]]
+    return tri
+
+
 def group_polygons(F: np.ndarray, group: np.ndarray, n_vertices: int) -> Polygons | None:
     """The polygons the triangles ``F (m, 3)`` form, grouped by ``group (m,)`` (integers, one
     polygon per distinct value, in ascending order of the values), or None when some group is

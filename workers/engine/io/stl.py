@@ -3,17 +3,20 @@
 A binary STL is an 80-byte header, a little-endian uint32 face count and one record per face: the
 face normal, the three corners (float32 each) and a 2-byte attribute count. The loaded mesh is the
 soup the file stores (three vertices per face, as trimesh loads it): welding is the ``weld``
-operation's business. ASCII STL stays with trimesh. The writer computes face normals as trimesh
+operation's business. ASCII STL is read here too (:func:`read_ascii`), as the same soup whether
+the file holds one solid or several. The writer computes face normals as trimesh
 does (``(b - a) x (c - b)`` in float64, zero for a cross product shorter than ``1e-13``), so the
 bytes are the ones trimesh's exporter wrote before.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
 
+from ..errors import FormatError
 from . import _records
 
 #: one face: normal, three corners, attribute byte count
@@ -35,6 +38,85 @@ def read_binary(data: bytes) -> tuple[np.ndarray, np.ndarray]:
         V = V.astype(np.float32)
     F = np.arange(3 * n, dtype=np.int32).reshape(-1, 3)
     return V, F
+
+
+_LOOP = re.compile(rb"\bouter\s+loop\b", re.IGNORECASE)
+_END_LOOP = re.compile(rb"\bendloop\b", re.IGNORECASE)
+_VERTEX = re.compile(rb"\bvertex\s+(\S+)\s+(\S+)\s+(\S+)", re.IGNORECASE)
+
+
+def read_ascii(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Corners ``V (n, 3) float64`` and faces ``F (m, 3) int64`` of an ASCII STL: every facet of
+    every solid, in file order, as a soup (three corners per triangle, as :func:`read_binary`
+    gives). A missing ``endsolid`` (or several solids one after another) changes nothing; a
+    facet whose loop holds more than three corners is split like any polygon
+    (``polygons.triangulate``). Refused, with the line: a loop with fewer than three corners, a
+    loop never closed (a file that ends mid-facet), a corner that is not three numbers."""
+    from .polygons import triangulate
+
+    opens = np.array([m.start() for m in _LOOP.finditer(data)], dtype=np.int64)
+    closes = np.array([m.start() for m in _END_LOOP.finditer(data)], dtype=np.int64)
+    matches = list(_VERTEX.finditer(data))
+    at = np.array([m.start() for m in matches], dtype=np.int64)
+    if opens.shape[0] == 0:
+        raise FormatError("the ASCII STL holds no facet", code="mesh.empty")
+    if closes.shape[0] < opens.shape[0]:
+        where = int(opens[closes.shape[0]])
+        raise FormatError(
+            "the file ends inside a facet (a loop is never closed)",
+            code="format.truncated",
+            line=_line(data, where),
+        )
+    paired = (closes.shape[0] == opens.shape[0]) and bool((opens < closes).all())
+    paired = paired and bool((closes[:-1] < opens[1:]).all())
+    if not paired:
+        raise FormatError(
+            "facet loops are not closed in order (outer loop ... endloop)",
+            code="format.stl_bad_facet",
+            line=_line(data, int(opens[0])),
+        )
+    loop = np.searchsorted(opens, at, side="right") - 1
+    inside = (loop >= 0) & (at < closes[np.maximum(loop, 0)])
+    if not bool(inside.all()):
+        stray = int(at[np.flatnonzero(~inside)[0]])
+        raise FormatError(
+            "a vertex line outside any facet loop",
+            code="format.stl_bad_facet",
+            line=_line(data, stray),
+        )
+    k = np.bincount(loop, minlength=opens.shape[0])
+    if bool((k < 3).any()):
+        raise FormatError(
+            "a facet has fewer than three vertices",
+            code="format.stl_bad_facet",
+            line=_line(data, int(opens[np.flatnonzero(k < 3)[0]])),
+        )
+    try:
+        V = np.array([m.groups() for m in matches], dtype=np.bytes_).astype(np.float64)
+    except ValueError:
+        bad = next(m for m in matches if not _numbers(m.groups()))
+        raise FormatError(
+            "a vertex is not three numbers",
+            code="format.parse_error",
+            line=_line(data, bad.start()),
+        ) from None
+    V = V.reshape(-1, 3)
+    idx = np.arange(V.shape[0], dtype=np.int64)
+    F = idx.reshape(-1, 3) if bool((k == 3).all()) else triangulate(V, idx, k)
+    return V, F
+
+
+def _numbers(words: tuple[bytes, ...]) -> bool:
+    try:
+        [float(w) for w in words]
+        return True
+    except ValueError:
+        return False
+
+
+def _line(data: bytes, offset: int) -> int:
+    """The 1-based line number of byte ``offset``."""
+    return data.count(b"\n", 0, offset) + 1
 
 
 def write_binary(V: np.ndarray, F: np.ndarray) -> bytes:

@@ -34,6 +34,10 @@ def faces_written(data: bytes, fmt: str) -> list[list[int]]:
     header = data[: data.index(b"end_header\n") + len(b"end_header\n")]
     nv = int(re.search(rb"element vertex (\d+)", header)[1])
     nf = int(re.search(rb"element face (\d+)", header)[1])
+    if b"format ascii" in header:  # polygons of several sizes are written as text
+        rows = [list(map(int, ln.split())) for ln in data[len(header) :].splitlines()[nv:]]
+        assert len(rows) == nf
+        return [r[1 : 1 + r[0]] for r in rows]
     size = {b"float": 4, b"double": 8, b"int": 4, b"uint": 4, b"uchar": 1}
     vertex, face = header.split(b"element face")[0], header.split(b"vertex_indices")[1]
     vrow = sum(size[ln.split()[1]] for ln in vertex.splitlines() if ln.startswith(b"property"))
