@@ -128,6 +128,15 @@ def libs_mean_curvature() -> dict[str, Callable[..., Any]]:
     return {"libigl": cot}
 
 
+def libs_principal_curvatures() -> dict[str, Callable[..., Any]]:
+    """libigl's quadric fitting on the 2-ring (Panozzo et al. 2010): the same quantities by
+    another method."""
+    igl = _igl()
+    if igl is None:
+        return {}
+    return {"libigl": lambda V, F: igl.principal_curvature(V, F, radius=2)}
+
+
 def libs_laplacian_smooth() -> dict[str, Callable[..., Any]]:
     import trimesh.smoothing
 
@@ -360,6 +369,14 @@ def cases() -> list[Case]:
         ),
         Case("face_quality", {}, lambda n, m: V12 * n + F12 * m + 8 * m + 4 * m, {}),
         Case("mean_curvature", {}, lambda n, m: V12 * n + F12 * m + 4 * n, libs_mean_curvature()),
+        # k1, k2 (4 n each) and the two directions (12 n each)
+        Case(
+            "principal_curvatures",
+            {},
+            lambda n, m: V12 * n + F12 * m + 32 * n,
+            libs_principal_curvatures(),
+            cpu_max_faces=2_000_000,
+        ),
         # ten steps, each reading and writing every position at least once (in float64: 24 n)
         Case(
             "laplacian_smooth",

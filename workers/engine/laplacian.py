@@ -119,6 +119,13 @@ def mixed_areas64(xp: ModuleType, V: Any, F: Any, n: int, cot: Any | None = None
     per face, each corner gets its Voronoi region ``(|pq|^2 cot r + |pr|^2 cot q) / 8`` when no
     angle of the face is obtuse, else half the face area at the obtuse corner and a quarter at
     the other two. The areas of all faces sum to the surface area; unused vertices get 0."""
+    corner = mixed_corner_areas64(xp, V, F, cot)
+    return scatter_rows(xp, F.ravel(), corner.ravel(), n)
+
+
+def mixed_corner_areas64(xp: ModuleType, V: Any, F: Any, cot: Any | None = None) -> Any:
+    """(n_faces, 3) float64 share of each face's area at each of its corners, as
+    :func:`mixed_areas64` sums them per vertex."""
     if cot is None:
         cot = corner_cotangents64(xp, V, F)
     a, b, c = face_corners64(xp, V, F)
@@ -138,4 +145,4 @@ def mixed_areas64(xp: ModuleType, V: Any, F: Any, n: int, cot: Any | None = None
     corner = xp.where(
         obtuse_face, xp.where(obtuse_corner, area[:, None] / 2.0, area[:, None] / 4.0), voronoi
     )
-    return scatter_rows(xp, F.ravel(), corner.ravel(), n)
+    return corner

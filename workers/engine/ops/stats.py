@@ -71,13 +71,16 @@ def _stats_generic(mesh: TriMesh) -> dict[str, Any]:
     manifold = n_nme == 0 and n_nmv == 0
 
     F = mesh.F
-    degenerate = int(degenerate_mask(xp, F).sum())
+    repeated = degenerate_mask(xp, F)
+    n_repeated = int(repeated.sum())
     dup_faces = nf - int(group_rows(xp, xp.sort(F, axis=1)).max() + 1) if nf else 0
     used_idx = xp.nonzero(used)[0]
     dup_verts = n_used - int(group_rows(xp, mesh.V[used_idx] + 0.0).max() + 1) if n_used else 0
 
     cross = face_cross64(xp, mesh.V, F)
-    area = float(0.5 * xp.linalg.norm(cross, axis=1).sum())
+    norms = xp.linalg.norm(cross, axis=1)
+    area = float(0.5 * norms.sum())
+    n_zero_area = int(((norms == 0) & ~repeated).sum())
     volume = None
     if closed and consistent:
         a, _, _ = face_corners64(xp, mesh.V, F)
@@ -99,7 +102,9 @@ def _stats_generic(mesh: TriMesh) -> dict[str, Any]:
         "edges": ne,
         "unused_vertices": nv - n_used,
         "duplicate_vertices": dup_verts,
-        "degenerate_faces": degenerate,
+        "degenerate_faces": n_repeated + n_zero_area,
+        "degenerate_faces_repeated_index": n_repeated,
+        "degenerate_faces_zero_area": n_zero_area,
         "duplicate_faces": dup_faces,
         "boundary_edges": n_bnd,
         "boundary_loops": topo.boundary_loops(),
@@ -144,7 +149,9 @@ def _stats_numpy(mesh: TriMesh) -> dict[str, Any]:
         "edges": t["edges"],
         "unused_vertices": nv - t["n_used"],
         "duplicate_vertices": p["duplicate_vertices"],
-        "degenerate_faces": t["degenerate_faces"],
+        "degenerate_faces": t["degenerate_faces"] + p["zero_area_faces"],
+        "degenerate_faces_repeated_index": t["degenerate_faces"],
+        "degenerate_faces_zero_area": p["zero_area_faces"],
         "duplicate_faces": t["duplicate_faces"],
         "boundary_edges": t["boundary_edges"],
         "boundary_loops": t["boundary_loops"],
@@ -169,7 +176,11 @@ def _position_figures_numpy(V: Any, topo: Any, n_used: int, with_volume: bool) -
     """The figures of :func:`mesh_stats` that depend on the positions, as it computes them."""
     nv = int(V.shape[0])
     Vu = V if n_used in (0, nv) else V[topo.used_vertices]  # no used vertex: the bbox of all
-    area, volume = _area_volume_numpy(V, topo.F, with_volume)
+    area, volume, zero = _area_volume_numpy(V, topo.F, with_volume)
+    # faces of zero area whose three indices differ (a repeated index gives a zero cross product
+    # too; those are counted from the faces alone)
+    repeated = topo._memo("repeated_index", lambda: degenerate_mask(np, topo.F))
+    n_zero_area = int(np.count_nonzero(zero & ~repeated)) if zero is not None else 0
     bbox_min = bbox_max = bbox_diagonal = None  # an operation may leave no vertex at all
     if Vu.shape[0]:
         # min and max commute with the exact widening to float64: taken in the stored type
@@ -180,6 +191,7 @@ def _position_figures_numpy(V: Any, topo: Any, n_used: int, with_volume: bool) -
         bbox_diagonal = float(np.linalg.norm(hi - lo))
     return {
         "duplicate_vertices": n_used - _distinct_rows_numpy(Vu + 0.0) if n_used else 0,
+        "zero_area_faces": n_zero_area,
         "bbox_min": bbox_min,
         "bbox_max": bbox_max,
         "bbox_diagonal": bbox_diagonal,
@@ -200,7 +212,9 @@ def _face_figures_numpy(topo: Any) -> dict[str, Any]:
     consistent, orientable_face = topo.orientation()
     orientable = bool(orientable_face.all())
     manifold = n_nme == 0 and n_nmv == 0
-    degenerate = int(degenerate_mask(np, topo.F).sum())
+    degenerate = int(
+        np.count_nonzero(topo._memo("repeated_index", lambda: degenerate_mask(np, topo.F)))
+    )
     genus = None
     if manifold and orientable and n_comp == 1:  # _genus's sums over the one component
         twice_g = 2 - (n_used - ne + nf) - topo.boundary_loops()
@@ -288,14 +302,16 @@ def _distinct_rows_numpy(P: Any) -> int:
     return k - n_suspect + int(group_rows(np, P[suspect]).max() + 1)
 
 
-def _area_volume_numpy(V: Any, F: Any, with_volume: bool) -> tuple[float, float | None]:
-    """``(area, volume or None)`` on NumPy, equal to the bit to the generic path's whole-array
-    expressions: :func:`_face_norms_numpy`'s arrays, each summed once as a whole in NumPy's
-    pairwise order, as the generic path sums its own."""
+def _area_volume_numpy(V: Any, F: Any, with_volume: bool) -> tuple[float, float | None, Any]:
+    """``(area, volume or None, zero-area mask or None)`` on NumPy, equal to the bit to the
+    generic path's whole-array expressions: :func:`_face_norms_numpy`'s arrays, each summed once
+    as a whole in NumPy's pairwise order, as the generic path sums its own. The mask marks the
+    faces whose cross product is exactly zero (None when no face has one)."""
     norms, prod = _face_norms_numpy(V, F, with_volume)
     area = float(0.5 * norms.sum())
     volume = float(prod.sum() / 6.0) if prod is not None else None
-    return area, volume
+    zero = norms == 0
+    return area, volume, zero if zero.any() else None
 
 
 def _face_norms_numpy(V: Any, F: Any, with_products: bool) -> tuple[Any, Any]:
@@ -377,6 +393,13 @@ OP = Operation(
     (bounding box, None when there is no vertex; area; the enclosed volume when closed and
     consistently oriented). The mesh is measured as the file stores it (nothing is welded
     first) and is not changed; the same figures appear in the job record.
+
+    Degenerate faces by kind: ``degenerate_faces_repeated_index`` (a vertex index appears twice
+    in the face) and ``degenerate_faces_zero_area`` (three distinct indices but zero area: the
+    cross product of two sides, in float64, is exactly zero, as for coincident or collinear
+    positions); ``degenerate_faces`` is their sum. Non-manifold elements by kind:
+    ``non_manifold_edges`` (edges with three or more faces) and ``non_manifold_vertices``
+    (vertices whose faces form more than one fan: bow-ties).
     """,
     kind=OpKind.report,
     params=Params,

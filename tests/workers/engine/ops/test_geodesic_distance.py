@@ -186,7 +186,8 @@ def test_bad_params(params: dict) -> None:
 
 
 def test_matches_potpourri3d_heat_solver() -> None:
-    pp3d = pytest.importorskip("potpourri3d")
+    import potpourri3d as pp3d
+
     m = load("spot.obj")
     V, F = np.asarray(m.V, dtype=np.float64), np.asarray(m.F, dtype=np.int64)
     ref = pp3d.MeshHeatMethodDistanceSolver(V, F, t_coef=1.0, use_robust=False).compute_distance(7)

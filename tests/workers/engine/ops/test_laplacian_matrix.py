@@ -23,14 +23,6 @@ def test_symmetric_psd_with_constants_in_the_null_space(weights, name):
     assert out.report["nnz"] == L.nnz
 
 
-def test_matches_libigl_cotmatrix_up_to_sign():
-    igl = pytest.importorskip("igl")
-    mesh = shapes.welded("spot.obj")
-    L = OP.numpy(mesh, Params()).artifacts["laplacian"]
-    ref = igl.cotmatrix(np.asarray(mesh.V, np.float64), np.asarray(mesh.F, np.int64))
-    assert abs(L + ref).max() < 1e-9
-
-
 @pytest.mark.parametrize("mass", ["barycentric", "mixed"])
 def test_mass_sums_to_the_area(mass):
     mesh = shapes.welded("rx-torus.obj")

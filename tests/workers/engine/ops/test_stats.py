@@ -258,10 +258,49 @@ def test_duplicate_faces_count_same_vertex_sets() -> None:
     assert s["non_manifold_edges"] == 5  # the 5 edges of faces 0 and 1 now have 3 or 4 faces
 
 
-def test_degenerate_faces_are_those_with_a_repeated_index() -> None:
-    V = [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)]
-    s = stats(mesh(V, [(0, 1, 3), (0, 0, 1), (1, 2, 2), (0, 1, 2)]))  # last: zero area only
-    assert s["degenerate_faces"] == 2
+def _degenerate(s: dict) -> tuple[int, int, int]:
+    return (
+        s["degenerate_faces"],
+        s["degenerate_faces_repeated_index"],
+        s["degenerate_faces_zero_area"],
+    )
+
+
+def test_degenerate_faces_by_kind() -> None:
+    """A repeated index and zero area with three distinct indices (collinear, coincident) are
+    both degenerate, reported apart and in the total."""
+    V = [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0), (0, 1, 0)]
+    F = [
+        (0, 1, 3),  # a proper triangle
+        (0, 0, 1),  # repeated index
+        (1, 2, 2),  # repeated index (and collinear)
+        (0, 1, 2),  # distinct indices, collinear: zero area
+        (0, 3, 4),  # distinct indices, two coincident positions: zero area
+    ]
+    assert _degenerate(stats(mesh(V, F))) == (4, 2, 2)
+    assert _degenerate(stats(mesh(V, F[:1]))) == (0, 0, 0)
+    # a sliver of tiny but nonzero area is not degenerate
+    assert _degenerate(stats(mesh([(0, 0, 0), (1, 0, 0), (2, 1e-9, 0)], [(0, 1, 2)]))) == (0, 0, 0)
+
+
+def test_degenerate_kinds_agree_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NumPy path and the generic one (the GPU's) count the same faces, also after the
+    positions move (the zero-area count depends on them, the repeated-index one does not)."""
+    from workers.engine import graph
+    from workers.engine.mesh import TriMesh
+    from workers.engine.ops import stats as stats_mod
+
+    V = np.array([(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0), (0, 1, 0)], dtype=np.float64)
+    F = np.array([(0, 1, 3), (0, 0, 1), (0, 1, 2), (0, 3, 4)], dtype=np.int32)
+    fast = stats_mod.mesh_stats(TriMesh(V, F))
+    moved = V.copy()
+    moved[2, 1] = 0.5  # face (0, 1, 2) is no longer flat
+    fast_moved = stats_mod.mesh_stats(TriMesh(moved, F, _topology=TriMesh(V, F).topology))
+    monkeypatch.setattr(graph, "NUMPY_FAST", False)
+    generic = stats_mod.mesh_stats(TriMesh(V, F))
+    generic_moved = stats_mod.mesh_stats(TriMesh(moved, F))
+    assert _degenerate(fast) == _degenerate(generic) == (3, 1, 2)
+    assert _degenerate(fast_moved) == _degenerate(generic_moved) == (2, 1, 1)
 
 
 def test_unused_vertices_leave_chi_and_bbox_alone() -> None:
