@@ -17,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MESHES = Path(os.environ.get("TESSERA_MESHES", ROOT.parent / "shared" / "meshes"))
+#: textured, multi-material assets (glTF, OBJ + MTL in a zip) as asset pipelines send them
+ASSETS = Path(os.environ.get("TESSERA_ASSETS", ROOT.parent / "shared" / "assets"))
 
 pytest_plugins = ["tests.s3"]  # the s3_server fixture (a real SeaweedFS)
 

@@ -120,7 +120,7 @@ BAD = [
     (
         glb({"componentType": 5126, "count": 10**9, "type": "VEC3"}),
         "a.glb",
-        "format.unsupported_feature",
+        "format.count_exceeds_size",
     ),
     (
         glb({"bufferView": 0, "componentType": 5126, "count": 10**9, "type": "VEC3"}),

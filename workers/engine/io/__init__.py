@@ -2,10 +2,12 @@
 
 Inputs: OBJ, PLY (ASCII and binary), STL (ASCII and binary), OFF, GLB/glTF, NPZ (our own arrays),
 and any of them inside a ``.zip`` or ``.gz``. The format is recognised from the bytes; a file name
-whose extension says otherwise is rejected rather than guessed around. OBJ is parsed by us (see
-``obj.py``), NPZ by NumPy; binary PLY, binary STL and GLB of the common shapes by us with whole-
-buffer NumPy views (``ply.py``, ``stl.py``, ``glb.py``); the rest by trimesh after our own header
-checks.
+whose extension says otherwise is rejected rather than guessed around. Read by us: OBJ
+(``obj.py``), PLY in ASCII and the common binary shapes (``ply.py``), STL (``stl.py``), plain
+OFF (``off.py``), glTF (``glb.py`` for the files shaped like ours, ``gltf.py`` for every scene,
+compressed ones included), NPZ by NumPy; trimesh reads the rarer PLY and OFF shapes after our
+own header checks. Polygons are split into triangles by ear clipping where a fan would be wrong
+(``polygons.triangulate``). Text in UTF-16 or with a byte order mark is re-encoded first.
 
 Outputs, all written by us: binary PLY (attributes as properties), OBJ (vertex normals as ``vn``),
 OFF (no attributes), binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other
@@ -32,7 +34,7 @@ import numpy as np
 
 from ..errors import FormatError, MeshError, SpecError
 from ..mesh import TriMesh
-from . import glb, ply, stl, volumes
+from . import glb, gltf, ply, stl, volumes
 from .archive import check_member_count, gunzip, unzip_members
 from .obj import read_obj, write_obj
 from .off import read_off, without_comments, write_off
@@ -269,9 +271,7 @@ def _ascii_stl(data: bytes) -> bool:
 
 
 def _check_counts(data: bytes, kind: str, available: int = 0) -> None:
-    if kind in ("glb", "gltf"):
-        glb.check_accessors(data, max(available, len(data)))
-    elif kind == "ply":
+    if kind == "ply":
         ply.check_header(data)
     elif kind == "stl" and not _ascii_stl(data):
         n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
@@ -341,14 +341,16 @@ def _parse(
         if g is not None:
             return TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
     if kind in ("glb", "gltf"):
-        glb.check_supported(data, resources, base)
+        s = gltf.read_scene(data, resources, base)
+        return TriMesh.from_arrays(s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs)
     return _parse_trimesh(data, kind, dtype=dtype, resources=resources, base=base)
 
 
 def _parse_trimesh(
     data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None, base: str = ""
 ) -> TriMesh:
-    """Read through trimesh: the formats and shapes of file our own readers leave to it."""
+    """Read through trimesh: the shapes of PLY and OFF our own readers leave to it (binary PLY
+    with other elements or lists, OFF variants with colours or normals)."""
     import trimesh  # heavy import, kept off the API's start-up path
 
     kwargs: dict[str, Any] = {"process": False, "skip_materials": True}
@@ -361,9 +363,6 @@ def _parse_trimesh(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             scene = trimesh.load_scene(io.BytesIO(data), file_type=kind, **kwargs)
-            # what trimesh.load(force="mesh") does, but first read the normals a glTF stores:
-            # baking the scene's transforms drops them
-            normals = _scene_vertex_normals(scene) if kind in ("glb", "gltf") else None
             tm = scene.to_mesh()
     except (MeshError, FormatError):
         raise
@@ -387,20 +386,6 @@ def _parse_trimesh(
         # polygon, several triangles each): the mesh is read, such properties are left out
         va = {k: v for k, v in ply.extra_vertex_properties(raw).items() if v.shape[0] == V.shape[0]}
         fa = {k: v for k, v in ply.extra_face_properties(raw).items() if v.shape[0] == F.shape[0]}
-    if kind in ("glb", "gltf"):
-        if normals is not None and normals.shape == V.shape:
-            va["vertex_normals"] = normals
-        visual = getattr(tm, "visual", None)
-        if visual is not None and getattr(visual, "kind", None) == "vertex":
-            colors = np.asarray(visual.vertex_colors)
-            if colors.shape[:1] == (V.shape[0],):
-                va["vertex_colors"] = colors
-    for k, v in dict(getattr(tm, "vertex_attributes", {}) or {}).items():
-        arr = np.asarray(v)
-        if arr.shape[:1] == (V.shape[0],) and arr.dtype.kind in "iuf":
-            if arr.ndim == 2 and arr.shape[1] == 1:
-                arr = arr[:, 0]  # glTF SCALAR accessors come back as (n, 1)
-            va[k[1:] if k.startswith("_") else k] = arr  # our writer adds one underscore
     mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
     return mesh
 
@@ -421,32 +406,6 @@ def _reason(exc: Exception) -> str:
             "(a part is missing or of the wrong kind)"
         )
     return text[:300]
-
-
-def _scene_vertex_normals(scene: Any) -> np.ndarray | None:
-    """The vertex normals the file stored, moved like the vertices by each instance's transform
-    and in :meth:`Scene.to_mesh`'s order; None unless every mesh instance has them."""
-    from trimesh import Trimesh
-
-    from ..geometry import unitize
-
-    parts = []
-    for node in scene.graph.nodes_geometry:
-        transform, name = scene.graph[node]
-        g = scene.geometry[name]
-        if not isinstance(g, Trimesh):
-            continue
-        if "vertex_normals" not in g._cache:  # trimesh keeps normals it read in its cache
-            return None
-        linear = np.asarray(transform, dtype=np.float64)[:3, :3]
-        try:
-            inverse = np.linalg.inv(linear)  # normals move by the inverse transpose
-        except np.linalg.LinAlgError:
-            return None
-        parts.append(unitize(np, np.asarray(g.vertex_normals) @ inverse))
-    if not parts:
-        return None
-    return np.concatenate(parts).astype(np.float32)
 
 
 def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:

@@ -15,10 +15,8 @@ colours other than bytes) returns None and goes through trimesh.
 from __future__ import annotations
 
 import json
-import posixpath
 import struct
 from typing import Any, NamedTuple
-from urllib.parse import unquote
 
 import numpy as np
 
@@ -161,158 +159,6 @@ def _rgba_bytes(colors: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- reading
-def check_accessors(data: bytes, available: int) -> None:
-    """Refuse, before anything is allocated, a glTF (``data``: a GLB, or a ``.gltf``'s JSON)
-    whose accessors ask for more than the file holds: every accessor must read from a buffer
-    view (one without, or a sparse one, is refused as unsupported: trimesh would allocate the
-    whole declared count of zeros), its rows must fit in that view, and no view may be longer
-    than the ``available`` bytes (the file and its resources). Counts, offsets and strides must
-    be whole numbers."""
-    if data[:4] == b"glTF":
-        if len(data) < 20:
-            raise FormatError("GLB shorter than its header", code="format.parse_error")
-        text = data[20 : 20 + int.from_bytes(data[12:16], "little")]
-    else:
-        text = data
-    try:
-        tree = json.loads(text)
-    except (ValueError, RecursionError):
-        raise FormatError("glTF JSON is not valid", code="format.parse_error") from None
-    if not isinstance(tree, dict):
-        raise FormatError("glTF JSON is not an object", code="format.parse_error")
-    views = tree.get("bufferViews", [])
-    accessors = tree.get("accessors", [])
-    if not isinstance(views, list) or not isinstance(accessors, list):
-        raise FormatError("glTF bufferViews/accessors are not lists", code="format.parse_error")
-    for a in accessors:
-        if not isinstance(a, dict):
-            raise FormatError("glTF accessor is not an object", code="format.parse_error")
-        if "sparse" not in a and "bufferView" not in a and a.get("count") == 0:
-            continue  # no elements: nothing to read or allocate
-        if "sparse" in a or "bufferView" not in a:
-            raise FormatError(
-                "glTF accessors without a buffer view (sparse or all zeros) are not supported",
-                code="format.unsupported_feature",
-            )
-        at = _whole(a["bufferView"])
-        view = views[at] if at < len(views) else None
-        if not isinstance(view, dict):
-            raise FormatError("glTF accessor names no buffer view", code="format.parse_error")
-        length = _whole(view.get("byteLength", 0))
-        kind, component = a.get("type"), a.get("componentType")
-        dtype = _COMPONENTS.get(component) if isinstance(component, int) else None
-        shape = _SHAPES.get(kind) if isinstance(kind, str) else None
-        if dtype is None or shape is None:
-            raise FormatError("glTF accessor of unknown type", code="format.parse_error")
-        row = np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
-        count = _whole(a.get("count", 0))
-        stride = max(_whole(view.get("byteStride", row)), row)
-        need = _whole(a.get("byteOffset", 0)) + (count - 1) * stride + row if count else 0
-        if need > length or length > available:
-            raise FormatError(
-                "glTF accessor declares more data than the file holds",
-                code="format.count_exceeds_size",
-                count=count,
-                view_bytes=length,
-                file_bytes=available,
-            )
-
-
-#: extensions a file may require that the reader cannot honour, with their own codes
-_UNREAD_EXTENSIONS = {
-    "KHR_draco_mesh_compression": (
-        "format.gltf_draco",
-        "Draco-compressed glTF (KHR_draco_mesh_compression) is not read yet: export the "
-        "file without Draco compression",
-    ),
-    "EXT_meshopt_compression": (
-        "format.gltf_meshopt",
-        "meshopt-compressed glTF (EXT_meshopt_compression) is not read yet: export the file "
-        "without meshopt compression",
-    ),
-}
-
-
-def _tree(data: bytes) -> dict[str, Any]:
-    """The JSON tree of a GLB or of a ``.gltf``'s text (:func:`check_accessors` has parsed it
-    once already)."""
-    text = data[20 : 20 + int.from_bytes(data[12:16], "little")] if data[:4] == b"glTF" else data
-    tree = json.loads(text)
-    if not isinstance(tree, dict):
-        raise FormatError("glTF JSON is not an object", code="format.parse_error")
-    return tree
-
-
-def check_supported(data: bytes, resources: dict[str, bytes] | None, base: str = "") -> None:
-    """Refuse, each with its own code and words, the glTF files the general reader would read
-    wrongly or fail on with an unhelpful message: glTF 1.0 (``format.gltf_version``), a required
-    extension it cannot decode (Draco, meshopt, others: ``format.gltf_draco``,
-    ``format.gltf_meshopt``, ``format.gltf_extension``), a buffer in a file that was not sent
-    (``format.gltf_missing_buffer``), and triangle fans beside other primitives, which the
-    general reader drops (``format.gltf_triangle_fans``; a file of one fan primitive is read by
-    :func:`read_simple`)."""
-    tree = _tree(data)
-    asset = tree.get("asset")
-    version = str(asset.get("version", "")) if isinstance(asset, dict) else ""
-    if not version.startswith("2"):
-        raise FormatError(
-            f"glTF {version or 'without a version'} is not supported: only glTF 2.0 is read "
-            "(convert the file to glTF 2.0 first)",
-            code="format.gltf_version",
-            version=version[:20],
-        )
-    required = tree.get("extensionsRequired", [])
-    if isinstance(required, list):
-        for name in required:
-            if name in _UNREAD_EXTENSIONS:
-                code, words = _UNREAD_EXTENSIONS[name]
-                raise FormatError(words, code=code, extension=name)
-        others = [str(n)[:60] for n in required if n != "KHR_mesh_quantization"]
-        if others:
-            raise FormatError(
-                "the glTF requires extensions that are not read: " + ", ".join(others[:5]),
-                code="format.gltf_extension",
-                extensions=others[:20],
-            )
-    buffers = tree.get("buffers", [])
-    folder = posixpath.dirname(base)
-    for b in buffers if isinstance(buffers, list) else []:
-        uri = b.get("uri") if isinstance(b, dict) else None
-        if not isinstance(uri, str) or uri.startswith("data:"):
-            continue
-        path = posixpath.normpath(posixpath.join(folder, unquote(uri)))
-        if resources is None or path not in resources:
-            raise FormatError(
-                f"the glTF's buffer '{uri[:100]}' was not sent with it: send the .gltf with its "
-                ".bin (and textures) in a zip, or the asset as one GLB",
-                code="format.gltf_missing_buffer",
-                uri=uri[:200],
-            )
-    primitives = [
-        p
-        for m in tree.get("meshes", [])
-        if isinstance(m, dict)
-        for p in m.get("primitives", [])
-        if isinstance(p, dict)
-    ]
-    if len(primitives) > 1 and any(p.get("mode") == _TRIANGLE_FAN for p in primitives):
-        raise FormatError(
-            "glTF triangle fans beside other primitives are not read yet: export them as triangles",
-            code="format.gltf_triangle_fans",
-        )
-
-
-def _whole(x: Any) -> int:
-    """``x`` as a non-negative int, or the format error (floats, infinities, strings...)."""
-    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
-        raise FormatError(
-            "glTF count, index, offset or stride is not a whole number",
-            code="format.parse_error",
-            value=repr(x)[:40],
-        )
-    return x
-
-
 class GlbMesh(NamedTuple):
     V: np.ndarray
     F: np.ndarray
@@ -333,6 +179,7 @@ def read_simple(data: bytes) -> GlbMesh | None:
         IndexError,
         AttributeError,
         OverflowError,
+        RecursionError,
         struct.error,
     ):
         return None

@@ -1,0 +1,581 @@
+"""glTF 2.0 (GLB and ``.gltf``): the general reader, for every file :func:`glb.read_simple` does
+not take (several meshes, primitives or instances, node transforms, external or embedded buffers,
+strided, normalized, quantized or sparse accessors, compressed primitives and buffer views).
+
+The scene is walked from its root nodes (the default scene's, else the first scene's, else every
+node no other node names as a child), each node's matrix or translation/rotation/scale composed
+with its parent's. Every primitive of every mesh a node places becomes triangles in world space:
+
+- modes ``TRIANGLES`` (4), ``TRIANGLE_STRIP`` (5, every other triangle's order reversed, as the
+  specification says) and ``TRIANGLE_FAN`` (6); points and lines (modes 0 to 3) are not surfaces
+  and are counted in :attr:`Scene.dropped`;
+- a node whose transform has a negative determinant (a mirror) has its triangles' order reversed,
+  so they keep facing outwards (glTF 2.0, section 3.7.4);
+- ``NORMAL`` moves by the inverse transpose and is re-unitized, ``COLOR_0`` becomes RGBA bytes,
+  our writer's ``_name`` attributes come back under ``name``; an attribute is kept when every
+  primitive has it (as a mesh of the parts has one row per vertex);
+- ``KHR_draco_mesh_compression`` primitives are decoded with DracoPy, ``EXT_meshopt_compression``
+  buffer views with meshoptimizer's decoders (with its octahedral, quaternion and exponential
+  filters), and ``KHR_mesh_quantization``'s integer attributes are read as the accessor says
+  (normalized integers to ``[-1, 1]`` or ``[0, 1]``, others as their values) before the node's
+  transform applies.
+
+Animation, skins and morph targets are not applied (the rest pose is read) and are counted in
+:attr:`Scene.dropped` so the caller can say so. Every size is checked before memory is taken:
+accessors must fit in their views, views in their buffers, and what decompression or zero-filled
+(sparse) accessors produce is bounded by :data:`MAX_EXPANSION` times the file's size.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import posixpath
+import struct
+from typing import Any, NamedTuple
+from urllib.parse import unquote
+
+import numpy as np
+
+from ..errors import FormatError, MeshError
+from .glb import _COMPONENTS, _SHAPES, unit_rows
+
+#: decompressed views and zero-filled accessors may hold this many times the file's bytes
+MAX_EXPANSION = 64
+_MIN_BUDGET = 64 << 20
+_MAGIC, _JSON, _BIN = 0x46546C67, 0x4E4F534A, 0x004E4942
+_TRIANGLES, _STRIP, _FAN = 4, 5, 6
+_NORMALIZED_SCALE = {"i1": 127.0, "u1": 255.0, "<i2": 32767.0, "<u2": 65535.0}
+_SIGNED = {"i1", "<i2"}
+
+
+class Scene(NamedTuple):
+    """What :func:`read_scene` read: positions ``V (n, 3) float64``, triangles ``F (m, 3)
+    int64``, vertex attributes, and what was left out (``{"lines and points": 2, "animations":
+    1}``, empty when nothing was)."""
+
+    V: np.ndarray
+    F: np.ndarray
+    vertex_attrs: dict[str, np.ndarray]
+    dropped: dict[str, int]
+
+
+def _fail(message: str, code: str = "format.parse_error", **detail: Any) -> FormatError:
+    return FormatError(message, code=code, **detail)
+
+
+def _index(x: Any, what: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise _fail(f"glTF {what} is not a whole number", value=repr(x)[:40])
+    return x
+
+
+def _item(tree: dict[str, Any], key: str, i: Any) -> dict[str, Any]:
+    items = tree.get(key, [])
+    i = _index(i, f"{key} index")
+    if not isinstance(items, list) or i >= len(items) or not isinstance(items[i], dict):
+        raise _fail(f"glTF names {key} {i}, which the file does not have", key=key, index=i)
+    return items[i]
+
+
+def split_glb(data: bytes) -> tuple[dict[str, Any], bytes | None]:
+    """The JSON tree and the BIN chunk (None when absent) of a GLB, or the tree of a
+    ``.gltf``'s text."""
+    if data[:4] != b"glTF":
+        text, binary = data, None
+    else:
+        if len(data) < 20:
+            raise _fail("GLB shorter than its header")
+        _, version, length = struct.unpack_from("<3I", data)
+        if version != 2:
+            raise _fail(
+                f"GLB version {version} is not supported: only glTF 2.0 is read",
+                code="format.gltf_version",
+                version=str(version),
+            )
+        json_len, json_type = struct.unpack_from("<2I", data, 12)
+        if json_type != _JSON or 20 + json_len > len(data):
+            raise _fail("GLB's first chunk is not its JSON")
+        text = data[20 : 20 + json_len]
+        at = 20 + json_len
+        binary = None
+        if at + 8 <= min(length, len(data)):
+            bin_len, bin_type = struct.unpack_from("<2I", data, at)
+            if bin_type == _BIN:
+                binary = data[at + 8 : at + 8 + bin_len]
+    try:
+        tree = json.loads(text)
+    except (ValueError, RecursionError):
+        raise _fail("glTF JSON is not valid") from None
+    if not isinstance(tree, dict):
+        raise _fail("glTF JSON is not an object")
+    return tree, binary
+
+
+class _Reader:
+    """Buffers, views and accessors of one file, each read once."""
+
+    def __init__(
+        self,
+        tree: dict[str, Any],
+        binary: bytes | None,
+        resources: dict[str, bytes] | None,
+        base: str,
+        budget: int,
+    ) -> None:
+        self.tree, self.binary, self.resources, self.base = tree, binary, resources, base
+        self.budget = budget
+        self._buffers: dict[int, bytes] = {}
+        self._views: dict[int, bytes] = {}
+
+    def _spend(self, nbytes: int, what: str) -> None:
+        if nbytes > self.budget:
+            raise _fail(
+                f"glTF {what} would expand beyond {MAX_EXPANSION} times the file's size",
+                code="format.count_exceeds_size",
+                bytes=nbytes,
+                limit=self.budget,
+            )
+        self.budget -= nbytes
+
+    def buffer(self, i: int) -> bytes:
+        if i in self._buffers:
+            return self._buffers[i]
+        b = _item(self.tree, "buffers", i)
+        uri = b.get("uri")
+        if uri is None:
+            if self.binary is None:
+                raise _fail("glTF buffer has no data (no uri and no GLB binary chunk)", buffer=i)
+            data = self.binary
+        elif not isinstance(uri, str):
+            raise _fail("glTF buffer uri is not text", buffer=i)
+        elif uri.startswith("data:"):
+            head, _, payload = uri.partition(",")
+            if not head.endswith(";base64"):
+                raise _fail("glTF data uri is not base64", buffer=i)
+            try:
+                data = base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError):
+                raise _fail("glTF data uri is not valid base64", buffer=i) from None
+        else:
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(self.base), unquote(uri)))
+            if self.resources is None or path not in self.resources:
+                raise _fail(
+                    f"the glTF's buffer '{uri[:100]}' was not sent with it: send the .gltf with "
+                    "its .bin (and textures) in a zip, or the asset as one GLB",
+                    code="format.gltf_missing_buffer",
+                    uri=uri[:200],
+                )
+            data = self.resources[path]
+        length = _index(b.get("byteLength", len(data)), "buffer byteLength")
+        if length > len(data):
+            raise _fail(
+                "glTF buffer is shorter than its byteLength",
+                code="format.count_exceeds_size",
+                buffer=i,
+                declared=length,
+                holds=len(data),
+            )
+        self._buffers[i] = data
+        return data
+
+    def view(self, i: int) -> bytes:
+        if i in self._views:
+            return self._views[i]
+        v = _item(self.tree, "bufferViews", i)
+        meshopt = (v.get("extensions") or {}).get("EXT_meshopt_compression")
+        if isinstance(meshopt, dict):
+            data = self._meshopt_view(meshopt)
+        else:
+            buf = self.buffer(_index(v.get("buffer"), "bufferView buffer"))
+            start = _index(v.get("byteOffset", 0), "bufferView byteOffset")
+            length = _index(v.get("byteLength"), "bufferView byteLength")
+            if start + length > len(buf):
+                raise _fail(
+                    "glTF buffer view runs past its buffer",
+                    code="format.count_exceeds_size",
+                    view=i,
+                )
+            data = buf[start : start + length]
+        self._views[i] = data
+        return data
+
+    def _meshopt_view(self, ext: dict[str, Any]) -> bytes:
+        import meshoptimizer as mo
+
+        buf = self.buffer(_index(ext.get("buffer"), "meshopt buffer"))
+        start = _index(ext.get("byteOffset", 0), "meshopt byteOffset")
+        length = _index(ext.get("byteLength"), "meshopt byteLength")
+        stride = _index(ext.get("byteStride"), "meshopt byteStride")
+        count = _index(ext.get("count"), "meshopt count")
+        mode, filt = ext.get("mode"), ext.get("filter", "NONE")
+        if start + length > len(buf) or stride == 0:
+            raise _fail("glTF meshopt view runs past its buffer", code="format.count_exceeds_size")
+        self._spend(count * stride, "meshopt buffer view")
+        source = np.frombuffer(buf, dtype=np.uint8, count=length, offset=start)
+        try:
+            if mode == "ATTRIBUTES":
+                out = mo.decode_vertex_buffer(count, stride, source)
+                out = np.ascontiguousarray(out).view(np.uint8).reshape(-1)
+                if filt != "NONE":
+                    decode = {
+                        "OCTAHEDRAL": mo.decode_filter_oct,
+                        "QUATERNION": mo.decode_filter_quat,
+                        "EXPONENTIAL": mo.decode_filter_exp,
+                    }.get(filt)
+                    if decode is None:
+                        raise _fail(f"unknown meshopt filter {str(filt)[:40]}")
+                    out = np.ascontiguousarray(decode(out, count, stride)).view(np.uint8)
+            elif mode in ("TRIANGLES", "INDICES"):
+                decode_idx = (
+                    mo.decode_index_buffer if mode == "TRIANGLES" else (mo.decode_index_sequence)
+                )
+                out = np.ascontiguousarray(decode_idx(count, stride, source))
+                out = out.astype({2: "<u2", 4: "<u4"}[stride], copy=False).view(np.uint8)
+            else:
+                raise _fail(f"unknown meshopt mode {str(mode)[:40]}")
+        except FormatError:
+            raise
+        except Exception:
+            raise _fail(
+                "a meshopt-compressed buffer view could not be decoded",
+                code="format.gltf_meshopt",
+            ) from None
+        data = out.reshape(-1).tobytes()
+        if len(data) != count * stride:
+            raise _fail(
+                "a meshopt buffer view decoded to the wrong size", code="format.gltf_meshopt"
+            )
+        return data
+
+    def accessor(self, i: int, as_float: bool = False) -> np.ndarray:
+        """The accessor's values, ``(count,) + element shape``, in native order: the component
+        type's own values, or with ``as_float`` float64 with normalized integers scaled as the
+        specification says."""
+        a = _item(self.tree, "accessors", i)
+        component, kind = a.get("componentType"), a.get("type")
+        dt = _COMPONENTS.get(component) if isinstance(component, int) else None
+        shape = _SHAPES.get(kind) if isinstance(kind, str) else None
+        if dt is None or shape is None:
+            raise _fail("glTF accessor of unknown type", accessor=i)
+        dtype = np.dtype(dt)
+        width = int(np.prod(shape, dtype=np.int64))
+        row = dtype.itemsize * width
+        count = _index(a.get("count"), "accessor count")
+        if "bufferView" in a:
+            view_index = _index(a["bufferView"], "accessor bufferView")
+            view = self.view(view_index)
+            stride = _index(
+                _item(self.tree, "bufferViews", view_index).get("byteStride", row) or row,
+                "bufferView byteStride",
+            )
+            start = _index(a.get("byteOffset", 0), "accessor byteOffset")
+            if stride < row or (count and start + (count - 1) * stride + row > len(view)):
+                raise _fail(
+                    "glTF accessor declares more data than its buffer view holds",
+                    code="format.count_exceeds_size",
+                    accessor=i,
+                )
+            if count == 0:
+                values = np.zeros((0, width), dtype=dtype)
+            else:
+                raw = np.ndarray((count, row), np.uint8, view, start, (stride, 1))
+                values = np.ascontiguousarray(raw).view(dtype).reshape(count, width)
+        else:
+            self._spend(count * row, "accessor without a buffer view")
+            values = np.zeros((count, width), dtype=dtype)
+        sparse = a.get("sparse")
+        if isinstance(sparse, dict):
+            values = self._sparse(values, sparse, dtype, width, count)
+        values = values.astype(dtype.newbyteorder("="), copy=False)
+        if as_float:
+            scale = _NORMALIZED_SCALE.get(dt)
+            f = values.astype(np.float64)
+            if a.get("normalized") and scale is not None:
+                f = f / scale
+                if dt in _SIGNED:
+                    f = np.maximum(f, -1.0)
+            values = f
+        return values.reshape((count, *shape))
+
+    def _sparse(
+        self, values: np.ndarray, sparse: dict[str, Any], dtype: np.dtype, width: int, count: int
+    ) -> np.ndarray:
+        n = _index(sparse.get("count"), "sparse count")
+        idx_spec, val_spec = sparse.get("indices"), sparse.get("values")
+        if not isinstance(idx_spec, dict) or not isinstance(val_spec, dict):
+            raise _fail("glTF sparse accessor without indices or values")
+        idt = np.dtype(_COMPONENTS.get(idx_spec.get("componentType"), "") or "<u4")
+        if idt.kind != "u":
+            raise _fail("glTF sparse indices are not unsigned integers")
+        iv = self.view(_index(idx_spec.get("bufferView"), "sparse indices bufferView"))
+        vv = self.view(_index(val_spec.get("bufferView"), "sparse values bufferView"))
+        io_ = _index(idx_spec.get("byteOffset", 0), "sparse indices byteOffset")
+        vo = _index(val_spec.get("byteOffset", 0), "sparse values byteOffset")
+        if io_ + n * idt.itemsize > len(iv) or vo + n * dtype.itemsize * width > len(vv):
+            raise _fail(
+                "glTF sparse accessor runs past its views", code="format.count_exceeds_size"
+            )
+        at = np.frombuffer(iv, dtype=idt, count=n, offset=io_).astype(np.int64)
+        if n and int(at.max()) >= count:
+            raise _fail("glTF sparse index past the accessor's count")
+        new = np.frombuffer(vv, dtype=dtype, count=n * width, offset=vo).reshape(n, width)
+        values = np.array(values)  # writable
+        values[at] = new
+        return values
+
+
+def _node_matrix(node: dict[str, Any]) -> np.ndarray:
+    """A node's local transform (4 x 4, column vectors)."""
+    try:
+        if "matrix" in node:
+            m = np.array(node["matrix"], dtype=np.float64)
+            if m.shape != (16,):
+                raise ValueError
+            return m.reshape(4, 4).T  # stored column by column
+        t = np.array(node.get("translation", [0, 0, 0]), dtype=np.float64)
+        q = np.array(node.get("rotation", [0, 0, 0, 1]), dtype=np.float64)
+        s = np.array(node.get("scale", [1, 1, 1]), dtype=np.float64)
+        if t.shape != (3,) or q.shape != (4,) or s.shape != (3,):
+            raise ValueError
+    except (ValueError, TypeError):
+        raise _fail("glTF node transform is not numbers of the right count") from None
+    x, y, z, w = q / (np.linalg.norm(q) or 1.0)
+    r = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    m = np.eye(4)
+    m[:3, :3] = r * s[None, :]
+    m[:3, 3] = t
+    return m
+
+
+def _placements(tree: dict[str, Any]) -> list[tuple[int, np.ndarray]]:
+    """``(mesh index, world matrix)`` of every mesh instance, in depth-first order from the
+    scene's roots; a node reached twice (a cycle) is an error."""
+    nodes = tree.get("nodes", [])
+    if not isinstance(nodes, list):
+        raise _fail("glTF nodes is not a list")
+    scenes = tree.get("scenes", [])
+    if isinstance(scenes, list) and scenes:
+        scene = _item(tree, "scenes", tree.get("scene", 0))
+        roots = scene.get("nodes", [])
+    else:
+        children = {c for n in nodes if isinstance(n, dict) for c in n.get("children", []) or []}
+        roots = [i for i in range(len(nodes)) if i not in children]
+    if not isinstance(roots, list):
+        raise _fail("glTF scene nodes is not a list")
+    out: list[tuple[int, np.ndarray]] = []
+    seen: set[int] = set()
+    stack = [(_index(r, "scene node"), np.eye(4)) for r in reversed(roots)]
+    while stack:
+        i, parent = stack.pop()
+        if i in seen:
+            raise _fail("glTF node hierarchy has a cycle or shares a node", node=i)
+        seen.add(i)
+        node = _item(tree, "nodes", i)
+        world = parent @ _node_matrix(node)
+        if "mesh" in node:
+            out.append((_index(node["mesh"], "node mesh"), world))
+        children = node.get("children", []) or []
+        if not isinstance(children, list):
+            raise _fail("glTF node children is not a list", node=i)
+        stack.extend((_index(c, "node child"), world) for c in reversed(children))
+    return out
+
+
+def _triangles(flat: np.ndarray, mode: int) -> np.ndarray:
+    """Triangles ``(m, 3)`` of the index list of a primitive of ``mode``."""
+    n = flat.shape[0]
+    if mode == _TRIANGLES:
+        if n % 3:
+            raise _fail("glTF triangle list length is not a multiple of 3", count=n)
+        return flat.reshape(-1, 3)
+    if n < 3:
+        return np.zeros((0, 3), dtype=np.int64)
+    k = np.arange(n - 2)
+    if mode == _FAN:
+        return np.stack([np.full(n - 2, flat[0]), flat[k + 1], flat[k + 2]], axis=1)
+    odd = k % 2 == 1  # a strip's odd triangles are (i + 1, i, i + 2)
+    a = np.where(odd, flat[k + 1], flat[k])
+    b = np.where(odd, flat[k], flat[k + 1])
+    return np.stack([a, b, flat[k + 2]], axis=1)
+
+
+def _draco(
+    reader: _Reader, ext: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    import DracoPy
+
+    data = reader.view(_index(ext.get("bufferView"), "Draco bufferView"))
+    try:
+        mesh = DracoPy.decode(bytes(data))
+    except Exception:
+        raise _fail(
+            "a Draco-compressed primitive could not be decoded", code="format.gltf_draco"
+        ) from None
+    V = np.asarray(mesh.points, dtype=np.float64).reshape(-1, 3)
+    F = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), dtype=np.int64).reshape(-1, 3)
+    N = getattr(mesh, "normals", None)
+    N = np.asarray(N, dtype=np.float64).reshape(-1, 3) if N is not None and len(N) else None
+    reader._spend(V.nbytes + F.nbytes, "Draco primitive")
+    return V, F, N if N is not None and N.shape == V.shape else None
+
+
+def _colors(a: dict[str, Any], reader: _Reader, index: int) -> np.ndarray:
+    """COLOR_0 as RGBA bytes."""
+    values = reader.accessor(index, as_float=True)
+    if values.ndim != 2 or values.shape[1] not in (3, 4):
+        raise _fail("glTF COLOR_0 is not RGB or RGBA")
+    if np.dtype(_COMPONENTS[a["componentType"]]).kind == "u" and not a.get("normalized"):
+        values = values / 255.0
+    rgba = np.clip(np.round(np.nan_to_num(values) * 255.0), 0, 255).astype(np.uint8)
+    if rgba.shape[1] == 3:
+        rgba = np.concatenate([rgba, np.full((rgba.shape[0], 1), 255, np.uint8)], axis=1)
+    return rgba
+
+
+def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str = "") -> Scene:
+    """Read a GLB or ``.gltf`` (with the files it refers to in ``resources``, keyed by their
+    path in an archive, ``base`` being the ``.gltf``'s own path) as one mesh: see the module
+    docstring."""
+    tree, binary = split_glb(data)
+    asset = tree.get("asset")
+    if not isinstance(asset, dict) or "version" not in asset:
+        raise _fail("glTF has no asset version: not a glTF file")
+    version = str(asset["version"])
+    if not version.startswith("2"):
+        raise _fail(
+            f"glTF {version or 'without a version'} is not supported: only glTF 2.0 is read "
+            "(convert the file to glTF 2.0 first)",
+            code="format.gltf_version",
+            version=version[:20],
+        )
+    required = tree.get("extensionsRequired", []) or []
+    known = {
+        "KHR_draco_mesh_compression",
+        "EXT_meshopt_compression",
+        "KHR_mesh_quantization",
+        "KHR_texture_transform",
+        "KHR_materials_unlit",
+        "KHR_texture_basisu",
+        "EXT_texture_webp",
+    }
+    unknown = (
+        [str(n)[:60] for n in required if n not in known] if isinstance(required, list) else []
+    )
+    if unknown:
+        raise _fail(
+            "the glTF requires extensions that are not read: " + ", ".join(unknown[:5]),
+            code="format.gltf_extension",
+            extensions=unknown[:20],
+        )
+    total = len(data) + sum(len(r) for r in (resources or {}).values())
+    reader = _Reader(tree, binary, resources, base, max(_MIN_BUDGET, MAX_EXPANSION * total))
+    dropped: dict[str, int] = {}
+    for key, what in (("animations", "animations"), ("skins", "skins")):
+        if isinstance(tree.get(key), list) and tree[key]:
+            dropped[what] = len(tree[key])
+    parts: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
+    for mesh_index, world in _placements(tree):
+        mesh = _item(tree, "meshes", mesh_index)
+        primitives = mesh.get("primitives", [])
+        if not isinstance(primitives, list):
+            raise _fail("glTF mesh primitives is not a list", mesh=mesh_index)
+        for p in primitives:
+            if not isinstance(p, dict):
+                raise _fail("glTF primitive is not an object", mesh=mesh_index)
+            part = _primitive(reader, p, world, dropped)
+            if part is not None:
+                parts.append(part)
+    if not parts:
+        if dropped.get("lines and points"):
+            raise MeshError("mesh has no faces", code="mesh.no_faces")
+        raise MeshError("mesh has no vertices", code="mesh.empty")
+    offsets = np.cumsum([0] + [V.shape[0] for V, _, _ in parts])
+    V = np.concatenate([V for V, _, _ in parts])
+    F = np.concatenate([F + offsets[k] for k, (_, F, _) in enumerate(parts)])
+    common = set.intersection(*(set(a) for _, _, a in parts))
+    attrs: dict[str, np.ndarray] = {}
+    for name in [n for n in parts[0][2] if n in common]:
+        arrays = [a[name] for _, _, a in parts]
+        if len({x.shape[1:] for x in arrays}) == 1:
+            attrs[name] = np.concatenate(arrays)
+    return Scene(V, F, attrs, dropped)
+
+
+def _primitive(
+    reader: _Reader, p: dict[str, Any], world: np.ndarray, dropped: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    mode = p.get("mode", _TRIANGLES)
+    if mode not in (_TRIANGLES, _STRIP, _FAN):
+        if mode in (0, 1, 2, 3):
+            dropped["lines and points"] = dropped.get("lines and points", 0) + 1
+            return None
+        raise _fail("glTF primitive of unknown mode", mode=repr(mode)[:20])
+    if p.get("targets"):
+        dropped["morph targets"] = dropped.get("morph targets", 0) + len(p["targets"])
+    attributes = p.get("attributes")
+    if not isinstance(attributes, dict) or "POSITION" not in attributes:
+        raise _fail("glTF primitive has no POSITION")
+    draco = (p.get("extensions") or {}).get("KHR_draco_mesh_compression")
+    N = None
+    if isinstance(draco, dict):
+        V, F, N = _draco(reader, draco)
+        if mode != _TRIANGLES:
+            raise _fail("a Draco primitive must be triangles", code="format.gltf_draco")
+    else:
+        V = reader.accessor(_index(attributes["POSITION"], "POSITION"), as_float=True)
+        if V.ndim != 2 or V.shape[1] != 3:
+            raise _fail("glTF POSITION is not 3-vectors")
+        if "indices" in p:
+            flat = reader.accessor(_index(p["indices"], "indices")).reshape(-1)
+            if flat.dtype.kind != "u":
+                raise _fail("glTF indices are not unsigned integers")
+            flat = flat.astype(np.int64)
+        else:
+            flat = np.arange(V.shape[0], dtype=np.int64)
+        F = _triangles(flat, mode)
+        if "NORMAL" in attributes:
+            N = reader.accessor(_index(attributes["NORMAL"], "NORMAL"), as_float=True)
+    if F.shape[0] and (int(F.min()) < 0 or int(F.max()) >= V.shape[0]):
+        raise MeshError(
+            "face index out of range",
+            code="mesh.index_out_of_range",
+            max_index=int(F.max()),
+            n_vertices=int(V.shape[0]),
+        )
+    linear, shift = world[:3, :3], world[:3, 3]
+    if not np.isfinite(world).all():
+        raise _fail("glTF node transform is not finite")
+    V = V @ linear.T + shift
+    if np.linalg.det(linear) < 0:
+        F = F[:, ::-1]  # a mirror turns the triangles inside out: keep them facing outwards
+    attrs: dict[str, np.ndarray] = {}
+    if N is not None and N.shape == V.shape:
+        try:
+            inverse = np.linalg.inv(linear)
+        except np.linalg.LinAlgError:
+            inverse = None
+        if inverse is not None:
+            with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows stay so
+                attrs["vertex_normals"] = unit_rows(N @ inverse)
+    if "COLOR_0" in attributes and not isinstance(draco, dict):
+        ci = _index(attributes["COLOR_0"], "COLOR_0")
+        colors = _colors(_item(reader.tree, "accessors", ci), reader, ci)
+        if colors.shape[0] == V.shape[0]:
+            attrs["vertex_colors"] = colors
+    for name, index in attributes.items():
+        if name.startswith("_") and not isinstance(draco, dict):
+            a = reader.accessor(_index(index, name))
+            if a.shape[0] == V.shape[0] and a.dtype.kind in "iuf":
+                attrs[name[1:]] = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+    return V, np.ascontiguousarray(F, dtype=np.int64), attrs
+
+
+__all__ = ["MAX_EXPANSION", "Scene", "read_scene", "split_glb"]
