@@ -386,10 +386,15 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+#: commands that print their own results: their log shows warnings only (the services' show info)
+QUIET_LOG = frozenset({"run", "ops", "submit", "batch"})
+
+
 def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns progress
     args = build_parser().parse_args(argv)
+    level = logging.WARNING if args.cmd in QUIET_LOG else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns progress
     sys.exit(args.fn(args))
 
 
