@@ -147,9 +147,10 @@ def test_batch_reports_failures_and_resumes(service, tmp_path):
     assert r.stderr.count("] succeeded ") == 3  # a plain progress line per file off a terminal
     assert "HTTP Request" not in r.stderr
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
-    assert sorted(written) == sorted(["cube.ply", "sub", "sub/sphere.ply", "torus.ply"] + [
-        ".cube.ply.tessera.json", "sub/.sphere.ply.tessera.json", ".torus.ply.tessera.json"
-    ])  # fmt: skip  (each result with its record beside it)
+    assert sorted(written) == sorted(
+        ["cube.ply", "sub", "sub/sphere.ply", "torus.ply"]
+        + [".cube.ply.tessera.json", "sub/.sphere.ply.tessera.json", ".torus.ply.tessera.json"]
+    )  # each result with its record beside it
     sphere = load_bytes((out / "sub" / "sphere.ply").read_bytes(), "s.ply")
     assert sphere.n_vertices == 386 and "vertex_normals" in sphere.vertex_attrs
 
@@ -223,8 +224,14 @@ def test_a_wrong_url_fails_at_once_naming_the_url_and_the_settings(tmp_path, com
     args = (
         ["submit", str(tmp_path / "cube.obj"), "--op", "weld", "-o", str(tmp_path / "o.ply")]
         if command == "submit"
-        else ["batch", str(tmp_path), "--pipeline", str(tmp_path / "p.yaml"), "--out",
-              str(tmp_path / "out")]  # fmt: skip
+        else [
+            "batch",
+            str(tmp_path),
+            "--pipeline",
+            str(tmp_path / "p.yaml"),
+            "--out",
+            str(tmp_path / "out"),
+        ]  # fmt: skip
     )
     t0 = time.monotonic()
     r = tessera(*args, "--url", url)
