@@ -58,12 +58,14 @@ ensure_env() {
 }
 
 ensure_node_deps() {
-  # three.js for the browser page, pinned by package-lock.json; `npm ci` again when it changes
+  # three.js for the browser page and Swagger UI for /docs, pinned by package-lock.json; `npm ci`
+  # again when it changes (no install scripts: both are plain files; one of swagger-ui-dist's
+  # dependencies would otherwise report the install to its vendor)
   stamp=node_modules/.tessera-installed
   if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
     command -v npm >/dev/null 2>&1 || apt_install nodejs npm
     say "installing the page's JavaScript dependencies (npm ci)"
-    npm ci --no-audit --no-fund --loglevel=error
+    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
     touch "$stamp"
   fi
 }
