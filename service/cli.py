@@ -73,6 +73,9 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # its own session: a Ctrl-C at the terminal reaches the API and workers, not Redis, which
+        # stops last, once they have (else they log its disappearance while stopping)
+        start_new_session=True,
     )
     url = f"redis://{host}:{port}/0"
     import redis
@@ -111,6 +114,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     failed = False
+    redis_proc: subprocess.Popen[bytes] | None = None
     try:
         redis_url = os.environ.get("TESSERA_REDIS_URL") or os.environ.get("REDIS_URL")
         if redis_url:
@@ -118,6 +122,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         else:
             rp, redis_url = start_redis(data_dir)
             procs.append(rp)
+            redis_proc = rp
             log.info(
                 "started a private redis-server at %s (AOF under %s)", redis_url, data_dir / "redis"
             )
@@ -157,7 +162,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             return 1 if failed else 0
         print(
             f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
-            f"data in {data_dir}). Ctrl-C stops it.",
+            f"data in {data_dir}). Ctrl-C stops it.\n"
+            f"The tessera command and the Python client find it with: export TESSERA_URL={url}",
             flush=True,
         )
         while not stop:
@@ -167,14 +173,18 @@ def cmd_up(args: argparse.Namespace) -> int:
                     stop = failed = True
             time.sleep(0.5)
     finally:
-        for p in reversed(procs):  # API, then workers, then Redis last
-            if p.poll() is None:
-                p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        # API and workers first, then Redis once they have stopped (they use it while stopping)
+        services = [p for p in procs if p is not redis_proc]
+        for group in (services, [redis_proc] if redis_proc else []):
+            for p in reversed(group):
+                if p.poll() is None:
+                    p.terminate()
+            for p in reversed(group):
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(5)
     return 1 if failed else 0
 
 
