@@ -73,8 +73,9 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        # its own session: a Ctrl-C at the terminal reaches the API and workers, not Redis, which
-        # stops last, once they have (else they log its disappearance while stopping)
+        # like the API and workers, in its own session: a Ctrl-C at the terminal reaches only
+        # `tessera up`, which stops them in order (one signal each: a worker's second signal is
+        # a cold stop) and Redis last, once they no longer use it
         start_new_session=True,
     )
     url = f"redis://{host}:{port}/0"
@@ -131,7 +132,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         for i in range(args.workers):
             procs.append(
                 subprocess.Popen(
-                    [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"], env=env
+                    [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"],
+                    env=env,
+                    start_new_session=True,
                 )
             )
         procs.append(
@@ -151,6 +154,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                     *(["--workers", str(args.api_workers)] if args.api_workers > 1 else []),
                 ],
                 env=env,
+                start_new_session=True,
             )
         )
         shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host

@@ -83,14 +83,16 @@ def service(tmp_path) -> Iterator[int]:
         assert f"export TESSERA_URL=http://127.0.0.1:{port}" in proc.stdout.readline()
         yield port
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # what Ctrl-C does to the terminal's process group
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does to the terminal's process group
         try:
             rest, _ = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             rest, _ = proc.communicate(timeout=10)
-    # a stop is quiet: Redis goes last, so nothing logs its disappearance
-    assert proc.returncode == 0 and "Traceback" not in rest, rest
+    # a stop is orderly: each worker told once (a second signal is a cold stop) and Redis last,
+    # so nothing logs its disappearance
+    assert proc.returncode == 0 and "Traceback" not in rest and "cold stop" not in rest, rest
+    assert "worker down" in rest
 
 
 @pytest.mark.slow
