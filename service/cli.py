@@ -324,10 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         written = save_artifacts(result.artifacts, args.output)
         t3 = time.perf_counter()
     except EngineError as exc:
-        print(
-            f"tessera: {exc.code}: {exc.message} {json.dumps(exc.detail) if exc.detail else ''}",
-            file=sys.stderr,
-        )
+        print(f"tessera: {engine_error_text(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -346,6 +343,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         for path in written:
             print(f"{path}: artifact")
     return 0
+
+
+def engine_error_text(exc: Any) -> str:
+    """An engine error in words: its code and message, where the parameters are wrong (the
+    same words as the client's) and any other detail as JSON."""
+    from tessera.errors import where_wrong
+
+    detail = dict(exc.detail or {})
+    where = where_wrong(detail.pop("errors", None))
+    op = detail.pop("op", None) if where else None
+    head = f"{exc.code}: {exc.message}" + (f" ({op})" if op else "")
+    return "; ".join([head, *where]) + (f" {json.dumps(detail)}" if detail else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

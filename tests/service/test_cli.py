@@ -107,6 +107,11 @@ def test_run_reports_errors_with_their_code(tmp_path):
         str(tmp_path / "x.ply"),
     )
     assert r.returncode == 2 and "op.params_invalid" in r.stderr
+    # which parameter and why, in words
+    r = tessera("run", str(mesh_path("rx-cube.obj")), "--op", "vertex_normals:weighting=bogus",
+                "-o", str(tmp_path / "x.ply"))  # fmt: skip
+    assert r.returncode == 2
+    assert "(vertex_normals); weighting: Input should be 'area', 'angle'" in r.stderr, r.stderr
 
 
 def test_run_quiet_prints_nothing_on_a_machine_without_cupy(tmp_path):
