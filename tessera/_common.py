@@ -210,24 +210,26 @@ URL_SETTINGS = "--url or the TESSERA_URL environment variable (Client(url) in Py
 CONNECT_TIMEOUT = 5.0
 
 
+def unreachable(exc: httpx.TransportError, reached: bool) -> bool:
+    """Whether a request that got no answer shows a wrong or stopped URL: no connection could be
+    made (refused, unknown host, connect timeout) to a service that never answered this client.
+    That is not retried; once the service has answered, such failures are a restart or a blip,
+    retried like the rest."""
+    return not reached and isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+
+
 def transport_error(
-    url: str, method: str, path: str, exc: httpx.TransportError, reached: bool, retries_left: bool
-) -> errors.ConnectionFailed | None:
-    """The error to raise for a request that got no answer, or None to retry it. A connection
-    that cannot be made to a service that never answered this client (refused, unknown host,
-    connect timeout) is a wrong or stopped URL: raised at once, naming the URL and the setting.
-    Once the service has answered, such failures are a restart or a blip, retried like the rest."""
-    cant_connect = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+    url: str, method: str, path: str, exc: httpx.TransportError, reached: bool
+) -> errors.ConnectionFailed:
+    """The error for a request that got no answer, naming the URL and where it is set."""
     why = _reason(exc)
-    if cant_connect and not reached:
+    if unreachable(exc, reached):
         return errors.ServiceUnreachable(
             "client.unreachable",
             f"no Tessera service answers at {url} ({why}). Start one (tessera up, ./dev.sh run) "
             f"or give the right address: {URL_SETTINGS}",
             context={"url": url},
         )
-    if retries_left:
-        return None
     return errors.ConnectionFailed(
         "client.connection",
         f"{method} {url}{path}: no answer after retries ({why}); the address comes from "

@@ -44,6 +44,7 @@ from ._common import (
     submission,
     tmp_path_for,
     transport_error,
+    unreachable,
     uploads,
 )
 
@@ -128,10 +129,9 @@ class Client:
                 req = self.http.build_request(method, self.url + path, **_merge(kw, body))
                 resp = self.http.send(req, stream=stream)
             except httpx.TransportError as exc:
-                wait = self.retry.delay(attempt, None)
-                err = transport_error(self.url, method, path, exc, self._reached, wait is not None)
-                if err is not None:
-                    raise err from exc
+                wait = None if unreachable(exc, self._reached) else self.retry.delay(attempt, None)
+                if wait is None:
+                    raise transport_error(self.url, method, path, exc, self._reached) from exc
                 log.warning("%s %s: %r; retry in %.2fs", method, path, exc, wait)
             else:
                 self._reached = True
@@ -324,10 +324,9 @@ class AsyncClient:
                 req = self.http.build_request(method, self.url + path, **_merge(kw, body))
                 resp = await self.http.send(req, stream=stream)
             except httpx.TransportError as exc:
-                wait = self.retry.delay(attempt, None)
-                err = transport_error(self.url, method, path, exc, self._reached, wait is not None)
-                if err is not None:
-                    raise err from exc
+                wait = None if unreachable(exc, self._reached) else self.retry.delay(attempt, None)
+                if wait is None:
+                    raise transport_error(self.url, method, path, exc, self._reached) from exc
                 log.warning("%s %s: %r; retry in %.2fs", method, path, exc, wait)
             else:
                 self._reached = True

@@ -75,9 +75,10 @@ def service(tmp_path) -> Iterator[int]:
         start_new_session=True,
     )
     try:
-        out = []
+        assert proc.stdout is not None
+        out: list[str] = []
         while not any("Tessera is up" in line for line in out):
-            line = proc.stdout.readline() if proc.stdout else ""
+            line = proc.stdout.readline()
             assert line or proc.poll() is None, "tessera up exited:\n" + "".join(out)
             out.append(line)
         assert f"export TESSERA_URL=http://127.0.0.1:{port}" in proc.stdout.readline()
