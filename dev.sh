@@ -65,7 +65,7 @@ ensure_node_deps() {
   if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
     command -v npm >/dev/null 2>&1 || apt_install nodejs npm
     say "installing the page's JavaScript dependencies (npm ci)"
-    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null  # errors still show
     touch "$stamp"
   fi
 }
