@@ -3,12 +3,13 @@
 # Python's venv module and redis-server from Debian's packages, npm (for three.js, which the page
 # loads from node_modules) and, for the page's tests, chromium; elsewhere it says what to install.
 #
-#   ./dev.sh run  [tessera up options]    environment, private Redis, API and one worker; prints the URL
-#   ./dev.sh test [pytest options]        environment, then the whole CPU test suite
+#   ./dev.sh run  [tessera up options]    environment (what running needs), private Redis, API and
+#                                         one worker; prints the URL
+#   ./dev.sh test [pytest options]        environment with the dev extras, then the CPU test suite
 #   ./dev.sh gpu                          on a GPU host: GPU tests and benchmarks, short table last
 #                                         (offline: tests needing Chromium, SeaweedFS or
 #                                         schemathesis are left out and named; CI runs them)
-#   ./dev.sh setup                        only the environment (.venv, node_modules)
+#   ./dev.sh setup                        only the environment (.venv with the dev extras, node_modules)
 set -eu
 cd "$(dirname "$0")"
 VENV=${TESSERA_VENV:-.venv}
@@ -42,22 +43,29 @@ ensure_redis() {
 }
 
 ensure_env() {
-  stamp="$VENV/.installed"
-  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e ".[dev]"
-    touch "$stamp"
+  # $1: "" for what running needs, "dev" for the test tools too (pytest, playwright, SeaweedFS...)
+  extras=${1:-}
+  stamp="$VENV/.installed${extras:+-$extras}"
+  if [ -n "$extras" ] || [ ! -f "$VENV/.installed-dev" ] || [ pyproject.toml -nt "$VENV/.installed-dev" ]; then
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+      [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+      say "installing Python packages into $VENV${extras:+ (with the $extras extras)}"
+      "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+      "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+      touch "$stamp"
+    fi
   fi
 }
 
 ensure_node_deps() {
-  # three.js for the browser page, pinned by package-lock.json; `npm ci` again when it changes
+  # three.js for the browser page and Swagger UI for /docs, pinned by package-lock.json; `npm ci`
+  # again when it changes (no install scripts: both are plain files; one of swagger-ui-dist's
+  # dependencies would otherwise report the install to its vendor)
   stamp=node_modules/.tessera-installed
   if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
     command -v npm >/dev/null 2>&1 || apt_install nodejs npm
     say "installing the page's JavaScript dependencies (npm ci)"
-    npm ci --no-audit --no-fund --loglevel=error
+    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null  # errors still show
     touch "$stamp"
   fi
 }
@@ -70,10 +78,12 @@ ensure_chromium() {
 cmd=${1:-help}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-  run)   ensure_python; ensure_redis; ensure_env; ensure_node_deps; exec "$VENV/bin/tessera" up "$@" ;;
-  test)  ensure_python; ensure_redis; ensure_env; ensure_node_deps; ensure_chromium
+  run)   ensure_python; ensure_redis; ensure_env; ensure_node_deps
+         say "the tessera command is $VENV/bin/tessera (export PATH=\"\$PWD/$VENV/bin:\$PATH\" to type just tessera)"
+         exec "$VENV/bin/tessera" up "$@" ;;
+  test)  ensure_python; ensure_redis; ensure_env dev; ensure_node_deps; ensure_chromium
          exec "$VENV/bin/python" -m pytest "$@" ;;
-  setup) ensure_python; ensure_redis; ensure_env; ensure_node_deps ;;
+  setup) ensure_python; ensure_redis; ensure_env dev; ensure_node_deps ;;
   gpu)   exec python3 -m bench.suite "$@" ;;
-  *)     sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *)     sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

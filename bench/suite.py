@@ -29,13 +29,20 @@ def host_exclusions() -> tuple[list[str], list[str]]:
     args, why = [], []
     if not Path("/usr/bin/chromium").exists() or importlib.util.find_spec("playwright") is None:
         args.append("--ignore=tests/service/test_page.py")
-        why.append("page tests (no Chromium/Playwright)")
+        args.append("--ignore=tests/service/test_docs_page.py")
+        why.append("page and /docs tests (no Chromium/Playwright)")
+    elif not (ROOT / "node_modules" / "swagger-ui-dist").is_dir():
+        args.append("--ignore=tests/service/test_docs_page.py")
+        why.append("/docs tests (Swagger UI from node_modules: no npm)")
     if not (ROOT / "node_modules" / "three").is_dir():
         args.append(
             "--deselect=tests/service/test_routes_ui.py"
             "::test_three_is_served_from_node_modules_through_the_import_map"
         )
         why.append("three.js served from node_modules (no npm)")
+    if shutil.which("curl") is None:
+        args.append("--ignore=tests/test_readme.py")
+        why.append("the README's snippets (no curl)")
     if importlib.util.find_spec("schemathesis") is None:
         args.append("--ignore=tests/reliability/test_api_schema.py")
         why.append("OpenAPI fuzzing (no schemathesis)")

@@ -3,7 +3,7 @@
 FROM node:20-slim AS page
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
 
 FROM python:3.12-slim
 WORKDIR /app

@@ -73,6 +73,10 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # like the API and workers, in its own session: a Ctrl-C at the terminal reaches only
+        # `tessera up`, which stops them in order (one signal each: a worker's second signal is
+        # a cold stop) and Redis last, once they no longer use it
+        start_new_session=True,
     )
     url = f"redis://{host}:{port}/0"
     import redis
@@ -111,6 +115,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     failed = False
+    redis_proc: subprocess.Popen[bytes] | None = None
     try:
         redis_url = os.environ.get("TESSERA_REDIS_URL") or os.environ.get("REDIS_URL")
         if redis_url:
@@ -118,6 +123,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         else:
             rp, redis_url = start_redis(data_dir)
             procs.append(rp)
+            redis_proc = rp
             log.info(
                 "started a private redis-server at %s (AOF under %s)", redis_url, data_dir / "redis"
             )
@@ -126,7 +132,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         for i in range(args.workers):
             procs.append(
                 subprocess.Popen(
-                    [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"], env=env
+                    [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"],
+                    env=env,
+                    start_new_session=True,
                 )
             )
         procs.append(
@@ -146,6 +154,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                     *(["--workers", str(args.api_workers)] if args.api_workers > 1 else []),
                 ],
                 env=env,
+                start_new_session=True,
             )
         )
         shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
@@ -157,7 +166,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             return 1 if failed else 0
         print(
             f"Tessera is up: {url}  (API docs: {url}/docs, {args.workers} worker(s), "
-            f"data in {data_dir}). Ctrl-C stops it.",
+            f"data in {data_dir}). Ctrl-C stops it.\n"
+            f"The tessera command and the Python client find it with: export TESSERA_URL={url}",
             flush=True,
         )
         while not stop:
@@ -167,14 +177,18 @@ def cmd_up(args: argparse.Namespace) -> int:
                     stop = failed = True
             time.sleep(0.5)
     finally:
-        for p in reversed(procs):  # API, then workers, then Redis last
-            if p.poll() is None:
-                p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        # API and workers first, then Redis once they have stopped (they use it while stopping)
+        services = [p for p in procs if p is not redis_proc]
+        for group in (services, [redis_proc] if redis_proc else []):
+            for p in reversed(group):
+                if p.poll() is None:
+                    p.terminate()
+            for p in reversed(group):
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(5)
     return 1 if failed else 0
 
 
@@ -320,10 +334,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         written = save_artifacts(result.artifacts, args.output)
         t3 = time.perf_counter()
     except EngineError as exc:
-        print(
-            f"tessera: {exc.code}: {exc.message} {json.dumps(exc.detail) if exc.detail else ''}",
-            file=sys.stderr,
-        )
+        print(f"tessera: {engine_error_text(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -342,6 +353,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         for path in written:
             print(f"{path}: artifact")
     return 0
+
+
+def engine_error_text(exc: Any) -> str:
+    """An engine error in words: its code and message, where the parameters are wrong (the
+    same words as the client's) and any other detail as JSON."""
+    from tessera.errors import where_wrong
+
+    detail = dict(exc.detail or {})
+    where = where_wrong(detail.pop("errors", None))
+    op = detail.pop("op", None) if where else None
+    head = f"{exc.code}: {exc.message}" + (f" ({op})" if op else "")
+    return "; ".join([head, *where]) + (f" {json.dumps(detail)}" if detail else "")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -396,10 +419,15 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+#: commands that print their own results: their log shows warnings only (the services' show info)
+QUIET_LOG = frozenset({"run", "ops", "submit", "batch"})
+
+
 def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns progress
     args = build_parser().parse_args(argv)
+    level = logging.WARNING if args.cmd in QUIET_LOG else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns progress
     sys.exit(args.fn(args))
 
 

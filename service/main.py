@@ -66,7 +66,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             client.close()
             await app.state.waiter.aclose()
 
-    app = FastAPI(title="Tessera", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
+    # /docs is served from node_modules by ui.install (FastAPI's own loads Swagger UI from a
+    # CDN); ReDoc, also from a CDN, is left out
+    app = FastAPI(
+        title="Tessera",
+        version=VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.keyring = keyring_from(settings)
     app.state.metrics = Metrics()

@@ -204,6 +204,66 @@ def submission(parts: list[Upload], spec: dict[str, Any]) -> dict[str, Any]:
     return multipart(parts, spec)
 
 
+#: where the client's URL comes from, for messages that say how to change it
+URL_SETTINGS = "--url or the TESSERA_URL environment variable (Client(url) in Python)"
+#: connect timeout: an address where nothing answers fails in seconds, not a minute
+CONNECT_TIMEOUT = 5.0
+
+
+def unreachable(exc: httpx.TransportError, reached: bool) -> bool:
+    """Whether a request that got no answer shows a wrong or stopped URL: no connection could be
+    made (refused, unknown host, connect timeout) to a service that never answered this client.
+    That is not retried; once the service has answered, such failures are a restart or a blip,
+    retried like the rest."""
+    return not reached and isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+
+
+def transport_error(
+    url: str, method: str, path: str, exc: httpx.TransportError, reached: bool
+) -> errors.ConnectionFailed:
+    """The error for a request that got no answer, naming the URL and where it is set."""
+    why = _reason(exc)
+    if unreachable(exc, reached):
+        return errors.ServiceUnreachable(
+            "client.unreachable",
+            f"no Tessera service answers at {url} ({why}). Start one (tessera up, ./dev.sh run) "
+            f"or give the right address: {URL_SETTINGS}",
+            context={"url": url},
+        )
+    return errors.ConnectionFailed(
+        "client.connection",
+        f"{method} {url}{path}: no answer after retries ({why}); the address comes from "
+        f"{URL_SETTINGS}",
+        context={"url": url},
+    )
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and what caused it (asyncio's connect wraps the refusal in an OSError or
+    an exception group)."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [x for x in (e.__cause__, e.__context__) if x is not None]
+        todo += list(getattr(e, "exceptions", ()) or ())
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    text = str(exc) or exc.__class__.__name__
+    if any(isinstance(e, ConnectionRefusedError) for e in _causes(exc)):
+        return "connection refused"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connection timed out"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    return text
+
+
 def new_idempotency_key() -> str:
     return f"tessera-py-{uuid.uuid4().hex}"
 

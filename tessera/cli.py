@@ -5,10 +5,13 @@ tessera batch DIR --pipeline pipeline.json|.yaml --out DIR [--concurrency N] [--
 
 Both run the files as jobs, a few at a time, with a progress line (plain lines when the output is
 not a terminal) and a summary table, and exit 1 when any file failed. A result is written to a
-temporary file and renamed into place, so an existing output means a finished file: ``batch``
-skips those, and a re-run resumes where an interrupted one stopped. Each file's submission carries
-an ``Idempotency-Key`` made from its bytes and the spec, so a retried or resumed run reattaches to
-the job it already started instead of starting another.
+temporary file and renamed into place, so an existing output means a finished file. ``batch``
+records what made each result beside it (``.NAME.tessera.json``: a digest of the job spec and the
+input's bytes, the spec itself, the job) and skips a result only when that record matches the
+present spec and input: a re-run resumes where an interrupted one stopped, and a result made by
+another pipeline (or from an input since changed, or with no record) is made again, and the run
+says so. Each file's submission carries an ``Idempotency-Key`` made from the same digest, so a
+retried or resumed run reattaches to the job it already started instead of starting another.
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ class Outcome:
     message: str = ""
     job_id: str = ""
     faces: int | None = None
+    redone: str = ""  # why an existing result was made again
 
 
 @dataclass
@@ -172,6 +176,8 @@ class Board:
             self.show(force=True)
         else:
             what = o.code if o.status == "failed" else str(o.item.output)
+            if o.redone:
+                what += f" (made again: {o.redone})"
             head = f"[{len(self.finished)}/{self.total}]"
             self.stream.write(f"{head} {o.status} {o.item.label}: {what}\n")
             self.stream.flush()
@@ -187,11 +193,41 @@ DEAD = TERMINAL - {"succeeded"}
 
 
 def idempotency_key(item: Item, spec: dict[str, Any]) -> str:
+    """The digest of the job spec and the inputs (names and bytes): the submission's key, and
+    the record of what made a result."""
     h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode())
     for p in item.inputs:
         h.update(p.name.encode() + b"\0")
         h.update(hashlib.sha256(p.read_bytes()).digest())
     return "tessera-cli-" + h.hexdigest()[:48]
+
+
+def record_path(output: Path) -> Path:
+    """Where ``batch`` records what made ``output``: a hidden file beside it."""
+    return output.with_name(f".{output.name}.tessera.json")
+
+
+def made_by(output: Path) -> str | None:
+    """The digest recorded for ``output`` (None: no readable record)."""
+    try:
+        rec = json.loads(record_path(output).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec.get("key") if isinstance(rec, dict) else None
+
+
+def write_record(item: Item, spec: dict[str, Any], key: str, job_id: str) -> None:
+    rec = {
+        "key": key,
+        "spec": spec,
+        "inputs": [p.name for p in item.inputs],
+        "job": job_id,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = record_path(item.output)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(rec, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 async def run_one(
@@ -201,15 +237,33 @@ async def run_one(
     board: Board,
     resume: bool,
     timeout: float | None,
+    *,
+    record: bool = False,
+    keep_existing: bool = False,
 ) -> Outcome:
+    """Run one item. ``resume``: an existing result is kept when its record (``record`` writes
+    one beside each result) says the same spec and input made it, or always with
+    ``keep_existing``; otherwise it is made again and the outcome says why."""
+    redone = ""
+    key = ""
     if resume and item.output.exists():
-        return Outcome(item, "skipped")
+        if keep_existing:
+            return Outcome(item, "skipped")
+        key = await asyncio.to_thread(idempotency_key, item, spec)
+        found = await asyncio.to_thread(made_by, item.output)
+        if found == key:
+            return Outcome(item, "skipped")
+        redone = (
+            "no record of what made it"
+            if found is None
+            else "made by another pipeline or from another input"
+        )
     t0 = time.monotonic()
     board.running[item.label] = 0.0
     board.show()
     job_id = ""
     try:
-        key = await asyncio.to_thread(idempotency_key, item, spec)
+        key = key or await asyncio.to_thread(idempotency_key, item, spec)
         job = await ac.submit(item.inputs, spec=spec, idempotency_key=key)
         if job.get("state") in DEAD:
             # the key found an earlier run's job that failed or was cancelled (or has expired):
@@ -226,22 +280,23 @@ async def run_one(
         done = await ac.wait(job_id, progress=on_progress, timeout=timeout)
         item.output.parent.mkdir(parents=True, exist_ok=True)
         await ac.download(job_id, item.output)
+        if record:
+            await asyncio.to_thread(write_record, item, spec, key, job_id)
+    except errors.ServiceUnreachable:
+        raise  # no file can succeed: the run stops with one message
     except errors.TesseraError as exc:
         return Outcome(item, "failed", time.monotonic() - t0, exc.code, _detail(exc), job_id)
     except OSError as exc:
         return Outcome(item, "failed", time.monotonic() - t0, "client.os_error", str(exc), job_id)
     faces = (done.get("stats_after") or {}).get("faces")
-    return Outcome(item, "succeeded", time.monotonic() - t0, job_id=job_id, faces=faces)
+    return Outcome(
+        item, "succeeded", time.monotonic() - t0, job_id=job_id, faces=faces, redone=redone
+    )
 
 
 def _detail(exc: errors.TesseraError) -> str:
     """The problem's words, and where the request was wrong when it says (``errors``)."""
-    where = [
-        f"{'.'.join(str(p) for p in e.get('loc', []))}: {e.get('msg', '')}"
-        for e in (exc.errors or [])
-        if isinstance(e, dict)
-    ]
-    return "; ".join([exc.detail, *where[:5]])
+    return "; ".join([exc.detail, *exc.where[:5]])
 
 
 async def run_items(
@@ -256,6 +311,8 @@ async def run_items(
     stream: TextIO,
     retry: RetryPolicy | None = None,
     board: Board | None = None,
+    record: bool = False,
+    keep_existing: bool = False,
 ) -> list[Outcome]:
     board = board or Board(len(items), stream, stream.isatty())
     sem = asyncio.Semaphore(max(concurrency, 1))
@@ -264,7 +321,10 @@ async def run_items(
 
         async def guarded(item: Item) -> Outcome:
             async with sem:
-                o = await run_one(ac, item, spec, board, resume, timeout)
+                o = await run_one(
+                    ac, item, spec, board, resume, timeout,
+                    record=record, keep_existing=keep_existing,
+                )  # fmt: skip
             board.finish(o)
             return o
 
@@ -277,9 +337,14 @@ def summary(outcomes: list[Outcome], out: TextIO) -> None:
     rows = [("file", "result", "seconds", "faces", "output / error")]
     for o in outcomes:
         detail = str(o.item.output) if o.status != "failed" else f"{o.code}: {o.message}"
+        if o.redone:
+            detail += f" (made again: {o.redone})"
         secs = f"{o.seconds:.2f}" if o.status != "skipped" else "-"
         faces = "-" if o.faces is None else str(o.faces)
-        rows.append((o.item.label, o.status, secs, faces, detail[:120]))
+        # a failure's words whole: they say which field of the spec is wrong and why
+        rows.append(
+            (o.item.label, o.status, secs, faces, detail if o.status == "failed" else detail[:120])
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
@@ -289,6 +354,14 @@ def summary(outcomes: list[Outcome], out: TextIO) -> None:
         f"tessera: {counts['succeeded']} succeeded, {counts['failed']} failed, "
         f"{counts['skipped']} skipped\n"
     )
+    redone = [o for o in outcomes if o.redone]
+    if redone:
+        out.write(
+            f"tessera: {len(redone)} existing result(s) made again (not reused): "
+            + "; ".join(f"{o.item.output}: {o.redone}" for o in redone[:5])
+            + ("; ..." if len(redone) > 5 else "")
+            + "\n"
+        )
 
 
 def _finish(outcomes: list[Outcome]) -> int:
@@ -296,7 +369,14 @@ def _finish(outcomes: list[Outcome]) -> int:
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
-def _run(items: list[Item], spec: dict[str, Any], args: argparse.Namespace, resume: bool) -> int:
+def _run(
+    items: list[Item],
+    spec: dict[str, Any],
+    args: argparse.Namespace,
+    resume: bool,
+    record: bool = False,
+    keep_existing: bool = False,
+) -> int:
     """Run the items with a progress board; on Ctrl-C, the summary of what finished."""
     outputs: dict[Path, str] = {}
     for item in items:  # two inputs writing one file: the second would replace the first
@@ -316,8 +396,14 @@ def _run(items: list[Item], spec: dict[str, Any], args: argparse.Namespace, resu
                 timeout=args.timeout,
                 stream=sys.stderr,
                 board=board,
+                record=record,
+                keep_existing=keep_existing,
             )
         )
+    except errors.ServiceUnreachable as exc:
+        board.close()
+        sys.stderr.write(f"tessera: {exc.detail}\n")
+        return 1
     except KeyboardInterrupt:
         board.close()
         summary(board.finished, sys.stdout)
@@ -403,7 +489,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
         items.append(Item(str(rel), [p], out_root / rel.parent / f"{stem(p)}.{fmt}"))
     if not items:
         raise SystemExit(f"tessera: no mesh files under {root}")
-    return _run(items, spec, args, resume=not args.force)
+    return _run(
+        items, spec, args, resume=not args.force, record=True, keep_existing=args.keep_existing
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -439,6 +527,13 @@ def add_commands(sub: Any) -> None:
     b.add_argument("--pipeline", required=True, help="the job spec or its steps, JSON or YAML")
     b.add_argument("--out", required=True, metavar="DIR", help="results, same layout as DIR")
     b.add_argument("--concurrency", type=int, default=4)
-    b.add_argument("--force", action="store_true", help="redo files whose result exists")
+    again = b.add_mutually_exclusive_group()
+    again.add_argument("--force", action="store_true", help="redo files whose result exists")
+    again.add_argument(
+        "--keep-existing",
+        action="store_true",
+        help="keep every existing result, even one made by another pipeline or from another "
+        "input (by default only results recorded as made by this spec and input are kept)",
+    )
     _common(b)
     b.set_defaults(fn=cmd_batch)

@@ -6,8 +6,10 @@
 ...     tc.download(job, "bunny.ply")
 
 Answers 429, 502, 503 and 504 and connection failures are retried with exponential backoff and
-jitter (``Retry-After`` honoured); a submission always carries an ``Idempotency-Key`` (one is made
-up when none is given), so a retried upload never makes a second job. Refusals raise the
+jitter (``Retry-After`` honoured), except an address where nothing has answered yet (refused,
+unknown host): that raises :class:`~tessera.errors.ServiceUnreachable` at once, naming the URL.
+A submission always carries an ``Idempotency-Key`` (one is made up when none is given), so a
+retried upload never makes a second job. Refusals raise the
 :mod:`tessera.errors` class of their status, with the API's ``code``.
 """
 
@@ -25,6 +27,7 @@ import httpx
 
 from . import errors
 from ._common import (
+    CONNECT_TIMEOUT,
     DEFAULT_URL,
     TERMINAL,
     LongPoll,
@@ -40,6 +43,8 @@ from ._common import (
     raise_for_problem,
     submission,
     tmp_path_for,
+    transport_error,
+    unreachable,
     uploads,
 )
 
@@ -95,7 +100,11 @@ class Client:
         key = api_key if api_key is not None else os.environ.get("TESSERA_API_KEY")
         self._own = http is None
         # results may answer 307 to a presigned URL of the blob store
-        self.http = http or httpx.Client(timeout=timeout, follow_redirects=True)
+        self.http = http or httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+            follow_redirects=True,
+        )
+        self._reached = False  # whether the service has answered this client yet
         self.http.headers.update(_headers(key))
 
     # ------------------------------------------------------------------ plumbing
@@ -120,13 +129,12 @@ class Client:
                 req = self.http.build_request(method, self.url + path, **_merge(kw, body))
                 resp = self.http.send(req, stream=stream)
             except httpx.TransportError as exc:
-                wait = self.retry.delay(attempt, None)
+                wait = None if unreachable(exc, self._reached) else self.retry.delay(attempt, None)
                 if wait is None:
-                    raise errors.ConnectionFailed(
-                        "client.connection", f"{method} {path}: {exc!r}"
-                    ) from exc
+                    raise transport_error(self.url, method, path, exc, self._reached) from exc
                 log.warning("%s %s: %r; retry in %.2fs", method, path, exc, wait)
             else:
+                self._reached = True
                 wait = self.retry.delay(attempt, resp) if resp.status_code >= 400 else None
                 if wait is None:
                     if resp.status_code >= 400 and stream:
@@ -286,7 +294,11 @@ class AsyncClient:
         self.retry = retry or RetryPolicy()
         key = api_key if api_key is not None else os.environ.get("TESSERA_API_KEY")
         self._own = http is None
-        self.http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=True)
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+            follow_redirects=True,
+        )
+        self._reached = False  # whether the service has answered this client yet
         self.http.headers.update(_headers(key))
 
     async def aclose(self) -> None:
@@ -312,13 +324,12 @@ class AsyncClient:
                 req = self.http.build_request(method, self.url + path, **_merge(kw, body))
                 resp = await self.http.send(req, stream=stream)
             except httpx.TransportError as exc:
-                wait = self.retry.delay(attempt, None)
+                wait = None if unreachable(exc, self._reached) else self.retry.delay(attempt, None)
                 if wait is None:
-                    raise errors.ConnectionFailed(
-                        "client.connection", f"{method} {path}: {exc!r}"
-                    ) from exc
+                    raise transport_error(self.url, method, path, exc, self._reached) from exc
                 log.warning("%s %s: %r; retry in %.2fs", method, path, exc, wait)
             else:
+                self._reached = True
                 wait = self.retry.delay(attempt, resp) if resp.status_code >= 400 else None
                 if wait is None:
                     if resp.status_code >= 400 and stream:

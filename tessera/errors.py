@@ -19,7 +19,9 @@ status and detail. Error tree::
       JobError                   the job ended without a result (``job`` holds its record)
         JobFailed                state failed: the code is the job's error code
         JobCancelled             state cancelled
-      ConnectionFailed           no answer after the retries (connection refused, reset, timeout)
+      ConnectionFailed           no answer after the retries (connection reset, timeout)
+        ServiceUnreachable       client.unreachable: nothing answered at the URL on the first
+                                 try (refused, unknown host, connect timeout): not retried
       WaitTimeout                ``wait`` gave up before the job ended (also a TimeoutError)
 """
 
@@ -43,13 +45,34 @@ class TesseraError(Exception):
         errors: list[Any] | None = None,
         body: Any = None,
     ) -> None:
-        super().__init__(f"{code}: {detail}" if detail else code)
+        self.where = where_wrong(errors)
+        text = "; ".join(x for x in [detail, *self.where] if x)
+        super().__init__(f"{code}: {text}" if text else code)
         self.code = code
         self.detail = detail
         self.status = status
         self.context = context or {}
         self.errors = errors
         self.body = body
+
+
+def where_wrong(errors: list[Any] | None) -> list[str]:
+    """The API's validation ``errors`` (``{"loc", "msg"}`` each) in words: ``pipeline[0]
+    (vertex_normals) weighting: Input should be 'area', ...``, ``output.format: ...``."""
+    out = []
+    for e in errors or []:
+        if not isinstance(e, dict):
+            continue
+        loc = [str(p) for p in e.get("loc") or []]
+        if len(loc) >= 2 and loc[0] == "pipeline" and loc[1].isdigit():
+            # a step's fields sit under its operation's name (the union's tag)
+            head = f"pipeline[{loc[1]}]" + (f" ({loc[2]})" if len(loc) > 2 else "")
+            where = " ".join([head, ".".join(loc[3:])]).strip()
+        else:
+            where = ".".join(f"[{p}]" if p.isdigit() else p for p in loc).replace(".[", "[")
+        msg = str(e.get("msg") or e.get("message") or "")
+        out.append(f"{where}: {msg}" if where else msg)
+    return out
 
 
 class ApiError(TesseraError):
@@ -114,6 +137,11 @@ class JobCancelled(JobError):
 
 class ConnectionFailed(TesseraError):
     pass
+
+
+class ServiceUnreachable(ConnectionFailed):
+    """Nothing answers at the client's URL and nothing ever has: a wrong or stopped service,
+    raised at once (a service that answered before and then stops is retried instead)."""
 
 
 class WaitTimeout(TesseraError, TimeoutError):

@@ -107,6 +107,41 @@ def test_run_reports_errors_with_their_code(tmp_path):
         str(tmp_path / "x.ply"),
     )
     assert r.returncode == 2 and "op.params_invalid" in r.stderr
+    # which parameter and why, in words
+    r = tessera("run", str(mesh_path("rx-cube.obj")), "--op", "vertex_normals:weighting=bogus",
+                "-o", str(tmp_path / "x.ply"))  # fmt: skip
+    assert r.returncode == 2
+    assert "(vertex_normals); weighting: Input should be 'area', 'angle'" in r.stderr, r.stderr
+
+
+def test_run_quiet_prints_nothing_on_a_machine_without_cupy(tmp_path):
+    """``-q`` means silence: no notice that CuPy is missing (a CPU machine's normal state) on
+    either stream; an installed CuPy that cannot run is still worth its warning."""
+    from workers.engine import backend
+
+    out = tmp_path / "spot.ply"
+    r = tessera("run", str(mesh_path("spot.obj")), "--op", "weld", "-o", str(out), "-q")
+    assert r.returncode == 0 and out.is_file()
+    assert r.stdout == ""
+    if backend._cupy_installed() and not backend.gpu_available():
+        assert "device=auto runs on the CPU" in r.stderr
+    else:
+        assert r.stderr == ""
+
+
+def test_the_cpu_fallback_is_a_warning_only_where_cupy_is_installed(monkeypatch, caplog):
+    import logging
+
+    from workers.engine import backend
+
+    monkeypatch.setattr(backend, "gpu_available", lambda: False)
+    for installed, level in ((False, logging.INFO), (True, logging.WARNING)):
+        monkeypatch.setattr(backend, "_warned_fallback", False)
+        monkeypatch.setattr(backend, "_cupy_installed", lambda i=installed: i)
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger=backend.log.name):
+            assert backend.resolve("auto") == "numpy"
+        assert [r.levelno for r in caplog.records] == [level]
 
 
 def test_ops_lists_the_catalogue_with_parameters():

@@ -8,11 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
 from tessera.cli import INPUT_SUFFIXES, OUTPUT_FORMATS, load_pipeline, parse_op, stem
-from tests.conftest import ROOT, mesh_path
+from tests.conftest import ROOT, _free_port, mesh_path
 from workers.engine.io import MESH_FORMATS, load_bytes
 from workers.engine.io import OUTPUT_FORMATS as ENGINE_OUTPUTS
 
@@ -146,7 +147,10 @@ def test_batch_reports_failures_and_resumes(service, tmp_path):
     assert r.stderr.count("] succeeded ") == 3  # a plain progress line per file off a terminal
     assert "HTTP Request" not in r.stderr
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
-    assert written == ["cube.ply", "sub", "sub/sphere.ply", "torus.ply"]
+    assert sorted(written) == sorted(
+        ["cube.ply", "sub", "sub/sphere.ply", "torus.ply"]
+        + [".cube.ply.tessera.json", "sub/.sphere.ply.tessera.json", ".torus.ply.tessera.json"]
+    )  # each result with its record beside it
     sphere = load_bytes((out / "sub" / "sphere.ply").read_bytes(), "s.ply")
     assert sphere.n_vertices == 386 and "vertex_normals" in sphere.vertex_attrs
 
@@ -210,3 +214,82 @@ def test_several_inputs_writing_one_file_are_refused(tmp_path):
                 "-o", f"{tmp_path}/outs/", "--url", "http://127.0.0.1:9")  # fmt: skip
     assert r.returncode != 0 and "would both write" in r.stderr
     assert not (tmp_path / "outs").exists()
+
+
+@pytest.mark.parametrize("command", ["submit", "batch"])
+def test_a_wrong_url_fails_at_once_naming_the_url_and_the_settings(tmp_path, command):
+    shutil.copy(mesh_path("rx-cube.obj"), tmp_path / "cube.obj")
+    (tmp_path / "p.yaml").write_text("- weld\n")
+    url = f"http://127.0.0.1:{_free_port()}"
+    args = (
+        ["submit", str(tmp_path / "cube.obj"), "--op", "weld", "-o", str(tmp_path / "o.ply")]
+        if command == "submit"
+        else [
+            "batch",
+            str(tmp_path),
+            "--pipeline",
+            str(tmp_path / "p.yaml"),
+            "--out",
+            str(tmp_path / "out"),
+        ]  # fmt: skip
+    )
+    t0 = time.monotonic()
+    r = tessera(*args, "--url", url)
+    assert time.monotonic() - t0 < 5  # the interpreter's start included; no 10 s of retries
+    assert r.returncode == 1
+    assert r.stderr.count(url) == 1, r.stderr  # said once, not once per file
+    assert "--url" in r.stderr and "TESSERA_URL" in r.stderr
+    assert "connection refused" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_batch_redoes_results_made_by_another_pipeline(service, tmp_path):
+    """Each result has a record of the spec and input that made it: a re-run keeps only the
+    results this spec and input made, makes the others again and says so."""
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(mesh_path("rx-cube.obj"), src / "cube.obj")
+    shutil.copy(mesh_path("rx-sphere3.obj"), src / "sphere.obj")
+    pipeline = tmp_path / "p.yaml"
+    out = tmp_path / "out"
+
+    def batch(steps: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        pipeline.write_text(steps)
+        return tessera("batch", str(src), "--pipeline", str(pipeline), "--out", str(out),
+                       "--url", service.url, *extra)  # fmt: skip
+
+    def attrs(name: str) -> set[str]:
+        return set(load_bytes((out / name).read_bytes(), name).vertex_attrs)
+
+    r = batch("- weld\n- vertex_normals\n")
+    assert r.returncode == 0 and "2 succeeded, 0 failed, 0 skipped" in r.stdout, r.stdout
+    assert "made again" not in r.stdout
+    rec = json.loads((out / ".cube.ply.tessera.json").read_text())
+    assert rec["spec"]["pipeline"] == [{"op": "weld"}, {"op": "vertex_normals"}]
+    assert rec["inputs"] == ["cube.obj"] and len(rec["job"]) > 0
+    assert "gaussian_curvature" not in attrs("cube.ply")
+
+    r = batch("- weld\n- vertex_normals\n")  # the same spec: nothing to do
+    assert r.returncode == 0 and "0 succeeded, 0 failed, 2 skipped" in r.stdout, r.stdout
+
+    r = batch("- weld\n- vertex_normals\n- gaussian_curvature\n")  # the pipeline changed
+    assert r.returncode == 0 and "2 succeeded, 0 failed, 0 skipped" in r.stdout, r.stdout
+    assert "2 existing result(s) made again" in r.stdout
+    assert "made by another pipeline or from another input" in r.stdout
+    assert "gaussian_curvature" in attrs("cube.ply") and "gaussian_curvature" in attrs("sphere.ply")
+    new_key = json.loads((out / ".cube.ply.tessera.json").read_text())["key"]
+    assert new_key != rec["key"]
+
+    # an input that changed is made again; a result with no record is made again, saying so
+    (src / "cube.obj").write_text((src / "cube.obj").read_text() + "\n# edited\n")
+    (out / ".sphere.ply.tessera.json").unlink()
+    r = batch("- weld\n- vertex_normals\n- gaussian_curvature\n")
+    assert "2 succeeded, 0 failed, 0 skipped" in r.stdout, r.stdout
+    assert "no record of what made it" in r.stdout
+    assert (out / ".sphere.ply.tessera.json").is_file()
+
+    # --keep-existing keeps every result, whatever made it
+    before = (out / "cube.ply").stat().st_mtime_ns
+    r = batch("- weld\n", "--keep-existing")
+    assert r.returncode == 0 and "0 succeeded, 0 failed, 2 skipped" in r.stdout, r.stdout
+    assert (out / "cube.ply").stat().st_mtime_ns == before

@@ -240,12 +240,62 @@ def test_gives_up_with_the_last_problem(scripted, kind):
 
 
 @CLIENTS
-def test_connection_refused_is_retried_then_raised(kind):
+def test_a_url_where_nothing_listens_fails_at_once_naming_it(kind):
+    """A wrong or stopped URL is not retried (the default policy's retries would take about
+    10 s): one try, and the error names the URL and where it is set."""
     url = f"http://127.0.0.1:{_free_port()}"
     t0 = time.monotonic()
+    with pytest.raises(errors.ServiceUnreachable) as e:
+        operations(kind, url, RetryPolicy())
+    assert time.monotonic() - t0 < 1.0
+    assert e.value.code == "client.unreachable" and e.value.context == {"url": url}
+    text = str(e.value)
+    assert url in text and "--url" in text and "TESSERA_URL" in text
+    assert "connection refused" in text
+    assert isinstance(e.value, errors.ConnectionFailed)  # still a connection failure
+
+
+@CLIENTS
+def test_a_service_that_answered_then_stops_is_retried(scripted, kind):
+    """Once the service has answered, a refused connection is a restart or a blip: retried with
+    backoff, then raised as a connection failure that names the URL."""
+    url = f"http://127.0.0.1:{_free_port()}"
+    policy = RetryPolicy(retries=3, base=0.05, max_delay=0.1)
+
+    async def async_run() -> None:
+        async with tessera.AsyncClient(scripted, retry=policy) as ac:
+            await ac.operations()  # the first call reaches a server...
+            ac.url = url  # ...then the address stops answering
+            await ac.operations()
+
+    t0 = time.monotonic()
     with pytest.raises(errors.ConnectionFailed) as e:
-        operations(kind, url, FAST)
-    assert e.value.code == "client.connection" and time.monotonic() - t0 < 2
+        if kind == "sync":
+            with tessera.Client(scripted, retry=policy) as c:
+                c.operations()
+                c.url = url
+                c.operations()
+        else:
+            asyncio.run(async_run())
+    assert not isinstance(e.value, errors.ServiceUnreachable)
+    assert e.value.code == "client.connection" and url in str(e.value)
+    assert time.monotonic() - t0 >= 0.05 * (1 + 2 + 2) / 2  # three backoffs were waited out
+    assert len(Scripted.times) == 1
+
+
+def test_an_invalid_spec_error_says_which_field_and_why(client):
+    """The API's ``spec.invalid`` carries ``errors`` (where and why): the client's error text
+    names each field, not just "the job spec is invalid"."""
+    tc = tessera.Client("http://testserver", http=client)
+    mesh = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+    with pytest.raises(errors.InvalidInput) as e:
+        tc.submit(mesh, [("vertex_normals", {"weighting": "bogus"})], filename="t.obj",
+                  output={"format": "xyz"})  # fmt: skip
+    text = str(e.value)
+    assert e.value.code == "spec.invalid"
+    assert "pipeline[0] (vertex_normals) weighting: Input should be 'area'" in text
+    assert "output.format: Input should be 'ply'" in text
+    assert e.value.where == [w for w in text.split("; ")[1:]]
 
 
 def test_retry_policy():

@@ -69,9 +69,18 @@ def resolve(device: Device | str) -> str:
     if gpu_available():
         return "cupy"
     if not _warned_fallback:
-        log.warning("device=auto runs on the CPU: %s", _probe_cupy()[1])
+        # no CuPy installed is what a CPU machine looks like: said at INFO; an installed CuPy
+        # that cannot run (no device, a broken CUDA) is worth a warning
+        level = logging.WARNING if _cupy_installed() else logging.INFO
+        log.log(level, "device=auto runs on the CPU: %s", _probe_cupy()[1])
         _warned_fallback = True
     return "numpy"
+
+
+def _cupy_installed() -> bool:
+    import importlib.util  # noqa: PLC0415
+
+    return importlib.util.find_spec("cupy") is not None
 
 
 #: below this many faces ``device: auto`` runs on the CPU: a small mesh's operations are each a
