@@ -25,12 +25,18 @@ from tests.conftest import all_meshes
 from tests.workers.engine.shapes import boundary_mask, run, welded
 from workers.engine import TriMesh
 
-with warnings.catch_warnings():
-    # gpytoolbox 0.3 imports scipy.ndimage.filters, deprecated in SciPy 1.x
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import gpytoolbox
-
 MESHES = all_meshes()
+
+
+def _gpytoolbox() -> Any:
+    """gpytoolbox, imported where it is used: its wheel brings scikit-image and a conic solver
+    (some 70 MB), more than travels to the offline GPU host, whose suite leaves these two
+    comparisons out by name (``bench/suite.py``); CI runs them."""
+    with warnings.catch_warnings():
+        # gpytoolbox 0.3 imports scipy.ndimage.filters, deprecated in SciPy 1.x
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import gpytoolbox
+    return gpytoolbox
 
 
 def _arrays(m: TriMesh) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +74,7 @@ def test_face_areas_match_libigl_and_gpytoolbox(name: str) -> None:
     V, F = _arrays(m)
     ours = _attr(m, "face_areas", "face_areas", "face")
     np.testing.assert_allclose(ours, igl.doublearea(V, F) / 2, rtol=1e-6)
-    np.testing.assert_allclose(ours, gpytoolbox.doublearea(V, F) / 2, rtol=1e-6)
+    np.testing.assert_allclose(ours, _gpytoolbox().doublearea(V, F) / 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", MESHES)
@@ -166,7 +172,7 @@ def test_laplacian_and_mass_match_libigl_gpytoolbox_potpourri3d(name: str) -> No
     L = bary["laplacian"]
     scale = abs(L).max()
     assert abs(L + igl.cotmatrix(V, F)).max() <= 1e-9 * scale
-    assert abs(L - gpytoolbox.cotangent_laplacian(V, F)).max() <= 1e-9 * scale
+    assert abs(L - _gpytoolbox().cotangent_laplacian(V, F)).max() <= 1e-9 * scale
     assert abs(L - pp3d.cotan_laplacian(V, F, denom_eps=0.0)).max() <= 1e-9 * scale
     np.testing.assert_allclose(
         bary["mass"].diagonal(),
