@@ -59,6 +59,12 @@ class InputPublic(BaseModel):
     vertices: int
     faces: int
     parts: list[str] = Field(default_factory=list, description="File names, in upload order.")
+    dropped: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the file held that the mesh read from it does not carry, with counts "
+        "(texture coordinates, materials, textures, animations, skins, per-corner normals, "
+        "other files in an archive): empty when nothing was left out.",
+    )
 
 
 class JobPublic(BaseModel):

@@ -200,6 +200,8 @@ def accept(
         "faces": mesh.n_faces,
         "parts": [name[-200:] for name, _ in files],
     }
+    if mesh.dropped:
+        inp["dropped"] = dict(mesh.dropped)
     manifest = {
         "id": job_id,
         "spec": spec_dict,

@@ -206,3 +206,13 @@ def test_a_warming_worker_warms_its_backends_then_runs_jobs(client, settings, tm
         assert "warming" not in log  # no failure
     finally:
         w.stop_all()
+
+
+def test_the_job_says_what_the_file_held_and_the_mesh_leaves_out(client):
+    r = raw(client, "spot.obj", filename="spot.obj")
+    assert r.status_code == 202, r.text
+    assert r.json()["input"]["dropped"] == {"texture coordinates": 3225}
+    got = client.get(r.json()["url"]).json()
+    assert got["input"]["dropped"] == {"texture coordinates": 3225}
+    plain = raw(client, "rx-cube.obj", filename="cube.obj")
+    assert plain.json()["input"]["dropped"] == {}

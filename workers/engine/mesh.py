@@ -35,7 +35,7 @@ class TriMesh:
     vertex_attrs, face_attrs : mapping of name to array with ``n_vertices`` / ``n_faces`` rows.
     """
 
-    __slots__ = ("V", "F", "vertex_attrs", "face_attrs", "_topology", "source")
+    __slots__ = ("V", "F", "vertex_attrs", "face_attrs", "_topology", "source", "dropped")
 
     def __init__(
         self,
@@ -53,6 +53,9 @@ class TriMesh:
         self.face_attrs: dict[str, Any] = dict(face_attrs or {})
         self._topology = _topology
         self.source = source
+        #: what the file it was read from held and the mesh does not carry (``{"materials": 6,
+        #: "texture coordinates": 3225}``), set by the readers; empty for every other mesh
+        self.dropped: dict[str, int] = {}
         if V.ndim != 2 or V.shape[1] != 3:
             raise MeshError("positions must be (n, 3)", code="mesh.bad_shape", shape=list(V.shape))
         if F.ndim != 2 or F.shape[1] != 3:
@@ -259,7 +262,11 @@ class TriMesh:
         fa["part"] = xp.concatenate(
             [xp.full(m.n_faces, i, dtype=xp.int32) for i, m in enumerate(meshes)]
         )
-        return cls(V, F.astype(xp.int32), va, fa, source=meshes[0].source)
+        out = cls(V, F.astype(xp.int32), va, fa, source=meshes[0].source)
+        for m in meshes:  # what the files left out, added up
+            for k, n in m.dropped.items():
+                out.dropped[k] = out.dropped.get(k, 0) + n
+        return out
 
     # -------------------------------------------------------------- library
     @classmethod

@@ -36,7 +36,7 @@ from ..errors import FormatError, MeshError, SpecError
 from ..mesh import TriMesh
 from . import glb, gltf, ply, stl, volumes
 from .archive import check_member_count, gunzip, unzip_members
-from .obj import read_obj, write_obj
+from .obj import obj_dropped, read_obj, write_obj
 from .off import read_off, without_comments, write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
 from .stored import named_arrays, split_named
@@ -252,7 +252,11 @@ def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: in
     name = meshes[0]
     if name.lower().endswith(".gltf"):
         return _parse(members[name], "gltf", dtype=dtype, resources=members, base=name)
-    return load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded, _depth=depth)
+    mesh = load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded, _depth=depth)
+    others = [n for n in names_only if not n.endswith("/") and n != name]
+    if others:  # an OBJ's .mtl and textures, say: not read yet
+        mesh.dropped = {**mesh.dropped, "other files in the archive": len(others)}
+    return mesh
 
 
 def _is_zip(data: bytes) -> bool:
@@ -321,7 +325,9 @@ def _parse(
     if kind == "obj":
         V, F, N = read_obj(data)
         va_obj = {"vertex_normals": N} if N is not None else None
-        return TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va_obj)
+        mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va_obj)
+        mesh.dropped = obj_dropped(data, has_normals=N is not None)
+        return mesh
     if kind == "stl":
         V, F = stl.read_binary(data) if not _ascii_stl(data) else stl.read_ascii(data)
         return TriMesh.from_arrays(V, F, dtype=dtype)
@@ -339,10 +345,14 @@ def _parse(
     if kind == "glb":
         g = glb.read_simple(data)
         if g is not None:
-            return TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
+            mesh = TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
+            mesh.dropped = gltf.dropped_by_simple(data)
+            return mesh
     if kind in ("glb", "gltf"):
         s = gltf.read_scene(data, resources, base)
-        return TriMesh.from_arrays(s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs)
+        mesh = TriMesh.from_arrays(s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs)
+        mesh.dropped = s.dropped
+        return mesh
     return _parse_trimesh(data, kind, dtype=dtype, resources=resources, base=base)
 
 

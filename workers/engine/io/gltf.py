@@ -13,7 +13,8 @@ with its parent's. Every primitive of every mesh a node places becomes triangles
   so they keep facing outwards (glTF 2.0, section 3.7.4);
 - ``NORMAL`` moves by the inverse transpose and is re-unitized, ``COLOR_0`` becomes RGBA bytes,
   our writer's ``_name`` attributes come back under ``name``; an attribute is kept when every
-  primitive has it (as a mesh of the parts has one row per vertex);
+  primitive has it (as a mesh of the parts has one row per vertex); texture coordinates,
+  tangents, materials and textures are not carried yet and are counted in :attr:`Scene.dropped`;
 - ``KHR_draco_mesh_compression`` primitives are decoded with DracoPy, ``EXT_meshopt_compression``
   buffer views with meshoptimizer's decoders (with its octahedral, quaternion and exponential
   filters), and ``KHR_mesh_quantization``'s integer attributes are read as the accessor says
@@ -478,9 +479,9 @@ def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str
     total = len(data) + sum(len(r) for r in (resources or {}).values())
     reader = _Reader(tree, binary, resources, base, max(_MIN_BUDGET, MAX_EXPANSION * total))
     dropped: dict[str, int] = {}
-    for key, what in (("animations", "animations"), ("skins", "skins")):
+    for key in ("materials", "textures", "animations", "skins", "cameras"):
         if isinstance(tree.get(key), list) and tree[key]:
-            dropped[what] = len(tree[key])
+            dropped[key] = len(tree[key])
     parts: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
     for mesh_index, world in _placements(tree):
         mesh = _item(tree, "meshes", mesh_index)
@@ -523,6 +524,18 @@ def _primitive(
     attributes = p.get("attributes")
     if not isinstance(attributes, dict) or "POSITION" not in attributes:
         raise _fail("glTF primitive has no POSITION")
+    for name in attributes:
+        kind = next(
+            (k for k in ("TEXCOORD_", "TANGENT", "JOINTS_", "WEIGHTS_") if name.startswith(k)), None
+        )
+        if kind is not None:
+            what = {
+                "TEXCOORD_": "texture coordinate sets",
+                "TANGENT": "tangents",
+                "JOINTS_": "skin joints",
+                "WEIGHTS_": "skin weights",
+            }[kind]
+            dropped[what] = dropped.get(what, 0) + 1
     draco = (p.get("extensions") or {}).get("KHR_draco_mesh_compression")
     N = None
     if isinstance(draco, dict):
@@ -578,4 +591,20 @@ def _primitive(
     return V, np.ascontiguousarray(F, dtype=np.int64), attrs
 
 
-__all__ = ["MAX_EXPANSION", "Scene", "read_scene", "split_glb"]
+def dropped_by_simple(data: bytes) -> dict[str, int]:
+    """What :func:`glb.read_simple`'s file held that it does not read (materials, textures,
+    texture coordinates): the same counts :func:`read_scene` gives."""
+    tree, _ = split_glb(data)
+    out: dict[str, int] = {}
+    for key in ("materials", "textures", "animations", "skins", "cameras"):
+        if isinstance(tree.get(key), list) and tree[key]:
+            out[key] = len(tree[key])
+    for mesh in tree.get("meshes", []):
+        for p in mesh.get("primitives", []):
+            sets = sum(1 for name in p.get("attributes", {}) if name.startswith("TEXCOORD_"))
+            if sets:
+                out["texture coordinate sets"] = out.get("texture coordinate sets", 0) + sets
+    return out
+
+
+__all__ = ["MAX_EXPANSION", "Scene", "dropped_by_simple", "read_scene", "split_glb"]

@@ -59,6 +59,29 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     return V, triangulate(V, idx, scan.k), N
 
 
+_VT = re.compile(rb"(?m)^[ \t]*vt[ \t]")
+_VN = re.compile(rb"(?m)^[ \t]*vn[ \t]")
+_USEMTL = re.compile(rb"(?m)^[ \t]*usemtl[ \t]+(\S+)")
+
+
+def obj_dropped(data: bytes, has_normals: bool) -> dict[str, int]:
+    """What an OBJ holds that the mesh read from it does not carry: texture coordinates
+    (``vt`` lines), the materials its faces use (``usemtl`` names), and normals given per
+    corner (``vn`` lines, when they did not become one normal per vertex)."""
+    out: dict[str, int] = {}
+    vt = len(_VT.findall(data))
+    if vt:
+        out["texture coordinates"] = vt
+    materials = {m for m in _USEMTL.findall(data)}
+    if materials:
+        out["materials"] = len(materials)
+    if not has_normals:
+        vn = len(_VN.findall(data))
+        if vn:
+            out["normals"] = vn
+    return out
+
+
 def _first_bad_line(data: bytes, code: str) -> int | None:
     """The 1-based number of the first line at fault for the error ``code`` (found again line
     by line, only once reading has failed), or None."""

@@ -254,3 +254,22 @@ def test_decompression_is_bounded_by_the_file_size() -> None:
     with pytest.raises(FormatError) as ei:
         load_bytes(b.glb(), "z.glb")
     assert ei.value.code == "format.count_exceeds_size"
+
+
+def test_what_a_file_held_and_the_mesh_does_not_carry_is_counted() -> None:
+    from tests.conftest import ASSETS, MESHES
+
+    got = {
+        name: load_bytes((ASSETS / name).read_bytes(), name).dropped
+        for name in ("Duck.glb", "CesiumMilkTruck.glb", "fuze.zip")
+    }
+    assert got["Duck.glb"]["materials"] == 1 and got["Duck.glb"]["textures"] == 1
+    assert got["Duck.glb"]["texture coordinate sets"] == 1
+    truck = got["CesiumMilkTruck.glb"]
+    assert (truck["materials"], truck["animations"], truck["texture coordinate sets"]) == (4, 1, 3)
+    assert got["fuze.zip"]["texture coordinates"] > 0 and got["fuze.zip"]["materials"] == 1
+    assert got["fuze.zip"]["other files in the archive"] == 2  # its .mtl and its texture
+    spot = load_bytes((MESHES / "spot.obj").read_bytes(), "spot.obj")
+    assert spot.dropped == {"texture coordinates": 3225}
+    plain = load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "p.obj")
+    assert plain.dropped == {}
