@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
-from .messages import Done, Failed, Progress, RunJob, Stop
+from .messages import Done, Failed, ItemDone, Progress, RunJob, Stop
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from .queue.blobs import open_store
-    from .runner import execute
+    from .runner import execute, execute_chunk
 
     store = open_store(blob_root)
     if warm:
@@ -119,6 +119,20 @@ def child_main(
             conn.send(Progress(p, stage))
 
         try:
+            if job.batch is not None:
+                fields = execute_chunk(
+                    job.id,
+                    job.spec,
+                    store,
+                    job.batch["items"],
+                    lambda index, outcome: conn.send(ItemDone(index, outcome)),
+                    progress,
+                    gpu_min_faces=job.gpu_min_faces,
+                    max_expanded=int(job.batch["max_expanded"]),
+                    failed=poisoned,
+                )
+                conn.send(Done(fields))
+                continue
             fields = execute(
                 job.id,
                 job.attempt,

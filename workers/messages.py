@@ -1,7 +1,8 @@
 """The messages between a supervisor and its compute child, sent over a multiprocessing pipe.
 
 The supervisor sends :class:`RunJob` (one at a time) and :class:`Stop`; the child answers a run
-with any number of :class:`Progress`, then one :class:`Done` or :class:`Failed`. They are plain
+with any number of :class:`Progress` (and
+:class:`ItemDone` for a batch chunk), then one :class:`Done` or :class:`Failed`. They are plain
 frozen dataclasses (pickled by the pipe; the child is started with ``spawn``), and this module
 imports nothing of the engine, so both sides may import it.
 """
@@ -23,6 +24,9 @@ class RunJob:
     spec: dict[str, Any]
     input_name: str
     gpu_min_faces: int
+    #: a batch chunk's work: ``{"items": [{"index", "path"}], "max_expanded": N}`` (the items
+    #: not recorded yet); None for a job
+    batch: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,15 @@ class Progress:
 
     progress: float
     stage: str
+
+
+@dataclass(frozen=True)
+class ItemDone:
+    """An item of a batch chunk ended (its result, if any, is stored): ``outcome`` is what the
+    batch records for it (``state`` succeeded or failed, with its error)."""
+
+    index: int
+    outcome: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -56,4 +69,4 @@ class Failed:
     poisoned: bool = False
 
 
-FromChild = Progress | Done | Failed
+FromChild = Progress | ItemDone | Done | Failed

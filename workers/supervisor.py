@@ -24,7 +24,8 @@ import redis
 
 from .engine.errors import ChildDied, JobTimeout, SpecError, WorkerShutdown
 from .jobspec import JobSpec
-from .messages import Done, Failed, FromChild, Progress, RunJob, Stop
+from .messages import Done, Failed, FromChild, ItemDone, Progress, RunJob, Stop
+from .queue.batches import BatchQueue
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
 from .queue.outcomes import save_outcome
@@ -78,6 +79,10 @@ class Supervisor:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
+        self.batches = BatchQueue(self.q)
+        #: a batch chunk's items that ended and are not recorded yet: [(index, outcome)]
+        self._items: list[tuple[int, dict[str, Any]]] = []
+        self._items_flushed = 0.0
         self.store = open_store(store_config(settings))
         self.renew_every = settings.lease_seconds / 4
         self.reap_every = max(settings.lease_seconds / 4, 0.5)
@@ -250,6 +255,21 @@ class Supervisor:
                 log.info("← %s failed (%s), not retried", c.job_id, exc.code)
                 return None
             deadline = spec.deadline(self.settings.default_deadline_seconds)
+            batch = None
+            if c.record.get("batch"):  # a batch chunk: the items not recorded yet
+                items, recorded = self._redis(
+                    partial(
+                        self.batches.chunk_work,
+                        c.record["batch"],
+                        int(c.record["start"]),
+                        int(c.record["end"]),
+                    )
+                )
+                todo = [i for i in items if i["index"] not in recorded]
+                batch = {"items": todo, "max_expanded": self.settings.max_expanded_bytes}
+                log.info("  %s: %d items, %d recorded before", c.job_id, len(todo), len(recorded))
+            self._items = []
+            self._items_flushed = time.monotonic()
             self.ensure_child()
             assert self.conn is not None
             self.conn.send(
@@ -259,6 +279,7 @@ class Supervisor:
                     spec=c.record.get("spec") or {},
                     input_name=(c.record.get("input") or {}).get("name", ""),
                     gpu_min_faces=self.settings.gpu_min_faces,
+                    batch=batch,
                 )
             )
             return self._drive(c, started, deadline)
@@ -286,12 +307,21 @@ class Supervisor:
             if msg is None and not self.child.is_alive():
                 died = True
             now = time.monotonic()
+            if isinstance(msg, ItemDone):
+                self._items.append((msg.index, msg.outcome))
+            flush = len(self._items) >= 64 or now - self._items_flushed >= 0.25 or died
+            if self._items and flush and self.flush_items(c) < 0 and not died:
+                log.warning("%s: lost chunk %s; stopping its run", self.name, c.job_id)
+                self.kill_child()
+                return None
             if isinstance(msg, Progress):
                 progress = (float(msg.progress), str(msg.stage))
             elif isinstance(msg, Done):
+                self.flush_items(c)
                 self._commit(c, msg.fields, started)
                 return None
             elif isinstance(msg, Failed):
+                self.flush_items(c)
                 if msg.poisoned:
                     log.error("%s: the child's GPU context is unusable; replacing it", self.name)
                     self.kill_child()
@@ -362,6 +392,26 @@ class Supervisor:
             except REDIS_DOWN as exc:
                 log.warning("%s: housekeeping failed (%s)", self.name, exc)
 
+    def flush_items(self, c: Claim) -> int:
+        """Record the batch items that ended (fenced by the chunk's attempt): how many were
+        new, or -1 when this attempt no longer owns the chunk."""
+        if not self._items:
+            return 0
+        items, self._items = self._items, []
+        self._items_flushed = time.monotonic()
+        return self._redis(
+            partial(
+                self.batches.record_items,
+                self.name,
+                c.job_id,
+                c.entry,
+                c.attempt,
+                c.record["batch"],
+                int(c.record["chunk"]),
+                items,
+            )
+        )
+
     def _commit(self, c: Claim, fields: dict[str, Any], started: float) -> None:
         # the API's stages (upload, parse, store_input) stay; the worker's are added
         fields["timings"] = {
@@ -371,7 +421,7 @@ class Supervisor:
         }
         if self._end(c, JobState.succeeded, fields):
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
-            self.delete_other_results(c, keep=fields["result"]["key"])
+            self.delete_other_results(c, keep=(fields.get("result") or {}).get("key", ""))
         else:
             log.warning(
                 "%s: %s finished but its attempt %d can no longer commit",
