@@ -29,9 +29,9 @@ _PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "P
 _ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 429, 503)}
 MAX_WAIT_SECONDS = 60.0
 
+#: besides the multipart form: the archive as the body (any type but a form's: application/zip,
+#: application/x-tar, application/octet-stream...)
 _BODY_FORMS: dict[str, Any] = {
-    "application/zip": {"schema": {"type": "string", "format": "binary"}},
-    "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
 }
 
