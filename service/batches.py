@@ -37,6 +37,9 @@ from .errors import ProblemError
 from .schemas import JobCreate
 from .submission import check_pipeline, parse_spec
 
+#: a batch is cut into at least this many chunks per live worker (while its chunks may hold
+#: ``batch_chunk_items`` items), so that the workers share it evenly
+CHUNKS_PER_WORKER = 4
 #: archive members that are an archiver's bookkeeping, not the user's files
 _SKIP_PARTS = ("__MACOSX",)
 
@@ -308,8 +311,12 @@ def accept_batch(
             )
         seen.add(m.path)
     runnable = [i for i, m in enumerate(members) if i not in failed]
+    # enough chunks for every live worker to take several (the last ones to end are short)
+    per_worker = -(-len(runnable) // (CHUNKS_PER_WORKER * max(queue.live_workers(), 1)))
     ranges = chunks_of(
-        [members[i] for i in runnable], settings.batch_chunk_items, settings.batch_chunk_bytes
+        [members[i] for i in runnable],
+        max(1, min(settings.batch_chunk_items, per_worker)),
+        settings.batch_chunk_bytes,
     )
     chunk_of: dict[int, int] = {}
     chunks: list[Chunk] = []
