@@ -288,3 +288,24 @@ def test_a_worker_killed_mid_batch_loses_no_item_and_repeats_none(client, worker
         assert len(lines) == 12 and len(zf.namelist()) == 13
         log2 = workers.log("w2")
         assert "recorded before" in log2
+
+
+def test_a_batch_expires_with_its_chunks(client, workers, settings):
+    from workers.queue.blobs import open_store
+    from workers.queue.jobs import JobQueue
+    from workers.supervisor import sweep_expired
+
+    workers.start("w1")
+    r = post_archive(client, archive({"a.obj": mesh_path("rx-cube.obj").read_bytes()}))
+    done = wait_batch(client, r.json()["url"])
+    assert done["state"] == "succeeded" and done["expires_at"]
+    assert client.get(done["result"]).status_code == 200
+    q = JobQueue(client.app.state.queue.r, job_ttl_seconds=settings.job_ttl_seconds)
+    store = open_store(settings.blob_root)
+    swept = sweep_expired(q, store, now=time.time() + settings.job_ttl_seconds + 60)
+    assert swept  # the chunk's blobs are gone, and its record says it expired now
+    time.sleep(0.05)
+    b = client.get(r.json()["url"]).json()
+    assert b["state"] == "expired" and b["result"] is None
+    assert_problem(client.get(done["result"]), 410, "batch.expired")
+    assert_problem(client.delete(r.json()["url"]), 410, "batch.expired")
