@@ -54,9 +54,10 @@ SOURCES = {
 }
 
 
-def make_folder(folder: Path, n: int) -> tuple[list[Path], int]:
-    """``n`` meshes in ``folder`` (sub-folders of 100), the shared ones in turn; their faces."""
-    names = sorted(SOURCES)
+def make_folder(folder: Path, n: int, max_faces: int = 70_000) -> tuple[list[Path], int]:
+    """``n`` meshes in ``folder`` (sub-folders of 100), the shared ones of at most
+    ``max_faces`` faces in turn; their faces."""
+    names = sorted(k for k, f in SOURCES.items() if f <= max_faces)
     paths, faces = [], 0
     for i in range(n):
         name = names[i % len(names)]
@@ -142,7 +143,8 @@ def report(res: dict[str, Any]) -> str:
         )
     head = (
         f"`{res['command']}` on {res['host']}, device {res['device']}, "
-        f"{res['workers']} workers; pipeline weld + repair + vertex_normals(angle) + stats, "
+        f"{res['workers']} workers, meshes of at most {res['max_faces']:,} faces; "
+        "pipeline weld + repair + vertex_normals(angle) + stats, "
         "results as binary PLY.\n\n"
     )
     tail = ""
@@ -163,6 +165,9 @@ def main() -> None:
     ap.add_argument("--device", choices=["auto", "gpu", "cpu"], default="auto")
     ap.add_argument("--concurrency", type=int, default=16, help="clients of the jobs run")
     ap.add_argument("--no-jobs", action="store_true", help="only the batch")
+    ap.add_argument(
+        "--max-faces", type=int, default=70_000, help="only the shared meshes this small"
+    )
     ap.add_argument("--root", default=str(ROOT), help="the checkout whose service is started")
     args = ap.parse_args()
 
@@ -174,9 +179,10 @@ def main() -> None:
         "host": f"{platform.node()} ({os.cpu_count()} CPUs)",
         "device": args.device,
         "workers": args.workers,
+        "max_faces": args.max_faces,
     }
     try:
-        paths, faces = make_folder(work / "in", args.items)
+        paths, faces = make_folder(work / "in", args.items, args.max_faces)
         res["items"], res["faces"] = len(paths), faces
         svc = Service(work / "service", args.workers, 1, args.device, Path(args.root))
         try:

@@ -224,14 +224,8 @@ def body_hash(spec_text: str, files: list[tuple[str, bytes]]) -> str:
 
 def check_spec(spec_text: str, deadline_limit: int) -> tuple[JobCreate, dict[str, Any]]:
     """The batch's spec, checked as a job's is (against a mesh with no attributes of its own:
-    the output may ask only for what the pipeline makes), and as stored in each chunk."""
+    the output may ask only for what the pipeline makes), and as stored."""
     spec = parse_spec(spec_text)
-    if spec.callback_url is not None:
-        raise ProblemError(
-            422,
-            "batch.webhook_unsupported",
-            "a batch does not call a callback_url yet: poll GET /v1/batches/{id}?wait=",
-        )
     if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
         raise SpecError(
             "deadline above the service's limit",
@@ -359,9 +353,11 @@ def accept_batch(
         )
     batches.add_chunks(batch_id, chunks)
     accept_s = time.perf_counter() - t0
+    # the batch calls its callback_url once it has ended; its chunks call none
+    chunk_spec = {k: v for k, v in spec_dict.items() if k != "callback_url"}
     for k, chunk in enumerate(chunks):
         fields = {
-            "spec": spec_dict,
+            "spec": chunk_spec,
             "input": {"name": f"batch {batch_id} chunk {k}", "bytes": 0, "vertices": 0, "faces": 0},
             "timings": {"accept_batch": accept_s},
             "batch": batch_id,

@@ -241,6 +241,9 @@ class BatchPublic(BaseModel):
     items: list[BatchItemPublic] | None = Field(
         None, description="Every item's state and outcome (with ?items=true)."
     )
+    webhook: WebhookPublic | None = Field(
+        None, description="Deliveries of the batch's webhook, once it has ended (callback_url)."
+    )
 
 
 def batch_public(view: Any, base_url: str, now: float) -> BatchPublic:
@@ -278,4 +281,5 @@ def batch_public(view: Any, base_url: str, now: float) -> BatchPublic:
         spec=rec.get("spec") or {},
         result=f"{url}/result" if state in ("succeeded", "cancelled") else None,
         items=items,
+        webhook=WebhookPublic(**rec["webhook"]) if rec.get("webhook") else None,
     )

@@ -224,6 +224,9 @@ class Supervisor:
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
                 if outcome == JobState.failed:
                     save_outcome(self.q, self.store, job_id)
+                    batch_id = (self.q.get(job_id) or {}).get("batch")
+                    if batch_id:
+                        self._batch_may_have_ended(batch_id)
             self._last_reap = now
         if force or now - self._last_recover >= RECOVER_SECONDS:
             restored = recover_jobs(self.q, self.store, min_age=RECOVER_MIN_AGE)
@@ -241,6 +244,15 @@ class Supervisor:
         again: Claim | None = c
         while again is not None:
             again = self._run_attempt(again)
+        if c.record.get("batch"):  # the chunk may have been its batch's last to end
+            self._batch_may_have_ended(c.record["batch"])
+
+    def _batch_may_have_ended(self, batch_id: str) -> None:
+        try:
+            if self.batches.notify_if_ended(batch_id):
+                log.info("%s: batch %s ended; its webhook is due", self.name, batch_id)
+        except REDIS_DOWN as exc:  # the batch's webhook is late, not lost: logged
+            log.warning("%s: could not check batch %s: %s", self.name, batch_id, exc)
 
     def _run_attempt(self, c: Claim) -> Claim | None:
         """Run one attempt; returns the next attempt when it is to run here at once."""

@@ -21,6 +21,7 @@ from ..batches import accept_batch
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import BatchPublic, batch_public
+from ..submission import parse_spec
 from .jobs import body_form, content_disposition
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"], dependencies=[Depends(caller)])
@@ -120,6 +121,12 @@ async def create_batch(
         uploads = [(filename or "batch.zip", body)] if body else []
     if not uploads:
         raise ProblemError(422, "batch.empty", "the batch holds no files")
+    if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
+        raise ProblemError(
+            422,
+            "spec.webhook_unsigned",
+            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
+        )
     upload_bytes = sum(len(b) for _, b in uploads)
     accepted = await run_in_threadpool(
         accept_batch,
@@ -287,4 +294,5 @@ def cancel_batch(
             )
         return batch_public(view, base, time.time())
     batches.cancel(batch_id)
+    batches.notify_if_ended(batch_id)
     return batch_public(_view(batches, batch_id, who), base, time.time())

@@ -178,10 +178,10 @@ def test_bad_batches_are_refused_with_their_codes(client):
         "spec.missing",
     )
     hook = spec("weld", callback_url="http://127.0.0.1:9/hook")
-    assert_problem(
+    assert_problem(  # as for jobs: nothing to sign it with
         post_archive(client, archive({"a.obj": b"x"}), spec_text=hook),
         422,
-        "batch.webhook_unsupported",
+        "spec.webhook_unsigned",
     )
     assert_problem(client.get("/v1/batches/" + "0" * 32), 404, "batch.not_found")
     assert_problem(client.get("/v1/batches/bad-id!"), 404, "batch.not_found")
@@ -309,3 +309,45 @@ def test_a_batch_expires_with_its_chunks(client, workers, settings):
     assert b["state"] == "expired" and b["result"] is None
     assert_problem(client.get(done["result"]), 410, "batch.expired")
     assert_problem(client.delete(r.json()["url"]), 410, "batch.expired")
+
+
+def test_a_batch_calls_its_callback_url_once_when_it_ends(settings, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+    from tessera.webhooks import verify
+    from tests.conftest import Workers
+    from tests.workers.test_webhooks import Receiver
+
+    secret = "batch-webhook-secret-0123"
+    signed = settings.model_copy(update={"webhook_secret": secret})
+    receiver, ws = Receiver(), Workers(signed, tmp_path)
+    try:
+        with TestClient(create_app(signed)) as c:
+            ws.start("w1")
+            ws.start("w2")
+            body = spec("weld", callback_url=receiver.url)
+            data = archive({f"m{i}.obj": mesh_path("rx-cube.obj").read_bytes() for i in range(6)})
+            data_bad = {"bad.obj": b"v 0 0 0\nf 1 2 3\n"}
+            r = post_archive(c, archive({**zipfile_members(data), **data_bad}), spec_text=body)
+            assert r.status_code == 202, r.text
+            wait_batch(c, r.json()["url"])
+            deadline = time.time() + 20
+            while not (c.get(r.json()["url"]).json().get("webhook") or {}).get("delivered"):
+                assert time.time() < deadline, c.get(r.json()["url"]).json()
+                time.sleep(0.05)
+            time.sleep(0.5)  # no second delivery follows
+            [call] = receiver.calls
+            ev = verify(secret, call["headers"]["Tessera-Signature"], call["body"])
+            assert ev["type"] == "batch.succeeded" and ev["id"] == r.json()["id"]
+            assert ev["counts"]["succeeded"] == 6 and ev["counts"]["failed"] == 1
+            assert ev["links"]["result"] == r.json()["url"] + "/result"
+            assert call["headers"]["Tessera-Delivery"] == r.json()["id"]
+    finally:
+        ws.stop_all()
+        receiver.close()
+
+
+def zipfile_members(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}

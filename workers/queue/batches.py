@@ -265,6 +265,21 @@ class BatchQueue:
         )
         return int(res)
 
+    def notify_if_ended(self, batch_id: str) -> bool:
+        """When the batch has ended and its spec names a ``callback_url``, make its webhook due
+        (once: a batch ends once, and every caller that sees it ended may call this). Called
+        where a chunk ends (a worker's commit, a chunk that failed for good, a cancel)."""
+        view = self.get(batch_id)
+        if view is None or not view.finished:
+            return False
+        if not (view.record.get("spec") or {}).get("callback_url"):
+            return False
+        member = QUOTA_PREFIX + batch_id
+        if not self.r.hsetnx(keys.batch(batch_id), "notified_at", repr(time.time())):
+            return False
+        self.r.zadd(keys.WEBHOOKS_DUE, {member: time.time()}, nx=True)
+        return True
+
     def ended(self, batch_id: str) -> bool | None:
         """Whether every chunk of the batch has ended (None: no such batch)."""
         view = self.get(batch_id)
@@ -275,7 +290,7 @@ def _decode(raw: dict[Any, Any]) -> dict[str, Any]:
     rec: dict[str, Any] = {}
     for k, v in raw.items():
         key, val = text(k), text(v)
-        if key in ("chunks", "spec", "input"):
+        if key in ("chunks", "spec", "input", "webhook"):
             rec[key] = json.loads(val) if val else None
         elif key in ("created_at", "expires_at", "cancelled_at"):
             rec[key] = float(val) if val else None
