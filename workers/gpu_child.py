@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
-from .messages import Done, Failed, ItemDone, Progress, RunJob, Stop
+from .messages import Done, Failed, ItemDone, ItemStart, Progress, RunJob, Stop
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,7 @@ def child_main(
                     job.batch["items"],
                     lambda index, outcome: conn.send(ItemDone(index, outcome)),
                     progress,
+                    on_start=lambda index: conn.send(ItemStart(index)),
                     gpu_min_faces=job.gpu_min_faces,
                     max_expanded=int(job.batch["max_expanded"]),
                     failed=poisoned,

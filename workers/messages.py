@@ -1,10 +1,10 @@
 """The messages between a supervisor and its compute child, sent over a multiprocessing pipe.
 
 The supervisor sends :class:`RunJob` (one at a time) and :class:`Stop`; the child answers a run
-with any number of :class:`Progress` (and
-:class:`ItemDone` for a batch chunk), then one :class:`Done` or :class:`Failed`. They are plain
-frozen dataclasses (pickled by the pipe; the child is started with ``spawn``), and this module
-imports nothing of the engine, so both sides may import it.
+with any number of :class:`Progress` (and, for a batch chunk, :class:`ItemStart` and
+:class:`ItemDone`), then one :class:`Done` or :class:`Failed`. They are plain frozen dataclasses
+(pickled by the pipe; the child is started with ``spawn``), and this module imports nothing of
+the engine, so both sides may import it.
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class ItemStart:
+    """The child starts item ``index`` of a batch chunk (if it dies now, that item was running)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
 class ItemDone:
     """An item of a batch chunk ended (its result, if any, is stored): ``outcome`` is what the
     batch records for it (``state`` succeeded or failed, with its error)."""
@@ -69,4 +76,4 @@ class Failed:
     poisoned: bool = False
 
 
-FromChild = Progress | ItemDone | Done | Failed
+FromChild = Progress | ItemStart | ItemDone | Done | Failed

@@ -209,6 +209,7 @@ def execute_chunk(
     on_item: ItemDone,
     progress: Progress | None = None,
     *,
+    on_start: Callable[[int], None] | None = None,
     gpu_min_faces: int = GPU_MIN_FACES,
     max_expanded: int = DEFAULT_MAX_EXPANDED,
     failed: Callable[[Exception], Any] | None = None,
@@ -231,6 +232,8 @@ def execute_chunk(
         index = int(item["index"])
         if progress:
             progress(n / max(len(items), 1), f"item {n + 1}/{len(items)}")
+        if on_start is not None:
+            on_start(index)
         timings: dict[str, float] = {}
         t = time.perf_counter()
         try:

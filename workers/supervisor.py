@@ -24,7 +24,7 @@ import redis
 
 from .engine.errors import ChildDied, JobTimeout, SpecError, WorkerShutdown
 from .jobspec import JobSpec
-from .messages import Done, Failed, FromChild, ItemDone, Progress, RunJob, Stop
+from .messages import Done, Failed, FromChild, ItemDone, ItemStart, Progress, RunJob, Stop
 from .queue.batches import BatchQueue
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
@@ -83,6 +83,9 @@ class Supervisor:
         #: a batch chunk's items that ended and are not recorded yet: [(index, outcome)]
         self._items: list[tuple[int, dict[str, Any]]] = []
         self._items_flushed = 0.0
+        #: the batch item the child runs now, and how often each item was in flight at a death
+        self._in_flight: int | None = None
+        self._deaths: dict[tuple[str, int], int] = {}
         self.store = open_store(store_config(settings))
         self.renew_every = settings.lease_seconds / 4
         self.reap_every = max(settings.lease_seconds / 4, 0.5)
@@ -281,6 +284,7 @@ class Supervisor:
                 batch = {"items": todo, "max_expanded": self.settings.max_expanded_bytes}
                 log.info("  %s: %d items, %d recorded before", c.job_id, len(todo), len(recorded))
             self._items = []
+            self._in_flight = None
             self._items_flushed = time.monotonic()
             self.ensure_child()
             assert self.conn is not None
@@ -319,8 +323,11 @@ class Supervisor:
             if msg is None and not self.child.is_alive():
                 died = True
             now = time.monotonic()
+            if isinstance(msg, ItemStart):
+                self._in_flight = msg.index
             if isinstance(msg, ItemDone):
                 self._items.append((msg.index, msg.outcome))
+                self._in_flight = None
             flush = len(self._items) >= 64 or now - self._items_flushed >= 0.25 or died
             if self._items and flush and self.flush_items(c) < 0 and not died:
                 log.warning("%s: lost chunk %s; stopping its run", self.name, c.job_id)
@@ -345,6 +352,7 @@ class Supervisor:
                 self.kill_child()
                 self.delete_own_result(c, temporaries=True)
                 error = ChildDied(exitcode=code).to_dict()
+                self._item_killed_child(c, error)
                 # this supervisor is fine: the job runs again here, on a new child, at once
                 outcome, again = self._redis(partial(self.q.retry_here, self.name, c, error))
                 log.warning("← %s failed (%s): %s", c.job_id, ChildDied.code, outcome)
@@ -403,6 +411,23 @@ class Supervisor:
                 self.housekeeping()
             except REDIS_DOWN as exc:
                 log.warning("%s: housekeeping failed (%s)", self.name, exc)
+
+    def _item_killed_child(self, c: Claim, error: dict[str, Any]) -> None:
+        """A batch chunk's child died running an item: the second time the same item was in
+        flight at a death, it fails alone (with ``worker.child_died``), so that the rest of the
+        chunk goes on; the first time, it is run again with the rest (the death may have come
+        from outside)."""
+        index, self._in_flight = self._in_flight, None
+        if not c.record.get("batch") or index is None:
+            return
+        key = (c.job_id, index)
+        self._deaths[key] = self._deaths.get(key, 0) + 1
+        if self._deaths[key] >= 2:
+            log.warning(
+                "%s: item %d of %s killed its child twice: it fails", self.name, index, c.job_id
+            )
+            self._items.append((index, {"state": JobState.failed.value, "error": error}))
+            self.flush_items(c)
 
     def flush_items(self, c: Claim) -> int:
         """Record the batch items that ended (fenced by the chunk's attempt): how many were

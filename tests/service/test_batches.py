@@ -351,3 +351,26 @@ def test_a_batch_calls_its_callback_url_once_when_it_ends(settings, tmp_path):
 def zipfile_members(data: bytes) -> dict[str, bytes]:
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         return {n: zf.read(n) for n in zf.namelist()}
+
+
+def test_an_item_that_kills_the_compute_process_fails_alone(client, workers):
+    workers.start("w1")
+    # the sphere (768 faces) kills the child; the cubes (12 faces) go through
+    crash = spec({"op": "sleep", "fail": "crash", "only_faces": 768}, "stats")
+    members = {f"c{i}.obj": mesh_path("rx-cube.obj").read_bytes() for i in range(3)}
+    members["s.obj"] = mesh_path("rx-sphere3.obj").read_bytes()
+    members["c9.obj"] = mesh_path("rx-cube.obj").read_bytes()
+    r = post_archive(client, archive(members), spec_text=crash)
+    assert r.status_code == 202, r.text
+    done = wait_batch(client, r.json()["url"], timeout=90)
+    items = client.get(r.json()["url"], params={"items": True}).json()["items"]
+    got = {i["path"]: (i["state"], (i["error"] or {}).get("code")) for i in items}
+    assert got == {
+        "c0.obj": ("succeeded", None),
+        "c1.obj": ("succeeded", None),
+        "c2.obj": ("succeeded", None),
+        "s.obj": ("failed", "worker.child_died"),
+        "c9.obj": ("succeeded", None),
+    }
+    assert done["counts"]["succeeded"] == 4 and done["counts"]["failed"] == 1
+    assert "killed its child twice" in workers.log("w1")
