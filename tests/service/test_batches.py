@@ -374,3 +374,30 @@ def test_an_item_that_kills_the_compute_process_fails_alone(client, workers):
     }
     assert done["counts"]["succeeded"] == 4 and done["counts"]["failed"] == 1
     assert "killed its child twice" in workers.log("w1")
+
+
+def test_a_batch_whose_chunks_are_dropped_answers_expired(client, redis_client, settings):
+    r = post_archive(client, archive({"a.obj": mesh_path("rx-cube.obj").read_bytes()}))
+    b = r.json()
+    [[chunk, *_]] = json.loads(redis_client.hget(keys.batch(b["id"]), "chunks"))
+    redis_client.delete(keys.job(chunk))  # not stored yet: the batch is young, so queued
+    assert client.get(b["url"]).json()["state"] == "queued"
+    old = time.time() - settings.job_ttl_seconds - 60
+    redis_client.hset(keys.batch(b["id"]), "created_at", repr(old))  # now long gone: expired
+    assert client.get(b["url"]).json()["state"] == "expired"
+    assert_problem(client.get(b["url"] + "/result"), 410, "batch.expired")
+
+
+def test_a_batch_of_members_all_refused_at_submission_has_ended(settings):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    tiny = settings.model_copy(update={"batch_max_member_bytes": 10})
+    with TestClient(create_app(tiny)) as c:
+        r = post_archive(c, archive({"a.obj": mesh_path("rx-cube.obj").read_bytes()}))
+        b = r.json()
+        assert b["state"] == "succeeded" and b["counts"]["failed"] == 1 and b["expires_at"]
+        zf = zipfile.ZipFile(io.BytesIO(c.get(b["result"]).content))
+        [line] = [json.loads(x) for x in zf.read("manifest.jsonl").decode().splitlines()]
+        assert line["error"]["code"] == "batch.member_too_large"

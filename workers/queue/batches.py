@@ -151,9 +151,17 @@ class BatchQueue:
         states: list[str] = []
         errors: list[dict[str, Any] | None] = []
         expiries: list[float] = []
+        now = time.time()
+        young = now - float(rec.get("created_at") or now) < self.q.job_ttl
+        gone = False
         for st, err, exp in res[: len(chunks)]:
-            # a chunk whose record is gone has expired with its results (or was never stored)
-            states.append(text(st) if st is not None else JobState.cancelled.value)
+            if st is None:
+                # not stored yet (the batch is being submitted), or expired and dropped
+                gone = gone or not young
+                states.append(JobState.queued.value if young else JobState.cancelled.value)
+                errors.append(None)
+                continue
+            states.append(text(st))
             errors.append(json.loads(text(err)) if err else None)
             if exp:
                 expiries.append(float(text(exp)))
@@ -190,13 +198,15 @@ class BatchQueue:
             state = RUNNING
         else:
             state = QUEUED
+        # a batch whose every item failed at submission ran nothing: it lives as a job would
+        ended_at = float(rec.get("created_at") or now) + self.q.job_ttl if not chunks else None
         ended = counts["succeeded"] + counts["failed"] + counts["cancelled"]
         view = BatchView(
             record=rec,
             state=state,
             counts=counts,
             progress=round(ended / total, 4) if total else 1.0,
-            expires_at=min(expiries) if finished and expiries else rec.get("expires_at"),
+            expires_at=now if gone else min(expiries) if finished and expiries else ended_at,
             finished=finished,
             chunk_states=states,
         )
