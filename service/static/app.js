@@ -392,6 +392,17 @@ function renderDownloads(job) {
     links.push(el("a", { className: "button", href: a.url, download: a.filename },
                   `${name} `, el("small", { textContent: `${a.filename}, ${bytes(a.bytes)}` })));
   }
+  if (job.spec && job.spec.pipeline && !state.files.length) {
+    // a job opened from the list: its settings can go back into the form
+    const reuse = el("button", { type: "button", className: "button subtle", id: "reuse-spec",
+                                 textContent: "Put its settings in the form" });
+    reuse.addEventListener("click", () => {
+      applyPreset({ name: "This job's settings", description: `from job ${job.id}.`,
+                    spec: job.spec });
+      $("file").focus();
+    });
+    links.push(reuse);
+  }
   if (job.id) {
     links.push(el("a", { className: "button subtle", href: `v1/jobs/${job.id}`, target: "_blank",
                          rel: "noopener", textContent: "Job record (JSON)" }));
@@ -609,7 +620,9 @@ function countsText(h) {
 
 async function loadPreview(which, id) {
   if (!state.views) return;
-  if (which === "input" && state.local) return; // the browser's own reading is shown already
+  // the browser's own reading of a single file is shown already (several files: the service's
+  // preview shows them joined, numbered as the steps see them)
+  if (which === "input" && state.local && state.local.header.pickable) return;
   try {
     const r = await fetch(`v1/jobs/${id}/preview?mesh=${which}`);
     if (!r.ok) {
@@ -620,6 +633,7 @@ async function loadPreview(which, id) {
     const data = state.viewer.decodePreview(await r.arrayBuffer());
     if (!state.job || state.job.id !== id) return; // a newer job took over
     state.previews[which] = data;
+    if (which === "input") state.local = null;
     state.views.show(which === "input" ? 0 : 1, data);
     $(`${which}-counts`).textContent = countsText(data.header);
     updateColourChoices();
@@ -805,9 +819,15 @@ function applyPreset(preset) {
     const { op, ...params } = step;
     writeFields(li.querySelector(".fields"), params);
   }
-  writeFields($("output-fields"), preset.spec.output || {});
-  $("attr-all").checked = true;
+  const output = preset.spec.output || {};
+  writeFields($("output-fields"), output);
+  writeFields($("job-fields"), preset.spec);
+  const only = Array.isArray(output.attributes) ? new Set(output.attributes) : null;
+  $(only ? "attr-some" : "attr-all").checked = true;
   renumber();
+  if (only) {
+    for (const box of $("attr-list").querySelectorAll("input")) box.checked = only.has(box.value);
+  }
   $("preset-about").textContent = `${preset.name}: ${preset.description}` +
     (missing.length ? ` (not offered by this service: ${missing.join(", ")})` : "");
 }

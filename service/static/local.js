@@ -18,7 +18,7 @@
 export class LocalUnsupported extends Error {}
 
 // Larger files are left to the service's preview (reduced by vertex clustering there).
-export const MAX_LOCAL_BYTES = 256 * 1024 * 1024;
+export const MAX_LOCAL_BYTES = 100 * 1024 * 1024;
 
 function extOf(name) {
   const lower = name.toLowerCase();

@@ -20,13 +20,18 @@ import pytest
 
 from service.schemas import JobCreate
 from tests.conftest import ROOT, mesh_path
-from tests.service.test_page import _add, _open, _pixels, _saturated, base_url, page  # noqa: F401
+from tests.service import test_page
+from tests.service.test_page import _add, _open, _pixels, _saturated
 from workers.engine.io import load_path, save_path
 from workers.engine.ops import OPS
 
 pytestmark = pytest.mark.slow
 
 STATIC = ROOT / "service" / "static"
+
+# the API process, worker and Chromium page of test_page.py
+base_url = test_page.base_url
+page = test_page.page
 
 
 def _counts(page) -> str:
@@ -59,8 +64,9 @@ def _job(base_url: str, page) -> dict:
 
 
 # ---------------------------------------------------------------------------- instant preview
-def test_the_chosen_file_is_previewed_in_the_browser_before_any_job(page, base_url, tmp_path,
-                                                                    settings):
+def test_the_chosen_file_is_previewed_in_the_browser_before_any_job(
+    page, base_url, tmp_path, settings
+):
     _open(page, base_url)
     spot = load_path(mesh_path("spot.obj"))
     _choose(page, mesh_path("spot.obj"))
@@ -205,7 +211,9 @@ def test_statistics_and_reports_are_shown_as_tables(page, base_url):
     table = {r[0]: r[1:] for r in rows}
     before, after = job["stats_before"], job["stats_after"]
     assert set(table) == {k.replace("_", " ") for k in set(before) | set(after)}
-    assert table["faces"][0] == f"{before['faces']:,}" and table["faces"][1] == f"{after['faces']:,}"
+    assert (
+        table["faces"][0] == f"{before['faces']:,}" and table["faces"][1] == f"{after['faces']:,}"
+    )
     assert table["faces"][2].startswith("−")  # decimation removed faces
     sections = page.locator("#step-reports .step-report")
     assert sections.count() == len(job["reports"]) == 2
@@ -258,10 +266,13 @@ def test_recent_jobs_are_kept_and_reopen(page, base_url):
     page.wait_for_selector("#view-input[data-rendered=true]")
     assert page.input_value("#colour-by") == "vertex.mean_curvature"
     assert page.get_attribute(f"#recent .recent-job[data-id='{first}']", "aria-current") == "true"
-    # the address names it: a reload shows it again
+    # the address names it: a reload shows it again, and its settings can go back in the form
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     assert page.inner_text("#job-id") == first
+    page.click("#reuse-spec")
+    steps = page.eval_on_selector_all("#steps > li", "ls => ls.map(l => l.dataset.op)")
+    assert steps == ["mean_curvature"]
 
     # a job the service no longer knows: said so, and the list marks it
     page.evaluate(
@@ -347,7 +358,11 @@ def test_copy_as_curl_and_python_run_the_same_job(page, base_url, tmp_path):
     assert '"weighting": "angle"' in script and f'Client("{base_url}")' in script
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
