@@ -1,7 +1,11 @@
 // The page's job as a request someone can run elsewhere: a curl command (one file as the
 // request body with the spec in the `Tessera-Spec` header, as the README recommends for large
-// files; several files as the multipart form the page itself sends) or a Python script using
-// the `tessera` client. `base` is the service's URL ending in "/".
+// files; several files, or a spec too long for a header, as the multipart form the page itself
+// sends) or a Python script using the `tessera` client. `base` is the service's URL ending
+// in "/".
+
+// The longest spec sent in a header, as the Python client decides (tessera/_common.py).
+const MAX_SPEC_HEADER = 8192;
 
 export function shellQuote(text) {
   return `'${String(text).replace(/'/g, "'\\''")}'`;
@@ -11,7 +15,7 @@ export function curlCommand(base, names, spec) {
   const url = `${base}v1/jobs`;
   const json = JSON.stringify(spec);
   const lines = ["curl -sS"];
-  if (names.length === 1) {
+  if (names.length === 1 && json.length <= MAX_SPEC_HEADER) {
     lines.push(`--data-binary ${shellQuote(`@${names[0]}`)}`,
                "-H 'Content-Type: application/octet-stream'",
                `-H ${shellQuote(`Tessera-Spec: ${json}`)}`,
