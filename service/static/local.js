@@ -2,9 +2,11 @@
 // numbered as the service numbers them, so a vertex picked on this preview is the vertex id a
 // step such as geodesic_distance means:
 //
-// - OBJ: every `v` line a vertex, every `f` line a polygon fanned into triangles (c0, ci, ci+1),
-//   as workers/engine/io/obj.py reads it (read here, since three's OBJLoader splits vertices);
-// - PLY: three's PLYLoader (vertices in file order, faces as the index);
+// - OBJ: every `v` line a vertex, as workers/engine/io/obj.py reads it (read here, since three's
+//   OBJLoader splits vertices); each `f` polygon is fanned into triangles for the picture (the
+//   service ear-clips a non-convex one: the same vertices, other triangles);
+// - PLY: three's PLYLoader (vertices in file order, faces as the index; polygons of more than
+//   four corners are not drawn here);
 // - STL: three's STLLoader (three corners per triangle, unshared, as the service reads STL);
 // - GLB: three's GLTFLoader; the ids are the service's when the file holds one mesh placed once
 //   (several meshes are shown, but picking is left off: their joined order is the service's
