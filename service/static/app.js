@@ -620,9 +620,6 @@ function countsText(h) {
 
 async function loadPreview(which, id) {
   if (!state.views) return;
-  // the browser's own reading of a single file is shown already (several files: the service's
-  // preview shows them joined, numbered as the steps see them)
-  if (which === "input" && state.local && state.local.header.pickable) return;
   try {
     const r = await fetch(`v1/jobs/${id}/preview?mesh=${which}`);
     if (!r.ok) {
@@ -632,6 +629,13 @@ async function loadPreview(which, id) {
     }
     const data = state.viewer.decodePreview(await r.arrayBuffer());
     if (!state.job || state.job.id !== id) return; // a newer job took over
+    const local = which === "input" ? state.local : null;
+    if (local && local.header.pickable
+        && (data.header.reduced || data.header.vertices !== local.header.vertices)) {
+      return; // keep the browser's full reading (the service's is reduced)
+    }
+    // the service's reading: the same vertices, with the input's attributes to colour by
+    // (several files: joined, numbered as the steps see them)
     state.previews[which] = data;
     if (which === "input") state.local = null;
     state.views.show(which === "input" ? 0 : 1, data);

@@ -122,6 +122,30 @@ def test_the_chosen_file_is_previewed_in_the_browser_before_any_job(
     assert "could not be read here" in page.inner_text("#local-note")
 
 
+def test_the_input_attributes_come_with_the_service_preview(page, base_url, tmp_path):
+    _open(page, base_url)
+    mesh = load_path(mesh_path("spot.obj")).run(["gaussian_curvature"], device="cpu").mesh
+    path = tmp_path / "curved.ply"
+    save_path(mesh, path)
+    _choose(page, path)
+    assert page.evaluate("document.body.dataset.local") == "shown"
+    options = page.eval_on_selector_all("#colour-by option", "os => os.map(o => o.value)")
+    assert "vertex.gaussian_curvature" not in options  # the browser reads geometry only
+    _clear_steps(page)
+    page.click("#submit")
+    page.wait_for_selector("body[data-job-state=succeeded]")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#colour-by option')]"
+        ".some(o => o.value === 'vertex.gaussian_curvature')"
+    )
+    assert "read in the browser" not in _counts(page)  # the service's reading took over
+    _add(page, "geodesic_distance")  # and picking goes on on it (not reduced, same ids)
+    page.mouse.click(*_centre(page))
+    v = int(page.get_attribute("#pick-status", "data-vertex"))
+    where = json.loads(page.get_attribute("#pick-status", "data-position"))
+    np.testing.assert_allclose(mesh.V[v], where, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------- picking
 def test_clicking_the_preview_picks_geodesic_sources(page, base_url):
     _open(page, base_url)
