@@ -192,6 +192,11 @@ class OperationPublic(BaseModel):
     params: dict[str, Any] = Field(description="JSON Schema of the operation's parameters.")
     outputs: dict[str, dict[str, str]]
     report: str
+    artifacts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Files the operation makes beside the mesh (e.g. sparse matrices), by name, "
+        "with what each holds; written in the output's matrix_format.",
+    )
 
 
 class OperationsPublic(BaseModel):
