@@ -8,6 +8,7 @@ tessera ops     [NAME]                                                the operat
 tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
 tessera submit FILE... --op weld -o OUT [--url URL]                    through a running service
 tessera batch DIR --pipeline p.yaml --out DIR [--concurrency N]        a whole folder, resumable
+tessera admin workers|jobs|stuck|dead|retry                            the operator's view
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from service.admin import REDIS_URL_FILE, add_admin
 from tessera.cli import TRIANGULATE_HELP, add_commands, parse_op
 
 __all__ = ["build_parser", "main", "parse_op"]
@@ -82,6 +84,7 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
     while True:
         try:
             redis.Redis.from_url(url).ping()
+            (data_dir / REDIS_URL_FILE).write_text(url + "\n")  # for `tessera admin`
             return proc, url
         except redis.ConnectionError:
             if proc.poll() is not None or time.time() > deadline:
@@ -453,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(fn=cmd_run)
 
+    add_admin(sub)
     add_commands(sub)
     return ap
 
