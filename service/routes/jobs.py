@@ -149,7 +149,7 @@ async def create_job(
             "spec.webhook_unsigned",
             "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
         )
-    if parsed.device is Device.gpu:
+    if parsed.device == Device.gpu:
         refused = await run_in_threadpool(gpu_refusal, queue)
         if refused is not None:
             raise ProblemError(
