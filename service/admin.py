@@ -168,8 +168,13 @@ def cmd_stuck(args: argparse.Namespace) -> int:
         print("no stuck jobs")
         return 0
     rows = [
-        [str(r["id"]), str(r.get("state") or "-"), str(r["consumer"]), f"{r['idle']:.0f}s",
-         "; ".join(r["reasons"])]  # fmt: skip
+        [
+            str(r["id"]),
+            str(r.get("state") or "-"),
+            str(r["consumer"]),
+            f"{r['idle']:.0f}s",
+            "; ".join(r["reasons"]),
+        ]  # fmt: skip
         for r in found
     ]
     _table(rows, ["job", "state", "held by", "idle", "why"])
@@ -188,8 +193,13 @@ def cmd_dead(args: argparse.Namespace) -> int:
         return 0
     now = time.time()
     rows = [
-        [str(r["id"]), _ago(now - float(r["dead_at"])), _attempts(r), _error_code(r),
-         str((r.get("error") or {}).get("message") or "-")[:60]]  # fmt: skip
+        [
+            str(r["id"]),
+            _ago(now - float(r["dead_at"])),
+            _attempts(r),
+            _error_code(r),
+            str((r.get("error") or {}).get("message") or "-")[:60],
+        ]  # fmt: skip
         for r in found
     ]
     _table(rows, ["job", "failed", "attempts", "error", "message"])

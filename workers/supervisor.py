@@ -9,6 +9,7 @@ up.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -237,10 +238,9 @@ class Supervisor:
                 except (OSError, BrokenPipeError):
                     pass
             self.kill_child()
-            try:  # no longer live: the API stops counting on this worker at once
+            # no longer live: the API stops counting on this worker at once
+            with contextlib.suppress(*REDIS_DOWN):
                 self.q.heartbeat(self.name, self.registration("stopped"))
-            except REDIS_DOWN:
-                pass
             log.info("%s: worker down", self.name)
 
     def registration(self, state: str | None = None) -> dict[str, Any]:
@@ -304,7 +304,8 @@ class Supervisor:
                 self._end(c, JobState.failed, {"error": exc.to_dict()})
                 log.info("← %s failed (%s), not retried", c.job_id, exc.code)
                 return None
-            if spec.device == "gpu" and self.offers is not None and "gpu" not in self.offers.backends:
+            offers = self.offers
+            if spec.device == "gpu" and offers is not None and "gpu" not in offers.backends:
                 self._no_gpu(c, BackendUnavailable("no GPU on this worker").to_dict())
                 return None
             deadline = spec.deadline(self.settings.default_deadline_seconds)

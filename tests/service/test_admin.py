@@ -80,7 +80,9 @@ def test_workers_and_stuck_jobs(q, redis_url):
     time.sleep(4.5)  # past the lease: nobody reaps (no supervisor runs)
     rc, out = admin("stuck", "--json", redis_url=redis_url, lease=4.0)
     [s] = json.loads(out)
-    assert s["id"] == "held" and s["consumer"] == "gpu-box-w0" and "lease expired" in s["reasons"][0]
+    assert (
+        s["id"] == "held" and s["consumer"] == "gpu-box-w0" and "lease expired" in s["reasons"][0]
+    )
 
 
 def test_redis_from_tessera_ups_data_dir_and_a_clear_line_when_unreachable(q, redis_url, tmp_path):

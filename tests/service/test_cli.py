@@ -196,9 +196,9 @@ def test_up_serves_api_with_private_redis_and_a_worker(tmp_path):
             proc.stdout.close()
 
 
-def _up(port: int, data: Path, extra_env: dict[str, str] | None = None, **kw: Any) -> (
-    subprocess.Popen[str]
-):
+def _up(
+    port: int, data: Path, extra_env: dict[str, str] | None = None, **kw: Any
+) -> subprocess.Popen[str]:
     env = {
         k: v
         for k, v in os.environ.items()

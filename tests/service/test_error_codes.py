@@ -39,9 +39,9 @@ def _codes() -> dict[str, str]:
         if name == "service/errors.py":  # the handlers' own codes
             literals += [n for n in ast.walk(tree) if isinstance(n, ast.Constant)]
         for lit in literals:
-            if isinstance(lit, ast.Constant) and isinstance(lit.value, str):
-                if CODE.match(lit.value) or lit.value == "internal":
-                    found.setdefault(lit.value, name)
+            value = lit.value if isinstance(lit, ast.Constant) else None
+            if isinstance(value, str) and (CODE.match(value) or value == "internal"):
+                found.setdefault(value, name)
     return found
 
 

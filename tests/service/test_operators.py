@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from service.main import create_app
 from tests.service.helpers import assert_problem, spec, submit, wait
+from workers.queue import keys
 
 ADMIN = "admin-secret-0123456789"
 ALPHA = "alpha-secret-0123456789"
@@ -62,9 +63,7 @@ def test_job_list_each_key_sees_its_own_and_an_admin_all(keyed):
         ids.setdefault(who, []).append(r.json()["id"])
     mine = keyed.get("/v1/jobs", headers=bearer(ALPHA)).json()
     assert [j["id"] for j in mine["data"]] == list(reversed(ids["alpha"]))
-    assert mine["data"][0]["state"] == "queued" and mine["data"][0]["url"].endswith(
-        ids["alpha"][1]
-    )
+    assert mine["data"][0]["state"] == "queued" and mine["data"][0]["url"].endswith(ids["alpha"][1])
     assert [j["id"] for j in keyed.get("/v1/jobs", headers=bearer(BRAVO)).json()["data"]] == ids[
         "bravo"
     ]
@@ -118,3 +117,22 @@ def test_a_real_worker_registers_fails_an_impossible_gpu_job_once_and_logs_its_s
     log = workers.log("w1")
     assert f"job {ok['id']} step 1/2 weld:" in log and "faces 12 -> 12" in log
     assert f"job {ok['id']} step 2/2 stats:" in log
+
+
+def test_a_cpu_worker_hands_a_gpu_job_back_while_a_gpu_worker_is_known(client, workers):
+    q = client.app.state.queue
+    q.heartbeat("w-gpu", GPU)  # a GPU worker (busy elsewhere, say): the job is accepted
+    job = submit(client, spec_text=spec("stats", device="gpu")).json()
+    workers.start("w1")
+    deadline = time.time() + 30
+    while int((rec := q.get(job["id"])).get("releases") or 0) < 1:
+        assert time.time() < deadline, rec
+        time.sleep(0.1)
+    assert rec["last_error"]["code"] == "backend.unavailable"
+    seen = client.get(job["url"]).json()
+    assert seen["state"] in ("queued", "running") and seen["attempts"] == 0, seen
+    q.r.delete(keys.worker("w-gpu"))  # the GPU worker is gone (and forgotten)
+    q.r.zrem(keys.WORKERS, "w-gpu")
+    done = wait(client, job["url"], timeout=30)
+    assert done["state"] == "failed" and done["error"]["code"] == "backend.unavailable"
+    assert done["attempts"] == 1

@@ -106,7 +106,8 @@ def list_jobs(
             pipe.hmget(keys.job(job_id), SUMMARY_FIELDS)
         values = pipe.execute()
         gone = []
-        for (job_id, score), vals in zip(zip(ids, (s for _, s in rows)), values, strict=True):
+        scores = [s for _, s in rows]
+        for job_id, score, vals in zip(ids, scores, values, strict=True):
             if after is not None and score == after[0] and job_id >= after[1]:
                 continue  # on the previous page (equal times come in reverse id order)
             scanned += 1
@@ -170,8 +171,8 @@ def stuck_jobs(
         idle = float(p["time_since_delivered"]) / 1000.0
         rows = q.r.xrange(keys.STREAM, entry, entry)
         job_id = text(rows[0][1].get(b"job", b"")) if rows else ""
-        raw = q.r.hmget(keys.job(job_id), SUMMARY_FIELDS) if job_id else [None] * len(
-            SUMMARY_FIELDS
+        raw = (
+            q.r.hmget(keys.job(job_id), SUMMARY_FIELDS) if job_id else [None] * len(SUMMARY_FIELDS)
         )
         rec = decode_record({f: v for f, v in zip(SUMMARY_FIELDS, raw, strict=True) if v})
         rec.setdefault("id", job_id)

@@ -1,19 +1,19 @@
 """The worker registry: what each worker (supervisor) offers, kept alive by its heartbeat.
 
 Every supervisor writes (:meth:`JobQueue.heartbeat`), every couple of seconds, a small JSON
-record under its name (``keys.worker(name)``) and its last heartbeat in the sorted set ``keys.WORKERS``: host and pid,
-version, when it started, its backends (``cpu``, and ``gpu`` with the device's name and memory
-once its compute child has looked), how many compute children it drives, the job it runs now,
-whether it is stopping. A worker is **live** while its last heartbeat is at most ``LIVE_SECONDS``
-old. The record itself is kept ``REMEMBER_SECONDS`` (10 minutes) after the last heartbeat, so that
-what a worker offered is still known while it restarts.
+record under its name (``keys.worker(name)``) and its last heartbeat in the sorted set
+``keys.WORKERS``: host and pid, version, when it started, its backends (``cpu``, and ``gpu`` with
+the device's name and memory once its compute child has looked), how many compute children it
+drives, the job it runs now, whether it is stopping. A worker is **live** while its last heartbeat
+is at most ``LIVE_SECONDS`` old. The record itself is kept ``REMEMBER_SECONDS`` (10 minutes) after
+the last heartbeat, so that what a worker offered is still known while it restarts.
 
 The rule for a job that asks for ``device: "gpu"`` (:func:`gpu_refusal`): it is refused at
 submission only when the deployment is known to have no GPU: workers were seen within the last
-``REMEMBER_SECONDS``, every one of them has said what it offers, and none offers a GPU. No worker
-seen at all (workers not started yet, or all restarting longer ago than that) is not a refusal:
-the job waits in the queue. A worker that has not said yet (its compute child is starting) may
-have a GPU: not a refusal either.
+``REMEMBER_SECONDS``, none of them offers a GPU, and none is live without having said what it
+offers. No worker seen at all (workers not started yet, or all gone longer ago than that) is not a
+refusal: the job waits in the queue. A live worker that has not said yet (its compute child is
+starting) may have a GPU: not a refusal either; one that died before saying counts for nothing.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def workers(
     if not names:
         return []
     out = []
-    for name, raw in zip(names, q.r.mget([keys.worker(n) for n in names]), strict=True):
+    for raw in q.r.mget([keys.worker(n) for n in names]):
         if raw is None:
             continue
         try:
@@ -66,27 +66,29 @@ def offers_gpu(rec: dict[str, Any]) -> bool | None:
     return "gpu" in backends
 
 
+def _maybe_gpu(rec: dict[str, Any]) -> bool:
+    """A worker that offers a GPU (live or remembered), or a live one that has not said yet."""
+    says = offers_gpu(rec)
+    return bool(says) or (says is None and rec["live"])
+
+
 def gpu_refusal(q: JobQueue, now: float | None = None) -> dict[str, Any] | None:
     """Why a ``device: "gpu"`` job must be refused now, or None when it may be queued (see the
     module's docstring for the rule): the workers seen and what each offers."""
     seen = workers(q, live_only=False, now=now)
     if not seen:
         return None
-    said = [offers_gpu(w) for w in seen]
-    if any(s is None or s for s in said):
+    if any(_maybe_gpu(w) for w in seen):
         return None
     return {
         "workers": [
-            {"name": w.get("name"), "backends": w.get("backends"), "live": w["live"]}
-            for w in seen
+            {"name": w.get("name"), "backends": w.get("backends"), "live": w["live"]} for w in seen
         ]
     }
 
 
 def gpu_elsewhere(q: JobQueue, me: str, now: float | None = None) -> bool:
-    """Whether a worker other than ``me``, seen within ``REMEMBER_SECONDS``, offers a GPU (or
-    has not said yet): a ``device: "gpu"`` job this worker cannot run should go back for it."""
-    return any(
-        w.get("name") != me and offers_gpu(w) is not False
-        for w in workers(q, live_only=False, now=now)
-    )
+    """Whether a worker other than ``me``, seen within ``REMEMBER_SECONDS``, offers a GPU (or is
+    live and has not said yet): a ``device: "gpu"`` job this worker cannot run should go back for
+    it."""
+    return any(w.get("name") != me and _maybe_gpu(w) for w in workers(q, live_only=False, now=now))

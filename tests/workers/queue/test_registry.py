@@ -45,6 +45,7 @@ def test_gpu_refused_only_where_the_deployment_is_known_to_have_no_gpu(q):
     assert gpu_refusal(q, now=now) is None  # no worker seen: the job waits for one
     q.heartbeat("w-starting", STARTING, now=now)
     assert gpu_refusal(q, now=now) is None  # its compute child has not said yet: maybe a GPU
+    assert gpu_refusal(q, now=now + LIVE_SECONDS + 1) is not None  # it died before saying
     q.heartbeat("w-starting", CPU, now=now)
     refused = gpu_refusal(q, now=now)
     assert refused == {"workers": [{"name": "w-starting", "backends": ["cpu"], "live": True}]}
