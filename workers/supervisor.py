@@ -28,6 +28,7 @@ from .jobspec import JobSpec
 from .messages import Done, Failed, FromChild, Offers, Progress, RunJob, Stop
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
+from .queue.listing import backfill
 from .queue.outcomes import save_outcome
 from .queue.registry import gpu_elsewhere
 from .recovery import recover_if_lost, recover_jobs
@@ -215,6 +216,9 @@ class Supervisor:
             self.settings.lease_seconds,
         )
         self.ensure_child()
+        with contextlib.suppress(*REDIS_DOWN):  # jobs from before the job lists existed
+            if n := backfill(self.q):
+                log.info("%s: listed %d jobs submitted before the job lists", self.name, n)
         hooks = WebhookThread(self.settings, self.name)  # delivers webhooks of ended jobs
         hooks.start()
         try:

@@ -132,6 +132,31 @@ def list_jobs(
             offset -= len(gone)
 
 
+def backfill(q: JobQueue, batch: int = 500) -> int:
+    """Put the jobs of a dataset written before the job lists existed into them (by their
+    ``created_at``): once, when the list of every job is empty and the sweep's index is not.
+    Returns how many were added."""
+    if q.r.exists(keys.CREATED) or not q.r.exists(keys.JOBS):
+        return 0
+    added = 0
+    for start in range(0, int(q.r.zcard(keys.JOBS)), batch):
+        ids = [text(m) for m in q.r.zrange(keys.JOBS, start, start + batch - 1)]
+        pipe = q.r.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(keys.job(job_id), ["created_at", "key_id"])
+        rows = pipe.execute()
+        pipe = q.r.pipeline(transaction=False)
+        for job_id, (created, key_id) in zip(ids, rows, strict=True):
+            if created is None:
+                continue
+            pipe.zadd(keys.CREATED, {job_id: float(created)}, nx=True)
+            if key_id:
+                pipe.zadd(keys.jobs_of(text(key_id)), {job_id: float(created)}, nx=True)
+            added += 1
+        pipe.execute()
+    return added
+
+
 def _ties_after(q: JobQueue, index: str, score: float, job_id: str) -> bool:
     """Whether the index holds another job created at exactly ``score`` after ``job_id``."""
     same = q.r.zrangebyscore(index, score, score)

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from workers.queue import keys
 from workers.queue.jobs import JobQueue, JobState
-from workers.queue.listing import dead_letters, list_jobs, stuck_jobs
+from workers.queue.listing import backfill, dead_letters, list_jobs, stuck_jobs
 
 
 @pytest.fixture
@@ -104,3 +105,14 @@ def test_dead_letters_and_the_operators_retry(q):
     q.requeue(c.job_id, c.entry, {"code": "engine.internal", "message": "x"}, owner="w1",
               attempt=c.attempt)  # fmt: skip
     assert q.get("doomed")["state"] == JobState.queued
+
+
+def test_jobs_from_before_the_lists_are_listed_once(q):
+    for i in range(3):
+        _submit(q, f"old{i}", key="k" if i else None)
+    q.r.delete(keys.CREATED, keys.jobs_of("k"))  # as a dataset written before the lists
+    assert list_jobs(q, key_id=None).jobs == []
+    assert backfill(q, batch=2) == 3
+    assert [j["id"] for j in list_jobs(q, key_id=None).jobs] == ["old2", "old1", "old0"]
+    assert [j["id"] for j in list_jobs(q, key_id="k").jobs] == ["old2", "old1"]
+    assert backfill(q) == 0  # once
