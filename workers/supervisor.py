@@ -186,7 +186,8 @@ class Supervisor:
         if first:
             gpu = f" ({offers.gpu.get('name')})" if offers.gpu else ""
             log.info("%s offers %s%s", self.name, ", ".join(offers.backends), gpu)
-            self.housekeeping(beat_only=True)
+            with contextlib.suppress(*REDIS_DOWN):  # else the next heartbeat says it
+                self.housekeeping(beat_only=True)
 
     # ----------------------------------------------------------------- loop
     def install_signals(self) -> None:
@@ -451,8 +452,8 @@ class Supervisor:
 
     def _no_gpu(self, c: Claim, error: dict[str, Any]) -> None:
         """A ``device: "gpu"`` job on a worker without one: handed back at no attempt's cost
-        when another worker offers a GPU (or has not said yet), else failed at once, not
-        retried (no attempt anywhere could run it)."""
+        when another worker offers a GPU (or is live and has not said yet), else failed at once,
+        not retried (no attempt anywhere could run it)."""
         if gpu_elsewhere(self.q, self.name):
             outcome = self._redis(
                 partial(
