@@ -94,7 +94,7 @@ def execute(
         report(0.05 + 0.85 * p, stage)
 
     log.info(
-        "job %s attempt %d: %d steps on %s (%s); %d vertices, %d faces in",
+        "job %s run %d: %d steps on %s (%s); %d vertices, %d faces in",
         job_id,
         attempt,
         len(steps),
@@ -161,7 +161,7 @@ def execute(
         }
     timings["store"] = time.perf_counter() - t
     log.info(
-        "job %s attempt %d: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
+        "job %s run %d: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
         job_id,
         attempt,
         fmt,

@@ -301,7 +301,12 @@ class Supervisor:
         """Run one attempt; returns the next attempt when it is to run here at once."""
         self.current = c
         started = time.monotonic()
-        log.info("→ %s attempt %d", c.job_id, c.attempt)
+        released = int(c.record.get("releases") or 0)  # runs handed back, at no attempt's cost
+        if released:
+            log.info("→ %s attempt %d (handed back %d times before)", c.job_id,
+                     c.attempt - released, released)  # fmt: skip
+        else:
+            log.info("→ %s attempt %d", c.job_id, c.attempt)
         try:
             try:
                 spec = JobSpec.from_stored(c.record.get("spec"))
