@@ -6,6 +6,7 @@ the same inside the GPU child.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,7 @@ from .engine.backend import GPU_MIN_FACES, choose, sync
 from .engine.io import serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
-from .engine.pipeline import parse_pipeline, run_pipeline, starts_with_source
+from .engine.pipeline import StepReport, parse_pipeline, run_pipeline, starts_with_source
 from .jobspec import JobSpec
 from .queue.blobs import (
     BlobStore,
@@ -28,6 +29,8 @@ from .queue.blobs import (
 )
 
 Progress = Callable[[float, str], None]
+
+log = logging.getLogger(__name__)
 
 MEDIA_TYPES = {
     "ply": "application/x-ply",
@@ -90,11 +93,36 @@ def execute(
     def pipeline_progress(p: float, stage: str) -> None:
         report(0.05 + 0.85 * p, stage)
 
+    log.info(
+        "job %s run %d: %d steps on %s (%s); %d vertices, %d faces in",
+        job_id,
+        attempt,
+        len(steps),
+        backend,
+        why,
+        mesh.n_vertices,
+        mesh.n_faces,
+    )
+
+    def step_done(i: int, n: int, s: StepReport) -> None:
+        log.info(
+            "job %s step %d/%d %s: %.3fs on %s, faces %d -> %d",
+            job_id,
+            i + 1,
+            n,
+            s.op,
+            s.seconds,
+            s.backend,
+            s.faces_in,
+            s.faces_out,
+        )
+
     result = run_pipeline(
         mesh,
         steps,
         device="gpu" if backend == "cupy" else "cpu",
         progress=pipeline_progress,
+        on_step=step_done,
     )
     timings.update(result.timings)
     if result.patching:  # inside the step that built them
@@ -132,6 +160,16 @@ def execute(
             "media_type": MATRIX_MEDIA_TYPES[mfmt],
         }
     timings["store"] = time.perf_counter() - t
+    log.info(
+        "job %s run %d: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
+        job_id,
+        attempt,
+        fmt,
+        n_bytes,
+        out.n_faces,
+        timings["serialize"],
+        timings["store"],
+    )
 
     return {
         "result": {
