@@ -16,7 +16,7 @@ import numpy as np
 from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
 from .engine.backend import GPU_MIN_FACES, choose, sync
-from .engine.io import serialize_chunks, stored
+from .engine.io import MEDIA_TYPES, serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import StepReport, parse_pipeline, run_pipeline, starts_with_source
@@ -31,15 +31,6 @@ from .queue.blobs import (
 Progress = Callable[[float, str], None]
 
 log = logging.getLogger(__name__)
-
-MEDIA_TYPES = {
-    "ply": "application/x-ply",
-    "obj": "model/obj",
-    "off": "application/x-off",
-    "stl": "model/stl",
-    "glb": "model/gltf-binary",
-    "npz": "application/x-npz",
-}
 
 
 def load_input(store: BlobStore, job_id: str) -> TriMesh:
