@@ -206,7 +206,12 @@ def list_my_jobs(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="Jobs per page.")] = 50,
     cursor: Annotated[
-        str | None, Query(max_length=200, description="A page's `next_cursor`.")
+        str | None,
+        Query(
+            max_length=200,
+            pattern=r"^-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?:[A-Za-z0-9]+$",
+            description="A page's `next_cursor`.",
+        ),
     ] = None,
 ) -> JobList:
     key_id = None if is_admin(request, who) else who
