@@ -90,37 +90,48 @@ def _attempts(rec: dict[str, Any]) -> str:
     return f"{max(counted, 0)}/{rec.get('max_attempts') or '-'}"
 
 
+def _show(
+    found: list[dict[str, Any]],
+    as_json: bool,
+    empty: str,
+    header: list[str],
+    row: Any,
+) -> int:
+    """Print ``found`` as JSON, as a table of ``row(record)`` under ``header``, or ``empty``."""
+    if as_json:
+        print(json.dumps(found, indent=2))
+    elif not found:
+        print(empty)
+    else:
+        _table([row(r) for r in found], header)
+    return 0
+
+
 def cmd_workers(args: argparse.Namespace) -> int:
     from workers.queue.registry import workers
 
     found = workers(_queue(args), live_only=not args.all)
-    if args.json:
-        print(json.dumps(found, indent=2))
-        return 0
-    if not found:
-        print("no live workers" if not args.all else "no workers seen in the last 10 minutes")
-        return 0
-    rows = []
-    for w in found:
+
+    def row(w: dict[str, Any]) -> list[str]:
         gpu = (w.get("gpu") or {}).get("name") or ""
         backends = ",".join(w.get("backends") or ["(starting)"])
         state = w.get("state") or "running"
         if not w.get("live") and state != "stopped":
             state = "lost"
-        rows.append(
-            [
-                str(w.get("name")),
-                state,
-                backends + (f" ({gpu})" if gpu else ""),
-                ",".join(w.get("jobs") or []) or "idle",
-                str(w.get("jobs_done") or 0),
-                _ago(float(w.get("age") or 0)),
-                str(w.get("version") or "-"),
-                f"{w.get('host')}:{w.get('pid')}",
-            ]
-        )
-    _table(rows, ["worker", "state", "offers", "running", "done", "seen", "version", "host:pid"])
-    return 0
+        return [
+            str(w.get("name")),
+            state,
+            backends + (f" ({gpu})" if gpu else ""),
+            ",".join(w.get("jobs") or []) or "idle",
+            str(w.get("jobs_done") or 0),
+            _ago(float(w.get("age") or 0)),
+            str(w.get("version") or "-"),
+            f"{w.get('host')}:{w.get('pid')}",
+        ]
+
+    empty = "no live workers" if not args.all else "no workers seen in the last 10 minutes"
+    header = ["worker", "state", "offers", "running", "done", "seen", "version", "host:pid"]
+    return _show(found, args.json, empty, header, row)
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -161,49 +172,39 @@ def cmd_stuck(args: argparse.Namespace) -> int:
     from workers.queue.listing import stuck_jobs
 
     found = stuck_jobs(_queue(args), running_longer_than=args.running_longer_than)
-    if args.json:
-        print(json.dumps(found, indent=2))
-        return 0
-    if not found:
-        print("no stuck jobs")
-        return 0
-    rows = [
-        [
+    return _show(
+        found,
+        args.json,
+        "no stuck jobs",
+        ["job", "state", "held by", "idle", "why"],
+        lambda r: [
             str(r["id"]),
             str(r.get("state") or "-"),
             str(r["consumer"]),
             f"{r['idle']:.0f}s",
             "; ".join(r["reasons"]),
-        ]  # fmt: skip
-        for r in found
-    ]
-    _table(rows, ["job", "state", "held by", "idle", "why"])
-    return 0
+        ],
+    )
 
 
 def cmd_dead(args: argparse.Namespace) -> int:
     from workers.queue.listing import dead_letters
 
     found = dead_letters(_queue(args), limit=args.limit)
-    if args.json:
-        print(json.dumps(found, indent=2))
-        return 0
-    if not found:
-        print("no dead letters")
-        return 0
     now = time.time()
-    rows = [
-        [
+    return _show(
+        found,
+        args.json,
+        "no dead letters",
+        ["job", "failed", "attempts", "error", "message"],
+        lambda r: [
             str(r["id"]),
             _ago(now - float(r["dead_at"])),
             _attempts(r),
             _error_code(r),
             str((r.get("error") or {}).get("message") or "-")[:60],
-        ]  # fmt: skip
-        for r in found
-    ]
-    _table(rows, ["job", "failed", "attempts", "error", "message"])
-    return 0
+        ],
+    )
 
 
 _RETRY_SAYS = {

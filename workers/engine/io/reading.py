@@ -80,26 +80,16 @@ def load_bytes(
             mesh = _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded, depth=_depth + 1)
         mesh.source = filename or None  # the name the caller gave, not the member's
         return mesh
-    if kind == "npy":
-        if ext not in ("npy", ""):
+    if kind in ("npy", "nrrd"):  # a scalar volume for marching_cubes
+        if ext not in (kind, ""):
+            what = "a NumPy array" if kind == "npy" else "an NRRD volume"
             raise FormatError(
-                f"file named .{ext} holds a NumPy array",
+                f"file named .{ext} holds {what}",
                 code="format.mismatch",
                 extension=ext,
-                detected="npy",
+                detected=kind,
             )
-        mesh = read_volume(data)
-        mesh.source = filename or None
-        return mesh
-    if kind == "nrrd":
-        if ext not in ("nrrd", ""):
-            raise FormatError(
-                f"file named .{ext} holds an NRRD volume",
-                code="format.mismatch",
-                extension=ext,
-                detected="nrrd",
-            )
-        mesh = volumes.read_nrrd(data, max_expanded)
+        mesh = read_volume(data) if kind == "npy" else volumes.read_nrrd(data, max_expanded)
         mesh.source = filename or None
         return mesh
     if kind is None and ext == "stl":

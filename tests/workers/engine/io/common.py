@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import struct
 import zipfile
 from typing import Any
@@ -241,3 +242,17 @@ def _same_outcome(a: Any, b: Any) -> None:
             np.testing.assert_array_equal(x, y)
         else:
             assert x == y
+
+
+def glb_bytes(tree: dict, binary: bytes) -> bytes:
+    """A GLB of the glTF ``tree`` and its binary chunk (both padded to 4 bytes)."""
+    text = json.dumps(tree).encode()
+    text += b" " * (-len(text) % 4)
+    binary += b"\0" * (-len(binary) % 4)
+    return (
+        struct.pack("<3I", 0x46546C67, 2, 28 + len(text) + len(binary))
+        + struct.pack("<2I", len(text), 0x4E4F534A)
+        + text
+        + struct.pack("<2I", len(binary), 0x004E4942)
+        + binary
+    )
