@@ -4,8 +4,9 @@ operation against its baselines; ``python -m bench.patched``: patched vs global 
 ``python -m bench.service``: the service end to end, upload to download); the tables last.
 
 Arguments after ``--`` go to ``python -m bench`` (``--sizes`` also to ``bench.patched``).
-``TESSERA_SUITE=tests|bench`` runs only that half. Exits non-zero when a test or a benchmark
-failed.
+``TESSERA_SUITE=tests|bench`` runs only that half, and ``engine`` or ``rest`` only that part of
+the tests (the engine's tests, or the service's and the rest: for a host that limits how long
+one command may run). Exits non-zero when a test or a benchmark failed.
 """
 
 from __future__ import annotations
@@ -73,15 +74,19 @@ def _pytest(args: list[str], report: Path) -> int:
     return subprocess.call([*cmd, f"--junitxml={report}", *args], cwd=ROOT, env=env)
 
 
-def run_tests(out: Path) -> dict[str, Any]:
+def run_tests(out: Path, half: str = "") -> dict[str, Any]:
     """The whole suite with the GPU required; the engine's tests on 8 processes when
-    pytest-xdist is installed (they share the one GPU), the rest (processes, Redis) in one."""
+    pytest-xdist is installed (they share the one GPU), the rest (processes, Redis) in one.
+    ``half`` ("engine" or "rest") runs only that part, for hosts that limit a command's time."""
     excl, why = host_exclusions()
     engine = "tests/workers/engine"
     if importlib.util.find_spec("xdist") is not None:
         reports = [out / "junit-engine.xml", out / "junit-rest.xml"]
-        rc = _pytest(["-n", "8", "-p", "no:benchmark", *excl, engine], reports[0])
-        rc |= _pytest([*excl, f"--ignore={engine}"], reports[1])
+        rc = 0
+        if half != "rest":
+            rc |= _pytest(["-n", "8", "-p", "no:benchmark", *excl, engine], reports[0])
+        if half != "engine":
+            rc |= _pytest([*excl, f"--ignore={engine}"], reports[1])
     else:
         reports = [out / "junit.xml"]
         rc = _pytest(excl, reports[0])
@@ -112,9 +117,9 @@ def main() -> None:
     counts: dict[str, Any] = {"returncode": 0, "tests": 0, "failures": 0, "errors": 0}
     counts.update({"skipped": 0, "gpu": 0, "left_out": []})
     if only != "bench":
-        counts = run_tests(out)
+        counts = run_tests(out, only if only in ("engine", "rest") else "")
     brc = 0
-    if only != "tests":
+    if only not in ("tests", "engine", "rest"):
         brc = subprocess.call([sys.executable, "-m", "bench", *bench_args], cwd=ROOT)
         i = bench_args.index("--sizes") if "--sizes" in bench_args else len(bench_args)
         sizes = bench_args[i : i + 2]
@@ -130,7 +135,7 @@ def main() -> None:
         print("left out here (CI runs them): " + "; ".join(counts["left_out"]))
     for name in ("RESULTS.md", "PATCHED.md", "SERVICE.md"):
         results = out / name
-        if only != "tests" and results.is_file():
+        if only not in ("tests", "engine", "rest") and results.is_file():
             print(results.read_text())
     sys.exit(1 if counts["returncode"] != 0 or brc != 0 else 0)
 

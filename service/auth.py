@@ -113,4 +113,13 @@ def admit(request: Request, key_id: str | None, job_id: str, upload_bytes: int) 
         )
 
 
+def is_admin(request: Request, key_id: str | None) -> bool:
+    """Whether the caller sees everything (every key's jobs, the jobs workers run): a key
+    configured with ``"admin": true``, or anyone when keys are off (the API is open then)."""
+    if key_id is None:
+        return True
+    key = request.app.state.keyring.get(key_id)
+    return bool(key is not None and key.admin)
+
+
 CallerDep = Annotated[str | None, Depends(caller)]

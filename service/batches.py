@@ -367,7 +367,7 @@ def accept_batch(
             **extra,
         }
         try:
-            queue.submit_job(chunk.job, fields)
+            queue.submit_job(chunk.job, fields, listed=False)
         except BaseException:
             store.delete_prefix(job_prefix(chunk.job))
             raise

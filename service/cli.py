@@ -8,6 +8,7 @@ tessera ops     [NAME] [--json]                                       the operat
 tessera run IN --op weld --op vertex_normals:weighting=angle -o OUT   no server at all
 tessera submit FILE... --op weld -o OUT [--url URL]                    through a running service
 tessera batch DIR --pipeline p.yaml --out DIR [--concurrency N]        a whole folder, resumable
+tessera admin workers|jobs|stuck|dead|retry                            the operator's view
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from service.admin import REDIS_URL_FILE, add_admin
 from tessera.cli import TRIANGULATE_HELP, add_commands, parse_op
 
 __all__ = ["build_parser", "main", "parse_op"]
@@ -73,10 +75,7 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        # like the API and workers, in its own session: a Ctrl-C at the terminal reaches only
-        # `tessera up`, which stops them in order (one signal each: a worker's second signal is
-        # a cold stop) and Redis last, once they no longer use it
-        start_new_session=True,
+        preexec_fn=_own_group,
     )
     url = f"redis://{host}:{port}/0"
     import redis
@@ -85,6 +84,7 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
     while True:
         try:
             redis.Redis.from_url(url).ping()
+            (data_dir / REDIS_URL_FILE).write_text(url + "\n")  # for `tessera admin`
             return proc, url
         except redis.ConnectionError:
             if proc.poll() is not None or time.time() > deadline:
@@ -94,10 +94,61 @@ def start_redis(data_dir: Path, host: str = "127.0.0.1") -> tuple[subprocess.Pop
 
 
 # ----------------------------------------------------------------------------- commands
+#: how long the API may take to stop (open long polls and event streams are cut after this)
+API_STOP_SECONDS = 5
+#: on top of the workers' grace: the time a worker needs to hand its job back and exit
+WORKER_STOP_MARGIN_SECONDS = 10.0
+#: how long Redis may take to write its last appends and exit
+REDIS_STOP_SECONDS = 10.0
+
+
+def _own_group() -> None:
+    """In a child of ``tessera up``, before exec: a process group of its own, so that a
+    terminal's Ctrl-C (sent to the foreground group) reaches ``tessera up`` alone and it stops
+    the components in order; and a SIGTERM when ``tessera up`` dies without stopping them."""
+    os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], wait: float, what: str) -> None:
+    """SIGTERM to each of ``procs``, then wait up to ``wait`` seconds for all; SIGKILL to any left
+    (said in the log: it is not a clean stop)."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + wait
+    for p in procs:
+        try:
+            p.wait(max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            log.warning("%s (pid %s) did not stop within %.0fs: killed", what, p.pid, wait)
+            p.kill()
+            p.wait()
+
+
+def _grace_seconds() -> float:
+    from workers.settings import Settings
+
+    try:
+        return float(Settings().shutdown_grace_seconds)
+    except ValueError:  # a malformed setting: the worker itself says so
+        return 30.0
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     """Start Redis (unless one is configured), the workers and the API; stop them all on
     Ctrl-C or SIGTERM, also during the start. Exits non-zero when the API's port is taken or a
-    component dies."""
+    component dies.
+
+    The stop goes in order: the API first (no new jobs), then the workers (a running job may
+    finish within ``TESSERA_SHUTDOWN_GRACE_SECONDS``, else it is handed back at no attempt's
+    cost), then Redis, which they need until the end. The components run in process groups of
+    their own, so a terminal's Ctrl-C reaches only this process; a second Ctrl-C while the
+    workers stop tells them to hand their jobs back at once."""
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     _check_port_free(args.host, args.port)
@@ -105,39 +156,44 @@ def cmd_up(args: argparse.Namespace) -> int:
     # glibc then backs large allocations (an upload's bytes, parsed arrays, result pieces) with
     # huge pages: joining and parsing a 300 MB upload was bound by page faults without it
     env.setdefault("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
-    procs: list[subprocess.Popen[bytes]] = []
-    stop = False
+    redis_procs: list[subprocess.Popen[bytes]] = []
+    worker_procs: list[subprocess.Popen[bytes]] = []
+    api_procs: list[subprocess.Popen[bytes]] = []
+    signals = 0
+    stopping_workers = False
 
     def on_signal(_s: int, _f: Any) -> None:
-        nonlocal stop
-        stop = True
+        nonlocal signals
+        signals += 1
+        if stopping_workers and signals > 1:  # a second Ctrl-C: jobs are handed back now
+            for p in worker_procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     failed = False
-    redis_proc: subprocess.Popen[bytes] | None = None
     try:
         redis_url = os.environ.get("TESSERA_REDIS_URL") or os.environ.get("REDIS_URL")
         if redis_url:
             log.info("using Redis at %s", redis_url)
         else:
             rp, redis_url = start_redis(data_dir)
-            procs.append(rp)
-            redis_proc = rp
+            redis_procs.append(rp)
             log.info(
                 "started a private redis-server at %s (AOF under %s)", redis_url, data_dir / "redis"
             )
         env["TESSERA_REDIS_URL"] = redis_url
         py = sys.executable
         for i in range(args.workers):
-            procs.append(
+            worker_procs.append(
                 subprocess.Popen(
                     [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"],
                     env=env,
-                    start_new_session=True,
+                    preexec_fn=_own_group,
                 )
             )
-        procs.append(
+        api_procs.append(
             subprocess.Popen(
                 [
                     py,
@@ -151,16 +207,19 @@ def cmd_up(args: argparse.Namespace) -> int:
                     str(args.port),
                     "--log-level",
                     "warning",
+                    "--timeout-graceful-shutdown",
+                    str(API_STOP_SECONDS),
                     *(["--workers", str(args.api_workers)] if args.api_workers > 1 else []),
                 ],
                 env=env,
-                start_new_session=True,
+                preexec_fn=_own_group,
             )
         )
+        procs = [*redis_procs, *worker_procs, *api_procs]
         shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
         url = f"http://{shown}:{args.port}"
-        if not _wait_http(url + "/healthz", procs, lambda: stop):
-            failed = not stop
+        if not _wait_http(url + "/healthz", procs, lambda: signals > 0):
+            failed = signals == 0
             if failed:
                 log.error("the API did not come up")
             return 1 if failed else 0
@@ -170,25 +229,27 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"The tessera command and the Python client find it with: export TESSERA_URL={url}",
             flush=True,
         )
-        while not stop:
+        while not signals and not failed:
             for p in procs:
                 if p.poll() is not None:
                     log.error("a component exited (%s, code %s); stopping", p.args, p.returncode)
-                    stop = failed = True
-            time.sleep(0.5)
+                    failed = True
+            time.sleep(0.2)
     finally:
-        # API and workers first, then Redis once they have stopped (they use it while stopping)
-        services = [p for p in procs if p is not redis_proc]
-        for group in (services, [redis_proc] if redis_proc else []):
-            for p in reversed(group):
-                if p.poll() is None:
-                    p.terminate()
-            for p in reversed(group):
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
+        grace = _grace_seconds()
+        if any(p.poll() is None for p in worker_procs):
+            log.info(
+                "stopping: the API, then the workers (a running job may finish within %.0fs; "
+                "Ctrl-C again hands it back now), then Redis",
+                grace,
+            )
+        _stop(api_procs, API_STOP_SECONDS + 5, "the API")
+        stopping_workers = True
+        signals = 1  # from here a further signal is a second Ctrl-C
+        _stop(worker_procs, grace + WORKER_STOP_MARGIN_SECONDS, "a worker")
+        _stop(redis_procs, REDIS_STOP_SECONDS, "redis-server")
+        if worker_procs:
+            log.info("stopped")
     return 1 if failed else 0
 
 
@@ -415,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(fn=cmd_run)
 
+    add_admin(sub)
     add_commands(sub)
     return ap
 

@@ -26,7 +26,7 @@ from . import errors
 from .config import Settings, get_settings
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware
-from .routes import batches, events, health, jobs, operations, preview, ui
+from .routes import batches, events, health, jobs, operations, preview, ui, workers
 from .schemas import JobCreate
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(events.router)
     app.include_router(preview.router)
+    app.include_router(workers.router)
     ui.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     if settings.cors_origins:  # only the configured origins; credentials never

@@ -77,7 +77,10 @@ class JobPublic(BaseModel):
         description="What runs now: the operation's name, with detail after a colon for the "
         "long ones (e.g. 'isotropic_remesh: iteration 2/5, collapse, round 3').",
     )
-    attempts: int = Field(description="Runs started so far.")
+    attempts: int = Field(
+        description="Runs counted against max_attempts so far (a run handed back by a worker "
+        "that was stopped does not count)."
+    )
     max_attempts: int
     created_at: datetime
     started_at: datetime | None = None
@@ -116,6 +119,12 @@ class JobPublic(BaseModel):
     webhook: WebhookPublic | None = Field(
         None, description="Deliveries of the webhook (with a callback_url, once the job ended)."
     )
+
+
+def counted_attempts(rec: dict[str, Any]) -> int:
+    """Runs that count against ``max_attempts``: the attempt number (the fencing token, which
+    every run raises) less the runs handed back at no cost (``releases``)."""
+    return max(int(rec.get("attempt") or 0) - int(rec.get("releases") or 0), 0)
 
 
 def _dt(x: float | None) -> datetime | None:
@@ -157,7 +166,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
         state=state,
         progress=float(rec.get("progress") or 0.0),
         stage=rec.get("stage") or None,
-        attempts=int(rec.get("attempt") or 0),
+        attempts=counted_attempts(rec),
         max_attempts=int(rec.get("max_attempts") or 1),
         created_at=_dt(rec.get("created_at")) or datetime.now(timezone.utc),
         started_at=_dt(rec.get("started_at")),
@@ -192,6 +201,11 @@ class OperationPublic(BaseModel):
     params: dict[str, Any] = Field(description="JSON Schema of the operation's parameters.")
     outputs: dict[str, dict[str, str]]
     report: str
+    artifacts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Files the operation makes beside the mesh (e.g. sparse matrices), by name, "
+        "with what each holds; written in the output's matrix_format.",
+    )
 
 
 class OperationsPublic(BaseModel):
@@ -282,4 +296,103 @@ def batch_public(view: Any, base_url: str, now: float) -> BatchPublic:
         result=f"{url}/result" if state in ("succeeded", "cancelled") else None,
         items=items,
         webhook=WebhookPublic(**rec["webhook"]) if rec.get("webhook") else None,
+    )
+
+
+class JobSummary(BaseModel):
+    """A job in a list: its state and where it is, without statistics and reports (the job's
+    own URL has everything)."""
+
+    id: str
+    url: str
+    state: JobState
+    progress: float
+    stage: str | None = None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    worker: str | None = None
+    error: ErrorPublic | None = None
+    input: InputPublic | None = None
+
+
+class JobList(BaseModel):
+    data: list[JobSummary]
+    count: int = Field(description="Jobs on this page.")
+    next_cursor: str | None = Field(
+        None,
+        description="Pass as `cursor` for the next page; null on the last. A page may hold "
+        "fewer than `limit` jobs while more follow (a state filter skipped many).",
+    )
+
+
+def job_summary(rec: dict[str, Any], base_url: str) -> JobSummary:
+    """A listed record (:func:`workers.queue.listing.list_jobs`: its state already public)."""
+    return JobSummary(
+        id=rec["id"],
+        url=f"{base_url}/v1/jobs/{rec['id']}",
+        state=JobState(rec["state"]),
+        progress=float(rec.get("progress") or 0.0),
+        stage=rec.get("stage") or None,
+        attempts=counted_attempts(rec),
+        created_at=_dt(rec.get("created_at")) or datetime.now(timezone.utc),
+        started_at=_dt(rec.get("started_at")),
+        finished_at=_dt(rec.get("finished_at")),
+        worker=rec.get("owner") or None,
+        error=ErrorPublic(**rec["error"]) if rec.get("error") else None,
+        input=InputPublic(**rec["input"]) if rec.get("input") else None,
+    )
+
+
+class GpuPublic(BaseModel):
+    name: str
+    memory_bytes: int
+
+
+class WorkerPublic(BaseModel):
+    """A live worker (a supervisor and its compute child), as it last registered."""
+
+    name: str
+    version: str | None = None
+    state: str = Field(description="running, or stopping (finishing its job, taking no more).")
+    backends: list[str] | None = Field(
+        None,
+        description="What it runs: cpu, and gpu when it has one; null while its compute child "
+        "starts and has not said yet.",
+    )
+    gpu: GpuPublic | None = None
+    children: int = Field(1, description="Compute processes it drives (jobs it runs at once).")
+    started_at: datetime | None = None
+    seen_at: datetime = Field(description="Its last heartbeat (every 2 s while it lives).")
+    busy: bool
+    jobs_done: int = 0
+    jobs: list[str] | None = Field(
+        None, description="The jobs it runs now (admin keys only, or when keys are off)."
+    )
+    host: str | None = Field(None, description="Admin keys only, or when keys are off.")
+    pid: int | None = Field(None, description="Admin keys only, or when keys are off.")
+
+
+class WorkersPublic(BaseModel):
+    data: list[WorkerPublic]
+    count: int
+    gpu: bool = Field(description="Whether a live worker offers a GPU.")
+
+
+def worker_public(rec: dict[str, Any], admin: bool) -> WorkerPublic:
+    return WorkerPublic(
+        name=str(rec.get("name")),
+        version=rec.get("version"),
+        state=str(rec.get("state") or "running"),
+        backends=rec.get("backends"),
+        gpu=GpuPublic(**rec["gpu"]) if rec.get("gpu") else None,
+        children=int(rec.get("children") or 1),
+        started_at=_dt(rec.get("started_at")),
+        seen_at=_dt(rec.get("seen")) or datetime.now(timezone.utc),
+        busy=bool(rec.get("busy")),
+        jobs_done=int(rec.get("jobs_done") or 0),
+        jobs=list(rec.get("jobs") or []) if admin else None,
+        host=rec.get("host") if admin else None,
+        pid=rec.get("pid") if admin else None,
     )

@@ -2,7 +2,9 @@
 
 Off unless configured. ``TESSERA_API_KEYS`` (JSON) and/or ``TESSERA_API_KEYS_FILE`` (a JSON file)
 map a key id to its secret, or to ``{"secret": ..., "revoked": true, "webhook_secret": ...,
-"requests_per_minute": N, "concurrent_jobs": N, "bytes_per_day": N}`` (quotas, each optional). A
+"requests_per_minute": N, "concurrent_jobs": N, "bytes_per_day": N, "admin": true}`` (quotas,
+each optional; ``admin``: the key sees every key's jobs in the job list and the workers' current
+jobs in ``GET /v1/workers``). A
 caller presents the secret (``Authorization: Bearer <secret>`` or ``X-API-Key``); jobs record the
 key id, never the secret. The file is read again when it changes, so a key is revoked (or added)
 without a restart; a file that no longer parses keeps the keys read before it and is logged.
@@ -37,6 +39,8 @@ class ApiKey:
     requests_per_minute: int | None = None
     concurrent_jobs: int | None = None
     bytes_per_day: int | None = None
+    #: sees every key's jobs in the list, and which job each worker runs
+    admin: bool = False
 
     @property
     def signing_secret(self) -> str:
@@ -72,6 +76,7 @@ def parse_keys(data: Any, where: str) -> dict[str, ApiKey]:
             bool(entry.get("revoked", False)),
             entry.get("webhook_secret") or None,
             **quotas,
+            admin=entry.get("admin") is True,
         )
     return keys
 

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
-from .messages import Done, Failed, ItemDone, ItemStart, Progress, RunJob, Stop
+from .messages import Done, Failed, ItemDone, ItemStart, Offers, Progress, RunJob, Stop
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,26 @@ def _warm() -> None:
             log.warning("warming %s failed: %s: %s", backend, exc.__class__.__name__, exc)
 
 
+def offers() -> Offers:
+    """What this process can run: the CPU always, the GPU where CuPy sees a device (its name and
+    memory, for the worker registry)."""
+    from .engine.backend import _probe_cupy
+
+    mod, _why = _probe_cupy()
+    if mod is None:
+        return Offers(["cpu"])
+    try:
+        props = mod.cuda.runtime.getDeviceProperties(mod.cuda.Device().id)
+        name = props["name"]
+        gpu = {
+            "name": name.decode() if isinstance(name, bytes) else str(name),
+            "memory_bytes": int(props["totalGlobalMem"]),
+        }
+    except Exception as exc:  # a device that cannot describe itself still runs jobs
+        gpu = {"name": f"unknown ({exc.__class__.__name__})", "memory_bytes": 0}
+    return Offers(["cpu", "gpu"], gpu)
+
+
 def child_main(
     conn: Connection,
     blob_root: str | dict[str, Any],
@@ -102,6 +122,7 @@ def child_main(
     from .runner import execute, execute_chunk
 
     store = open_store(blob_root)
+    conn.send(offers())
     if warm:
         _warm()
     while True:

@@ -1,10 +1,11 @@
 """The messages between a supervisor and its compute child, sent over a multiprocessing pipe.
 
-The supervisor sends :class:`RunJob` (one at a time) and :class:`Stop`; the child answers a run
-with any number of :class:`Progress` (and, for a batch chunk, :class:`ItemStart` and
-:class:`ItemDone`), then one :class:`Done` or :class:`Failed`. They are plain frozen dataclasses
-(pickled by the pipe; the child is started with ``spawn``), and this module imports nothing of
-the engine, so both sides may import it.
+The supervisor sends :class:`RunJob` (one at a time) and :class:`Stop`; the child says once, as
+it starts, what it offers (:class:`Offers`), and answers a run with any number of
+:class:`Progress` (and, for a batch chunk, :class:`ItemStart` and :class:`ItemDone`), then one
+:class:`Done` or :class:`Failed`. They are plain frozen dataclasses (pickled by the pipe; the
+child is started with ``spawn``), and this module imports nothing of the engine, so both sides
+may import it.
 """
 
 from __future__ import annotations
@@ -76,4 +77,14 @@ class Failed:
     poisoned: bool = False
 
 
-FromChild = Progress | ItemStart | ItemDone | Done | Failed
+@dataclass(frozen=True)
+class Offers:
+    """What the child can run, sent once as it starts (before any answer to a run):
+    ``backends`` (``cpu``, and ``gpu`` where CuPy sees a device) and ``gpu`` (the device's
+    ``name`` and ``memory_bytes``; None without one)."""
+
+    backends: list[str]
+    gpu: dict[str, Any] | None = None
+
+
+FromChild = Progress | ItemStart | ItemDone | Done | Failed | Offers

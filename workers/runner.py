@@ -6,6 +6,7 @@ the same inside the GPU child.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,10 +17,10 @@ from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
 from .engine.backend import GPU_MIN_FACES, choose, sync
 from .engine.errors import EngineError, OutOfMemory
-from .engine.io import DEFAULT_MAX_EXPANDED, load_bytes, serialize_chunks, stored
+from .engine.io import DEFAULT_MAX_EXPANDED, MEDIA_TYPES, load_bytes, serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
-from .engine.pipeline import parse_pipeline, run_pipeline, starts_with_source
+from .engine.pipeline import StepReport, parse_pipeline, run_pipeline, starts_with_source
 from .jobspec import JobSpec
 from .queue.blobs import (
     BlobStore,
@@ -34,14 +35,7 @@ from .queue.blobs import (
 
 Progress = Callable[[float, str], None]
 
-MEDIA_TYPES = {
-    "ply": "application/x-ply",
-    "obj": "model/obj",
-    "off": "application/x-off",
-    "stl": "model/stl",
-    "glb": "model/gltf-binary",
-    "npz": "application/x-npz",
-}
+log = logging.getLogger(__name__)
 
 
 def load_input(store: BlobStore, job_id: str) -> TriMesh:
@@ -85,6 +79,7 @@ def execute(
         input_name=input_name,
         gpu_min_faces=gpu_min_faces,
         artifact_key=lambda name, fmt: artifact_key(job_id, attempt, name, fmt),
+        log_as=f"job {job_id} run {attempt}",
     )
 
 
@@ -100,12 +95,15 @@ def process(
     gpu_min_faces: int = GPU_MIN_FACES,
     artifact_key: Callable[[str, str], str] | None = None,
     with_stats_before: bool = True,
+    log_as: str = "",
 ) -> dict[str, Any]:
     """Run ``spec`` on a loaded mesh and write the result blob at ``key`` (artifacts at
     ``artifact_key(name, format)``; without it, a pipeline's artifacts are not stored): what a
     job and a batch's item do alike, so that both give the same bytes. ``with_stats_before``:
     also measure the input mesh (a job's record shows it; a batch's manifest keeps only the
-    result's statistics and the input's counts, which saves a quarter of a small mesh's run)."""
+    result's statistics and the input's counts, which saves a quarter of a small mesh's run).
+    ``log_as``: how the log names the run (``job ID run N``); a batch's items are not logged
+    one by one (thousands of lines a minute), their chunk is."""
     # the statistics are computed where the mesh will live, so the mesh moves first (once), and
     # the topology they build stays cached on it for the steps that need it
     requested = spec.device
@@ -126,11 +124,38 @@ def process(
     def pipeline_progress(p: float, stage: str) -> None:
         report(0.05 + 0.85 * p, stage)
 
+    if log_as:
+        log.info(
+            "%s: %d steps on %s (%s); %d vertices, %d faces in",
+            log_as,
+            len(steps),
+            backend,
+            why,
+            mesh.n_vertices,
+            mesh.n_faces,
+        )
+
+    def step_done(i: int, n: int, s: StepReport) -> None:
+        if not log_as:
+            return
+        log.info(
+            "%s step %d/%d %s: %.3fs on %s, faces %d -> %d",
+            log_as,
+            i + 1,
+            n,
+            s.op,
+            s.seconds,
+            s.backend,
+            s.faces_in,
+            s.faces_out,
+        )
+
     result = run_pipeline(
         mesh,
         steps,
         device="gpu" if backend == "cupy" else "cpu",
         progress=pipeline_progress,
+        on_step=step_done,
     )
     timings.update(result.timings)
     if result.patching:  # inside the step that built them
@@ -169,6 +194,16 @@ def process(
             "media_type": MATRIX_MEDIA_TYPES[mfmt],
         }
     timings["store"] = time.perf_counter() - t
+    if log_as:
+        log.info(
+            "%s: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
+            log_as,
+            fmt,
+            n_bytes,
+            out.n_faces,
+            timings["serialize"],
+            timings["store"],
+        )
 
     return {
         "result": {
@@ -277,6 +312,13 @@ def execute_chunk(
             outcome["timings"] = {"total": round(time.perf_counter() - t, 6)}
         on_item(index, outcome)
         done += 1
+    log.info(
+        "chunk %s: %d items run, %d succeeded, in %.2fs",
+        job_id,
+        done,
+        ok,
+        time.perf_counter() - t0,
+    )
     return {
         "result": None,
         "timings": {"load": load_s, "items": time.perf_counter() - t0 - load_s},

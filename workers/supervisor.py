@@ -9,6 +9,7 @@ up.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -22,13 +23,25 @@ from typing import Any, TypeVar
 
 import redis
 
-from .engine.errors import ChildDied, JobTimeout, SpecError, WorkerShutdown
+from .engine.errors import BackendUnavailable, ChildDied, JobTimeout, SpecError, WorkerShutdown
 from .jobspec import JobSpec
-from .messages import Done, Failed, FromChild, ItemDone, ItemStart, Progress, RunJob, Stop
+from .messages import (
+    Done,
+    Failed,
+    FromChild,
+    ItemDone,
+    ItemStart,
+    Offers,
+    Progress,
+    RunJob,
+    Stop,
+)
 from .queue.batches import BatchQueue
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
+from .queue.listing import backfill
 from .queue.outcomes import save_outcome
+from .queue.registry import gpu_elsewhere
 from .recovery import recover_if_lost, recover_jobs
 from .settings import Settings
 from .webhooks import WebhookThread
@@ -46,7 +59,19 @@ CHILD_RESTART_SECONDS = 5.0
 #: Redis errors a worker rides out (a restart, a failover, a network blip); LOADING is a
 #: ConnectionError in redis-py
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+#: after handing back a ``device: "gpu"`` job this worker cannot run, it waits this long before
+#: reading the queue again, so that a worker with a GPU takes the job
+HAND_BACK_PAUSE_SECONDS = 1.0
 T = TypeVar("T")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("tessera")
+    except Exception:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def sweep_expired(q: JobQueue, store: BlobStore, now: float | None = None) -> list[str]:
@@ -101,6 +126,10 @@ class Supervisor:
         self._child_started = 0.0
         self.current: Claim | None = None
         self.jobs_done = 0
+        #: what the compute child said it can run (None until it has said)
+        self.offers: Offers | None = None
+        self.started_at = time.time()
+        self.version = _version()
 
     # ----------------------------------------------------------------- child
     def start_child(self) -> None:
@@ -156,6 +185,27 @@ class Supervisor:
         cannot start is not restarted in a tight loop (the next job still tries)."""
         if time.monotonic() - self._child_started >= CHILD_RESTART_SECONDS:
             self.ensure_child()
+        self.read_offers()
+
+    def read_offers(self) -> None:
+        """Between jobs: take what the child said it offers, if it has (a child says it once,
+        as it starts, before answering any run)."""
+        try:
+            while self.conn is not None and self.conn.poll(0):
+                msg = self.conn.recv()
+                if isinstance(msg, Offers):
+                    self._took_offers(msg)
+        except (EOFError, OSError):
+            pass  # a dead child: the next job, or the next warm_child, replaces it
+
+    def _took_offers(self, offers: Offers) -> None:
+        first = self.offers is None
+        self.offers = offers
+        if first:
+            gpu = f" ({offers.gpu.get('name')})" if offers.gpu else ""
+            log.info("%s offers %s%s", self.name, ", ".join(offers.backends), gpu)
+            with contextlib.suppress(*REDIS_DOWN):  # else the next heartbeat says it
+                self.housekeeping(beat_only=True)
 
     # ----------------------------------------------------------------- loop
     def install_signals(self) -> None:
@@ -164,11 +214,13 @@ class Supervisor:
                 log.warning("%s: second signal, cold stop", self.name)
                 self.cold_stop = True
             else:
-                log.info(
-                    "%s: stopping: the current job may finish within %.0fs, else it is handed back",
-                    self.name,
-                    self.settings.shutdown_grace_seconds,
-                )
+                if self.current is not None:
+                    log.info(
+                        "%s: stopping: %s may finish within %.0fs, else it is handed back",
+                        self.name,
+                        self.current.job_id,
+                        self.settings.shutdown_grace_seconds,
+                    )
                 self.stopping = True
                 self.stop_requested = time.monotonic()
 
@@ -183,6 +235,9 @@ class Supervisor:
             self.settings.lease_seconds,
         )
         self.ensure_child()
+        with contextlib.suppress(*REDIS_DOWN):  # jobs from before the job lists existed
+            if n := backfill(self.q):
+                log.info("%s: listed %d jobs submitted before the job lists", self.name, n)
         hooks = WebhookThread(self.settings, self.name)  # delivers webhooks of ended jobs
         hooks.start()
         try:
@@ -206,21 +261,36 @@ class Supervisor:
                 except (OSError, BrokenPipeError):
                     pass
             self.kill_child()
+            # no longer live: the API stops counting on this worker at once
+            with contextlib.suppress(*REDIS_DOWN):
+                self.q.heartbeat(self.name, self.registration("stopped"))
             log.info("%s: worker down", self.name)
 
-    def housekeeping(self, force: bool = False) -> None:
+    def registration(self, state: str | None = None) -> dict[str, Any]:
+        """What this worker tells the registry (:mod:`workers.queue.registry`)."""
+        offers = self.offers
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "version": self.version,
+            "started_at": self.started_at,
+            "state": state or ("stopping" if self.stopping else "running"),
+            "backends": list(offers.backends) if offers else None,
+            "gpu": offers.gpu if offers else None,
+            "children": 1,
+            "busy": self.current is not None,
+            "jobs": [self.current.job_id] if self.current else [],
+            "jobs_done": self.jobs_done,
+            "lease_seconds": self.settings.lease_seconds,
+        }
+
+    def housekeeping(self, force: bool = False, beat_only: bool = False) -> None:
         now = time.monotonic()
-        if force or now - self._last_beat >= HEARTBEAT_SECONDS:
-            self.q.heartbeat(
-                self.name,
-                {
-                    "pid": os.getpid(),
-                    "busy": self.current is not None,
-                    "job": self.current.job_id if self.current else None,
-                    "jobs_done": self.jobs_done,
-                },
-            )
+        if force or beat_only or now - self._last_beat >= HEARTBEAT_SECONDS:
+            self.q.heartbeat(self.name, self.registration())
             self._last_beat = now
+        if beat_only:
+            return
         if force or now - self._last_reap >= self.reap_every:
             recover_if_lost(self.q, self.store)
             for job_id, outcome in self.q.reap(self.name):
@@ -261,13 +331,22 @@ class Supervisor:
         """Run one attempt; returns the next attempt when it is to run here at once."""
         self.current = c
         started = time.monotonic()
-        log.info("→ %s attempt %d", c.job_id, c.attempt)
+        released = int(c.record.get("releases") or 0)  # runs handed back, at no attempt's cost
+        if released:
+            log.info("→ %s attempt %d (handed back %d times before)", c.job_id,
+                     c.attempt - released, released)  # fmt: skip
+        else:
+            log.info("→ %s attempt %d", c.job_id, c.attempt)
         try:
             try:
                 spec = JobSpec.from_stored(c.record.get("spec"))
             except SpecError as exc:  # stored by a version whose specs this one cannot read
                 self._end(c, JobState.failed, {"error": exc.to_dict()})
                 log.info("← %s failed (%s), not retried", c.job_id, exc.code)
+                return None
+            offers = self.offers
+            if spec.device == "gpu" and offers is not None and "gpu" not in offers.backends:
+                self._no_gpu(c, BackendUnavailable("no GPU on this worker").to_dict())
                 return None
             deadline = spec.deadline(self.settings.default_deadline_seconds)
             batch = None
@@ -335,6 +414,8 @@ class Supervisor:
                 return None
             if isinstance(msg, Progress):
                 progress = (float(msg.progress), str(msg.stage))
+            elif isinstance(msg, Offers):
+                self._took_offers(msg)
             elif isinstance(msg, Done):
                 self.flush_items(c)
                 self._commit(c, msg.fields, started)
@@ -344,7 +425,10 @@ class Supervisor:
                 if msg.poisoned:
                     log.error("%s: the child's GPU context is unusable; replacing it", self.name)
                     self.kill_child()
-                self._failed(c, msg.error, msg.retryable)
+                if msg.error.get("code") == BackendUnavailable.code:
+                    self._no_gpu(c, msg.error)
+                else:
+                    self._failed(c, msg.error, msg.retryable)
                 return None
             elif died:
                 code = self.child.exitcode if self.child is not None else None
@@ -467,6 +551,30 @@ class Supervisor:
                 c.attempt,
             )
             self.delete_own_result(c)
+
+    def _no_gpu(self, c: Claim, error: dict[str, Any]) -> None:
+        """A ``device: "gpu"`` job on a worker without one: handed back at no attempt's cost
+        when another worker offers a GPU (or is live and has not said yet), else failed at once,
+        not retried (no attempt anywhere could run it)."""
+        if gpu_elsewhere(self.q, self.name):
+            outcome = self._redis(
+                partial(
+                    self.q.requeue,
+                    c.job_id,
+                    c.entry,
+                    error,
+                    owner=self.name,
+                    attempt=c.attempt,
+                    release=True,
+                )
+            )
+            log.info("← %s needs a GPU: handed back for a worker with one (%s)", c.job_id, outcome)
+            time.sleep(HAND_BACK_PAUSE_SECONDS)
+            return
+        detail = {**(error.get("detail") or {}), "reason": "no worker offers a GPU"}
+        failed = BackendUnavailable("no worker offers a GPU", **detail).to_dict()
+        if self._end(c, JobState.failed, {"error": failed}):
+            log.info("← %s failed (%s), not retried", c.job_id, BackendUnavailable.code)
 
     def _failed(self, c: Claim, error: dict[str, Any], retryable: bool) -> None:
         if retryable:

@@ -13,8 +13,10 @@ from fastapi import APIRouter, Depends, File, Form, Header, Query, Request, Uplo
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from workers.engine.backend import Device
 from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView
 from workers.queue.blobs import BlobNotFound, BlobStore
+from workers.queue.registry import gpu_refusal
 
 from ..auth import CallerDep, admit, caller
 from ..batches import accept_batch
@@ -121,12 +123,23 @@ async def create_batch(
         uploads = [(filename or "batch.zip", body)] if body else []
     if not uploads:
         raise ProblemError(422, "batch.empty", "the batch holds no files")
-    if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
+    parsed = parse_spec(spec)
+    if who is None and not settings.webhook_secret and parsed.callback_url:
         raise ProblemError(
             422,
             "spec.webhook_unsigned",
             "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
         )
+    if parsed.device == Device.gpu:  # as for a job: refused at once where no worker has a GPU
+        refused = await run_in_threadpool(gpu_refusal, queue)
+        if refused is not None:
+            raise ProblemError(
+                422,
+                "backend.unavailable",
+                'device "gpu" was asked for, and no worker of this deployment offers a GPU '
+                '(ask for "auto" or "cpu", or start a worker on a GPU host)',
+                **refused,
+            )
     upload_bytes = sum(len(b) for _, b in uploads)
     accepted = await run_in_threadpool(
         accept_batch,

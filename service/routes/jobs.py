@@ -19,14 +19,17 @@ from fastapi.responses import (
 )
 from starlette.background import BackgroundTask
 
+from workers.engine.backend import Device
 from workers.queue.blobs import BlobNotFound
 from workers.queue.jobs import TERMINAL, JobState
+from workers.queue.listing import list_jobs
 from workers.queue.outcomes import save_outcome
+from workers.queue.registry import gpu_refusal
 
-from ..auth import CallerDep, admit, caller
+from ..auth import CallerDep, admit, caller, is_admin
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError, problem
-from ..schemas import JobPublic, job_public
+from ..schemas import JobList, JobPublic, job_public, job_summary
 from ..submission import accept, parse_spec
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
@@ -140,12 +143,23 @@ async def create_job(
         data = await request.body()  # the pieces as they stream in, joined once
         files = [(filename or "", data)] if data else []
     upload_s = time.time() - upload_started
-    if who is None and not settings.webhook_secret and parse_spec(spec).callback_url:
+    parsed = parse_spec(spec)
+    if who is None and not settings.webhook_secret and parsed.callback_url:
         raise ProblemError(
             422,
             "spec.webhook_unsigned",
             "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
         )
+    if parsed.device == Device.gpu:
+        refused = await run_in_threadpool(gpu_refusal, queue)
+        if refused is not None:
+            raise ProblemError(
+                422,
+                "backend.unavailable",
+                'device "gpu" was asked for, and no worker of this deployment offers a GPU '
+                '(ask for "auto" or "cpu", or start a worker on a GPU host)',
+                **refused,
+            )
     upload_bytes = sum(len(b) for _, b in files)
     accepted = await run_in_threadpool(
         accept,
@@ -171,6 +185,49 @@ async def create_job(
         status_code=200 if accepted.replayed else 202,
         headers={"Location": job.url},
     )
+
+
+@router.get(
+    "",
+    response_model=JobList,
+    responses={s: _PROBLEM_RESPONSE for s in (401, 422, 429, 503)},
+    summary="Jobs, newest first",
+    description="The caller's jobs (an API key sees the jobs it submitted; an admin key, or "
+    "anyone when keys are off, sees every job), newest first, a page at a time: pass the "
+    "page's `next_cursor` as `cursor` for the next one. `state` (repeatable) keeps only jobs "
+    "in those states.",
+)
+def list_my_jobs(
+    request: Request,
+    queue: QueueDep,
+    base: BaseUrlDep,
+    who: CallerDep,
+    state: Annotated[
+        list[JobState] | None, Query(description="Only jobs in these states (repeatable).")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="Jobs per page.")] = 50,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            pattern=r"^-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?:[A-Za-z0-9]+$",
+            description="A page's `next_cursor`.",
+        ),
+    ] = None,
+) -> JobList:
+    key_id = None if is_admin(request, who) else who
+    try:
+        page = list_jobs(
+            queue,
+            key_id=key_id,
+            states={s.value for s in state} if state else None,
+            limit=limit,
+            cursor=cursor,
+        )
+    except ValueError as exc:
+        raise ProblemError(422, "request.invalid", str(exc), field="cursor") from None
+    data = [job_summary(rec, base) for rec in page.jobs]
+    return JobList(data=data, count=len(data), next_cursor=page.next_cursor)
 
 
 def body_form(content_type: str | None) -> str:

@@ -1,7 +1,8 @@
 // Form fields generated from a JSON Schema object (an operation's parameters, the output spec),
 // and the values read back. Handles what pydantic emits for our models: number and integer with
-// bounds, boolean, string (enum, pattern, length), arrays of integers, and `anyOf [X, null]`
-// (optional: empty means "not set").
+// bounds, boolean, string (enum, pattern, length), arrays of integers or numbers (typed as
+// comma-separated lists), and `anyOf [X, null]` (optional: empty means "not set"). A field whose
+// row is hidden (an option that does not apply) is left out of the values.
 
 let uid = 0;
 
@@ -60,9 +61,19 @@ function control(name, schema, required) {
   } else if (s.type === "array") {
     input = document.createElement("input");
     input.type = "text";
-    input.inputMode = "numeric";
-    input.placeholder = "e.g. 0, 12, 40";
-    input.pattern = "\\s*-?\\d+(\\s*,\\s*-?\\d+)*\\s*";
+    const ints = !s.items || s.items.type === "integer";
+    input.inputMode = ints ? "numeric" : "decimal";
+    if (ints) {
+      input.placeholder = "e.g. 0, 12, 40";
+      input.pattern = "\\s*-?\\d+(\\s*,\\s*-?\\d+)*\\s*";
+    } else {
+      const n = s.minItems === s.maxItems && s.minItems ? s.minItems : 0;
+      input.placeholder = n === 3 ? "x, y, z" : "e.g. 0.5, 1, -2";
+      const numberRe = "-?(\\d+\\.?\\d*|\\.\\d+)((e|E)(\\+|-)?\\d+)?";
+      input.pattern = `\\s*${numberRe}(\\s*,\\s*${numberRe})*\\s*`;
+    }
+    if (s.minItems !== undefined) input.dataset.minItems = s.minItems;
+    if (s.maxItems !== undefined) input.dataset.maxItems = s.maxItems;
     if (Array.isArray(s.default)) input.value = s.default.join(", ");
   } else {
     input = document.createElement("input");
@@ -85,7 +96,8 @@ export function buildFields(container, objectSchema, skip = []) {
     if (skip.includes(name)) continue;
     const { schema, nullable } = nonNull(raw);
     const input = control(name, schema, required.has(name));
-    input.dataset.kind = schema.type === "array" ? "int-array" : schema.type || "string";
+    input.dataset.kind = schema.type !== "array" ? schema.type || "string"
+      : !schema.items || schema.items.type === "integer" ? "int-array" : "number-array";
     if (nullable) input.dataset.nullable = "true";
     if (raw.default !== undefined) input.dataset.default = JSON.stringify(raw.default);
 
@@ -114,6 +126,7 @@ export function readFields(container) {
   for (const input of container.querySelectorAll("[data-kind]")) {
     const kind = input.dataset.kind;
     input.setCustomValidity("");
+    if (input.closest(".field")?.hidden) continue;
     if (kind === "boolean") {
       out[input.name] = input.checked;
       continue;
@@ -133,11 +146,34 @@ export function readFields(container) {
           `${hi !== undefined ? `less than ${hi}` : ""}.`);
       }
       out[input.name] = v;
-    } else if (kind === "int-array") {
-      out[input.name] = text.split(",").map((t) => Number(t.trim()));
+    } else if (kind === "int-array" || kind === "number-array") {
+      const list = text.split(",").map((t) => Number(t.trim()));
+      const lo = input.dataset.minItems;
+      const hi = input.dataset.maxItems;
+      if (lo !== undefined && lo === hi && list.length !== Number(lo)) {
+        input.setCustomValidity(`Give exactly ${lo} numbers, separated by commas.`);
+      } else if (hi !== undefined && list.length > Number(hi)) {
+        input.setCustomValidity(`Give at most ${hi} numbers.`);
+      }
+      out[input.name] = list;
     } else {
       out[input.name] = text;
     }
   }
   return out;
+}
+
+// Set the fields in `container` from `values` (name -> JSON value); fields not named get their
+// default back. Used by presets.
+export function writeFields(container, values) {
+  for (const input of container.querySelectorAll("[data-kind]")) {
+    const has = Object.prototype.hasOwnProperty.call(values, input.name);
+    const fallback = input.dataset.default !== undefined ? JSON.parse(input.dataset.default) : null;
+    const v = has ? values[input.name] : fallback;
+    if (input.dataset.kind === "boolean") input.checked = Boolean(v);
+    else if (Array.isArray(v)) input.value = v.join(", ");
+    else if (v === null || v === undefined || (typeof v === "number" && Math.abs(v) >= 1e100)) {
+      input.value = "";
+    } else input.value = String(v);
+  }
 }

@@ -3,6 +3,9 @@
 // attribute is drawn as colours: a sequential scale (viridis) for one-signed values, a diverging
 // one (blue, white, red; symmetric about 0) for values of both signs. NaN and infinite values
 // (e.g. vertices a geodesic distance cannot reach) are grey.
+//
+// A click (not a drag) on a view picks the vertex nearest to where the ray meets the surface
+// (`Viewer.pick`); picked vertices are drawn as small spheres (`Viewer.setMarkers`).
 
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
@@ -89,6 +92,9 @@ export class Viewer {
                                                      metalness: 0.0, side: THREE.DoubleSide });
     this.mesh = null;
     this.data = null;
+    this.markers = new THREE.Group();
+    this.scene.add(this.markers);
+    this.raycaster = new THREE.Raycaster();
     new ResizeObserver(() => this.resize()).observe(canvas);
     this.resize();
   }
@@ -111,7 +117,55 @@ export class Viewer {
     this.data = null;
     this.indexed = null;
     this.flat = null;
+    this.setMarkers([]);
     this.canvas.dataset.rendered = "false";
+    this.render();
+  }
+
+  // The vertex under the canvas point (clientX, clientY): the ray from the camera through it
+  // meets a triangle; of its three corners the one nearest to the hit point wins. Returns
+  // { vertex, position: [x, y, z], normal: [x, y, z] (the triangle's) } or null (no hit).
+  pick(clientX, clientY) {
+    if (!this.mesh || !this.data) return null;
+    const rect = this.canvas.getBoundingClientRect();
+    const ndc = new THREE.Vector2(((clientX - rect.left) / rect.width) * 2 - 1,
+                                  -((clientY - rect.top) / rect.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.shared.camera);
+    const hit = this.raycaster.intersectObject(this.mesh, false)[0];
+    if (!hit || hit.faceIndex === undefined || hit.faceIndex === null) return null;
+    const { index, position } = this.data;
+    let best = -1;
+    let bestD = Infinity;
+    for (let k = 0; k < 3; k++) {
+      const v = index[3 * hit.faceIndex + k];
+      const d = (position[3 * v] - hit.point.x) ** 2 + (position[3 * v + 1] - hit.point.y) ** 2
+        + (position[3 * v + 2] - hit.point.z) ** 2;
+      if (d < bestD) {
+        bestD = d;
+        best = v;
+      }
+    }
+    const p = [position[3 * best], position[3 * best + 1], position[3 * best + 2]];
+    const n = hit.face ? hit.face.normal : new THREE.Vector3(0, 0, 1);
+    return { vertex: best, position: p, normal: [n.x, n.y, n.z] };
+  }
+
+  // Spheres at `points` ([{ position: [x, y, z], colour }]), sized by the mesh.
+  setMarkers(points) {
+    for (const m of [...this.markers.children]) {
+      this.markers.remove(m);
+      m.geometry.dispose();
+      m.material.dispose();
+    }
+    const r = (this.indexed && this.indexed.boundingSphere ? this.indexed.boundingSphere.radius : 1)
+      * 0.025;
+    for (const p of points) {
+      const ball = new THREE.Mesh(new THREE.SphereGeometry(r, 16, 12),
+                                  new THREE.MeshBasicMaterial({ color: p.colour || 0xe0182d }));
+      ball.position.set(...p.position);
+      this.markers.add(ball);
+    }
+    this.canvas.dataset.markers = String(points.length);
     this.render();
   }
 
@@ -193,6 +247,17 @@ export class Views {
     for (const v of this.viewers) v.controls.update();
     this.framed = true;
     this.renderAll();
+  }
+
+  // The screen's upward direction in the mesh's coordinates.
+  screenUp() {
+    const up = new THREE.Vector3(0, 1, 0).applyQuaternion(this.camera.quaternion);
+    return [up.x, up.y, up.z];
+  }
+
+  // Frame the next mesh shown (a new file).
+  reframe() {
+    this.framed = false;
   }
 
   // Show `data` in viewer `i`; the first mesh shown frames both views.

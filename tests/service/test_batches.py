@@ -193,6 +193,7 @@ def test_a_batch_chunk_is_not_a_job(client, redis_client):
     rec = redis_client.hget(keys.batch(r.json()["id"]), "chunks")
     [[chunk, *_]] = json.loads(rec)
     assert_problem(client.get(f"/v1/jobs/{chunk}"), 404, "job.not_found")
+    assert chunk not in [j["id"] for j in client.get("/v1/jobs").json()["data"]]
     # not run yet (no worker): its result is not ready, and it can be cancelled
     assert_problem(client.get(r.json()["url"] + "/result"), 409, "batch.not_ready")
     c = client.delete(r.json()["url"])

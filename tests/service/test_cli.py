@@ -242,12 +242,15 @@ def test_up_serves_api_with_private_redis_and_a_worker(tmp_path):
             proc.stdout.close()
 
 
-def _up(port: int, data: Path, **kw: Any) -> subprocess.Popen[str]:
+def _up(
+    port: int, data: Path, extra_env: dict[str, str] | None = None, **kw: Any
+) -> subprocess.Popen[str]:
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("TESSERA_REDIS_URL", "REDIS_URL", "TESSERA_DATA_DIR")
     }
+    env.update(extra_env or {})
     cmd = [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--data-dir", str(data)]
     return subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw
@@ -273,3 +276,76 @@ def test_up_refuses_a_port_in_use_and_stops_its_components_when_told_during_star
     while left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True).stdout:
         assert time.time() < deadline, f"left running in its session: {left!r}"
         time.sleep(0.2)
+
+
+def _until_up(proc: subprocess.Popen[str]) -> str:
+    deadline = time.time() + 60
+    line = ""
+    while "Tessera is up" not in line:
+        assert time.time() < deadline, "tessera up did not come up"
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line or proc.poll() is None, "tessera up exited"
+    return line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("grace", "seconds", "after_stop"),
+    [(30.0, 3.0, "succeeded"), (2.0, 8.0, "queued")],
+    ids=["finishes-within-grace", "handed-back"],
+)
+def test_ctrl_c_stops_api_then_workers_then_redis_quietly(tmp_path, grace, seconds, after_stop):
+    """Ctrl-C (SIGINT to the terminal's foreground group) with a job running: the job finishes
+    within the grace or is handed back at no attempt's cost, the command exits within the grace
+    and a few seconds, with a few lines and no traceback; the next `tessera up` finishes it."""
+    port, data = _free_port(), tmp_path / "data"
+    env = {"TESSERA_SHUTDOWN_GRACE_SECONDS": str(grace), "TESSERA_WARM_UP": "false"}
+    proc = _up(port, data, env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _until_up(proc)
+        job_spec = {
+            "pipeline": [
+                {"op": "marching_cubes", "field": {"resolution": 16}},
+                {"op": "sleep", "seconds": seconds},
+            ]
+        }
+        with httpx.Client(base_url=base, timeout=30) as c:
+            url = c.post("/v1/jobs", json=job_spec).json()["url"]
+            deadline = time.time() + 30
+            while c.get(url).json()["state"] != "running":
+                assert time.time() < deadline, "the job never started"
+                time.sleep(0.1)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, _ = proc.communicate(timeout=grace + 30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert proc.returncode == 0, out
+    assert took < min(grace, seconds) + 6, (took, out)
+    assert "Traceback" not in out and "ERROR" not in out, out
+    # after the signal: tessera's two lines and the worker's few (the job's own steps aside)
+    tail = [ln for ln in out[out.index("stopping:") :].splitlines() if " child[" not in ln]
+    assert len(tail) <= 6, out
+    assert "killed" not in out, out
+    if after_stop == "queued":
+        assert "handed" in out and "back on shutdown: queued" in out
+    else:
+        assert "succeeded" in out
+    # the next start: the job is finished, or runs to its end, and the hand-back cost nothing
+    proc = _up(port, data, env, start_new_session=True)
+    try:
+        _until_up(proc)
+        with httpx.Client(base_url=base, timeout=60) as c:
+            job = c.get(url).json()
+            assert job["state"] == after_stop or job["state"] == "running", job
+            job = c.get(url, params={"wait": 30}).json()
+        assert job["state"] == "succeeded", job
+        assert job["attempts"] == 1, job
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=grace + 30)

@@ -11,9 +11,10 @@ import pytest
 
 from tests.conftest import ROOT, mesh_path
 from workers.engine import errors
+from workers.engine.backend import gpu_available
 from workers.engine.io import load_bytes, stored
 from workers.gpu_child import child_main, failed
-from workers.messages import Done, Failed, Progress, RunJob, Stop
+from workers.messages import Done, Failed, Offers, Progress, RunJob, Stop
 from workers.queue.blobs import LocalBlobStore, input_key
 from workers.queue.jobs import JobQueue, JobState
 
@@ -39,6 +40,15 @@ def test_the_child_runs_jobs_and_answers_in_typed_messages(tmp_path):
     child.start()
     theirs.close()
     try:
+        # first it says what it can run: the GPU where CuPy sees one, with its name
+        assert conn.poll(60), "the child did not say what it offers"
+        offers = conn.recv()
+        assert isinstance(offers, Offers)
+        if gpu_available():
+            assert offers.backends == ["cpu", "gpu"] and offers.gpu["name"]
+            assert offers.gpu["memory_bytes"] > 0
+        else:
+            assert offers == Offers(["cpu"], None)
         spec = {"pipeline": [{"op": "weld"}], "output": {"format": "obj"}}
         conn.send(RunJob("j1", 1, spec, input_name="up/rx-cube.obj", gpu_min_faces=10_000))
         progress, done = _answer(conn)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,9 @@ class StepReport:
     seconds: float
     backend: str
     report: dict[str, Any]
+    #: faces before and after the step
+    faces_in: int = 0
+    faces_out: int = 0
 
 
 @dataclass
@@ -120,6 +123,7 @@ def run_pipeline(
     *,
     device: str = "auto",
     progress: Progress | None = None,
+    on_step: Callable[[int, int, StepReport], None] | None = None,
 ) -> PipelineResult:
     """Run the steps in order on the backend ``device`` resolves to. The mesh moves to the GPU once
     (timed as ``transfer``) and stays there; each step is timed as ``<index>:<op>``.
@@ -131,7 +135,8 @@ def run_pipeline(
     ``progress(fraction, stage)`` hears ``i / n`` with the op's name as step ``i`` of ``n``
     starts, what the step reports of itself in between (``workers.engine.progress``: mapped
     into ``[i / n, (i + 1) / n]``, stage ``"op: detail"``, at most every ``INTERVAL`` seconds)
-    and ``(1.0, "done")`` at the end; the fractions never go backwards."""
+    and ``(1.0, "done")`` at the end; the fractions never go backwards. ``on_step(i, n, report)``
+    hears each step as it ends (the worker's compute child logs it)."""
     steps = parse_pipeline(pipeline)
     be = _backend.resolve(device)
     if steps and steps[0].op.kind is OpKind.source and mesh is None:
@@ -154,6 +159,7 @@ def run_pipeline(
         impl_backend = be if (be == "numpy" or step.op.cupy is not None) else "numpy"
         if impl_backend != mesh.backend:
             mesh = mesh.to(impl_backend)
+        faces_in = mesh.n_faces
         t0 = time.perf_counter()
         with _progress.step(progress, i / n, (i + 1) / n, step.op.name):
             out = step.op.implementation(impl_backend)(mesh, step.params)
@@ -173,9 +179,18 @@ def run_pipeline(
         built = patches_built(mesh)
         if built is not None and all(p["_id"] != id(built) for p in result.patching):
             result.patching.append({"_id": id(built), "step": i, **built.summary()})
-        result.steps.append(
-            StepReport(step.op.name, step.params.model_dump(), dt, impl_backend, out.report)
+        done = StepReport(
+            step.op.name,
+            step.params.model_dump(),
+            dt,
+            impl_backend,
+            out.report,
+            faces_in,
+            mesh.n_faces,
         )
+        result.steps.append(done)
+        if on_step is not None:
+            on_step(i, len(steps), done)
     if progress:
         progress(1.0, "done")
     result.mesh = mesh

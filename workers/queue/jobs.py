@@ -39,6 +39,9 @@ class JobState(str, Enum):
         return self.value
 
 
+#: how long a worker's registration (what it offers) is kept after its last heartbeat
+WORKER_RECORD_SECONDS = 600
+
 #: the states a job never leaves (the record keeps them until it expires)
 TERMINAL = frozenset({JobState.succeeded, JobState.failed, JobState.cancelled})
 
@@ -117,6 +120,7 @@ def _load_scripts(client: redis.Redis) -> dict[str, Any]:
         "recover",
         "restore_final",
         "retry_here",
+        "retry_dead",
     ):
         out[name] = client.register_script(prelude + "\n" + (folder / f"{name}.lua").read_text())
     return out
@@ -212,9 +216,11 @@ class JobQueue:
         *,
         idempotency_key: str | None = None,
         body_hash: str = "",
+        listed: bool = True,
     ) -> Submitted:
         """Create and queue a job, unless its idempotency key was used before; the record as
-        stored comes back in the same round trip."""
+        stored comes back in the same round trip. ``listed``: in the job lists (``GET
+        /v1/jobs``); a batch's chunks, jobs inside the service, are not."""
         self.ensure_group()
         now = time.time()
         fields = {**fields, "expires_at": now + self.job_ttl, "max_attempts": self.max_attempts}
@@ -226,6 +232,8 @@ class JobQueue:
                 keys.JOBS,
                 keys.idempotency(idempotency_key) if idempotency_key else "",
                 keys.COUNTERS,
+                keys.CREATED if listed else "",
+                _key_index(fields.get("key_id")) if listed else "",
             ],
             args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}", self.job_ttl],
         )
@@ -303,7 +311,11 @@ class JobQueue:
         expiry."""
         self.r.zrem(keys.JOBS, job_id)
         self.r.zrem(keys.DEAD, job_id)
+        self.r.zrem(keys.CREATED, job_id)
         key = keys.job(job_id)
+        key_id = self.r.hget(key, "key_id")
+        if key_id:
+            self.r.zrem(keys.jobs_of(text(key_id)), job_id)
         if self.r.exists(key):
             self.r.hset(key, "expires_at", repr(min(time.time(), self._expiry(key))))
         if self.r.ttl(key) == -1:  # never finished (or made just now): bound its life too
@@ -314,12 +326,16 @@ class JobQueue:
         return float(value) if value else float("inf")
 
     # ------------------------------------------------------------------ worker side
-    def heartbeat(self, worker: str, info: dict[str, Any]) -> None:
-        now = time.time()
+    def heartbeat(self, worker: str, info: dict[str, Any], now: float | None = None) -> None:
+        """Register worker ``worker`` as seen now, with what it offers and does (``info``; see
+        :mod:`~workers.queue.registry`, which reads it). The record outlives the heartbeat by
+        ``WORKER_RECORD_SECONDS``, so that what a restarting worker offered is still known."""
+        now = time.time() if now is None else now
         pipe = self.r.pipeline(transaction=False)
         pipe.zadd(keys.WORKERS, {worker: now})
         pipe.zremrangebyscore(keys.WORKERS, "-inf", now - 3600)
-        pipe.set(keys.worker(worker), json.dumps({**info, "seen": now}), ex=60)
+        record = json.dumps({**info, "name": worker, "seen": now})
+        pipe.set(keys.worker(worker), record, ex=WORKER_RECORD_SECONDS)
         pipe.execute()
 
     def read_next(self, consumer: str, block_ms: int = 1000) -> list[tuple[str, str]]:
@@ -472,6 +488,23 @@ class JobQueue:
             return status, None
         return status, Claim(c.job_id, c.entry, int(text(res[1])), c.record)
 
+    def retry_dead(self, job_id: str) -> str:
+        """An operator's retry of a job that failed for good (see ``scripts/retry_dead.lua``):
+        queued, gone, not_failed or expired."""
+        self.ensure_group()
+        res = self._s["retry_dead"](
+            keys=[
+                keys.job(job_id),
+                keys.STREAM,
+                keys.events(job_id),
+                keys.COUNTERS,
+                keys.DEAD,
+                keys.JOBS,
+            ],
+            args=[job_id, repr(time.time()), self.job_ttl],
+        )
+        return text(res[0])
+
     def dead_letters(self, limit: int = 100) -> list[str]:
         """Jobs that failed for good after their last attempt, newest first."""
         return [text(i) for i in self.r.zrevrange(keys.DEAD, 0, limit - 1)]
@@ -511,6 +544,8 @@ class JobQueue:
                 keys.JOBS,
                 keys.idempotency(idem) if idem else "",
                 keys.COUNTERS,
+                keys.CREATED,
+                _key_index(manifest.get("key_id")),
             ],
             args=[
                 job_id,
@@ -550,6 +585,8 @@ class JobQueue:
                 keys.idempotency(idem) if idem else "",
                 keys.COUNTERS,
                 keys.WEBHOOKS_DUE,
+                keys.CREATED,
+                _key_index(manifest.get("key_id")),
             ],
             args=[
                 job_id,
@@ -559,6 +596,7 @@ class JobQueue:
                 max(int(created + self.job_ttl - now), 1),
                 max(int(finished + self.job_ttl + self.tombstone - now), 1),
                 repr(now),
+                repr(created),
             ],
         )
         return bool(res)
@@ -596,6 +634,11 @@ class JobQueue:
             if text(nxt) in ("0-0", "0"):
                 return out
             start = text(nxt)
+
+
+def _key_index(key_id: Any) -> str:
+    """The job list of the API key ``key_id`` ('' for a job submitted without a key)."""
+    return keys.jobs_of(str(key_id)) if key_id else ""
 
 
 def text(x: Any) -> str:

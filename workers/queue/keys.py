@@ -6,7 +6,8 @@ PREFIX = "tessera"
 GROUP = "workers"
 STREAM = f"{PREFIX}:q:default"  # one stream per priority; only the default one so far
 WORKERS = f"{PREFIX}:workers"  # sorted set: worker name -> last heartbeat (unix seconds)
-JOBS = f"{PREFIX}:jobs"  # sorted set: job id -> created (unix seconds)
+JOBS = f"{PREFIX}:jobs"  # sorted set: job id -> created, then ended (unix seconds): the sweep's
+CREATED = f"{PREFIX}:jobs:created"  # sorted set: job id -> created (unix seconds): the job list
 COUNTERS = f"{PREFIX}:counters"  # hash: monotone counters for metrics
 WEBHOOKS_DUE = f"{PREFIX}:webhooks:due"  # sorted set: job id -> when to deliver its webhook
 DEAD = f"{PREFIX}:dead"  # sorted set: job id -> when it failed for good after its last attempt
@@ -23,6 +24,11 @@ def events(job_id: str) -> str:
 
 def idempotency(key: str) -> str:
     return f"{PREFIX}:idem:{key}"
+
+
+def jobs_of(key_id: str) -> str:
+    """Sorted set: the jobs an API key submitted -> when each was created (its job list)."""
+    return f"{PREFIX}:jobs:key:{key_id}"
 
 
 def worker(name: str) -> str:

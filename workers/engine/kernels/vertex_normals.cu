@@ -5,9 +5,11 @@
 
 // weighting: 0 area (raw cross product), 1 angle (unit normal x corner angle), 2 uniform,
 // 3 Max (corner cross product over the squared lengths of its sides, in double)
+// size[v] gathers the lengths of the vectors added to acc[v] (to tell a cancelled sum)
 extern "C" __global__ void vertex_normals_accumulate(const float* __restrict__ V,
                                                      const int* __restrict__ F, long long n_faces,
-                                                     int weighting, float* __restrict__ acc) {
+                                                     int weighting, float* __restrict__ acc,
+                                                     float* __restrict__ size) {
   FOR_EACH(f, n_faces) {
     const int i0 = F[3 * f], i1 = F[3 * f + 1], i2 = F[3 * f + 2];
     const float3 a = load3(V, i0), b = load3(V, i1), c = load3(V, i2);
@@ -25,35 +27,52 @@ extern "C" __global__ void vertex_normals_accumulate(const float* __restrict__ V
         const double3 x = cross3(u, w);
         const double s = d > 0.0 ? 1.0 / d : 0.0;
         atomic_add3(acc, I[k], make_float3((float)(x.x * s), (float)(x.y * s), (float)(x.z * s)));
+        atomicAdd(size + I[k], (float)(norm3(x) * s));
       }
       continue;
     }
+    const double lend = norm3(nd);
     if (weighting == 0) {
       atomic_add3(acc, i0, n);
       atomic_add3(acc, i1, n);
       atomic_add3(acc, i2, n);
+      atomicAdd(size + i0, (float)lend);
+      atomicAdd(size + i1, (float)lend);
+      atomicAdd(size + i2, (float)lend);
       continue;
     }
-    const double lend = norm3(nd);
     const double inv = lend > 0.0 ? 1.0 / lend : 0.0;
     const float3 u = make_float3((float)(nd.x * inv), (float)(nd.y * inv), (float)(nd.z * inv));
+    const float unit = lend > 0.0 ? 1.f : 0.f;
     if (weighting == 2) {
       atomic_add3(acc, i0, u);
       atomic_add3(acc, i1, u);
       atomic_add3(acc, i2, u);
+      atomicAdd(size + i0, unit);
+      atomicAdd(size + i1, unit);
+      atomicAdd(size + i2, unit);
       continue;
     }
-    atomic_add3(acc, i0, scale3(u, angle3(sub3(b, a), sub3(c, a))));
-    atomic_add3(acc, i1, scale3(u, angle3(sub3(c, b), sub3(a, b))));
-    atomic_add3(acc, i2, scale3(u, angle3(sub3(a, c), sub3(b, c))));
+    const float t0 = angle3(sub3(b, a), sub3(c, a)), t1 = angle3(sub3(c, b), sub3(a, b)),
+                t2 = angle3(sub3(a, c), sub3(b, c));
+    atomic_add3(acc, i0, scale3(u, t0));
+    atomic_add3(acc, i1, scale3(u, t1));
+    atomic_add3(acc, i2, scale3(u, t2));
+    atomicAdd(size + i0, unit * t0);
+    atomicAdd(size + i1, unit * t1);
+    atomicAdd(size + i2, unit * t2);
   }
 }
 
-extern "C" __global__ void vertex_normals_normalize(float* __restrict__ N, long long n_vertices) {
+// a vertex whose sum is at most `cancelled` of its lengths' sum (faces facing opposite ways)
+// gets the zero vector, as one with no face does
+extern "C" __global__ void vertex_normals_normalize(float* __restrict__ N,
+                                                    const float* __restrict__ size,
+                                                    long long n_vertices, float cancelled) {
   FOR_EACH(v, n_vertices) {
     const float3 n = load3(N, (int)v);
     const float len = norm3(n);
-    const float s = len > 0.f ? 1.f / len : 0.f;
+    const float s = len > cancelled * size[v] && len > 0.f ? 1.f / len : 0.f;
     N[3 * v] = n.x * s;
     N[3 * v + 1] = n.y * s;
     N[3 * v + 2] = n.z * s;

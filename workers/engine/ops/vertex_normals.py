@@ -37,8 +37,24 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
             ang = corner_angles64(xp, mesh.V, mesh.F).ravel()
             w = xp.repeat(unit, 3, axis=0) * ang[:, None]
     acc = scatter_rows(xp, mesh.F.ravel(), w, mesh.n_vertices)
-    n = unitize(xp, acc).astype(xp.float32)
-    return OpResult(mesh.with_attrs(vertex={"vertex_normals": n}))
+    size = scatter_rows(xp, mesh.F.ravel(), xp.linalg.norm(w, axis=1)[:, None], mesh.n_vertices)
+    n = unitize(xp, acc)
+    cancelled = xp.linalg.norm(acc, axis=1) <= CANCELLED * size[:, 0]
+    n[cancelled] = 0.0
+    return OpResult(
+        mesh.with_attrs(vertex={"vertex_normals": n.astype(xp.float32)}),
+        report=_report(xp, cancelled & (size[:, 0] > 0)),
+    )
+
+
+#: a vertex whose weighted normals add up to less than this fraction of their lengths' sum gets
+#: no normal: its faces face opposite ways (a double-sided sheet, a fold), and what is left of
+#: the sum is rounding noise
+CANCELLED = 1e-4
+
+
+def _report(xp: object, cancelled: object) -> dict[str, int]:
+    return {"cancelled_normals": int(cancelled.sum())}  # type: ignore[attr-defined]
 
 
 def _max_corners(xp: object, mesh: TriMesh) -> object:
@@ -66,16 +82,24 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     V = cp.ascontiguousarray(mesh.V, dtype=cp.float32)
     F = cp.ascontiguousarray(mesh.F, dtype=cp.int32)
     N = cp.zeros((mesh.n_vertices, 3), dtype=cp.float32)
+    size = cp.zeros(mesh.n_vertices, dtype=cp.float32)
     acc = load_kernel("vertex_normals", "vertex_normals_accumulate")
     launch(
         acc,
         mesh.n_faces,
-        (V, F, np.int64(mesh.n_faces), np.int32(_WEIGHTING[p.weighting]), N),
+        (V, F, np.int64(mesh.n_faces), np.int32(_WEIGHTING[p.weighting]), N, size),
         op="vertex_normals",
     )
     norm = load_kernel("vertex_normals", "vertex_normals_normalize")
-    launch(norm, mesh.n_vertices, (N, np.int64(mesh.n_vertices)), op="vertex_normals")
-    return OpResult(mesh.with_attrs(vertex={"vertex_normals": N}))
+    launch(
+        norm,
+        mesh.n_vertices,
+        (N, size, np.int64(mesh.n_vertices), np.float32(CANCELLED)),
+        op="vertex_normals",
+    )
+    # the normalize kernel zeroed the cancelled vertices: those with faces and a zero normal
+    cancelled = (size > 0) & ~N.any(axis=1)
+    return OpResult(mesh.with_attrs(vertex={"vertex_normals": N}), report=_report(cp, cancelled))
 
 
 OP = Operation(
@@ -87,9 +111,13 @@ OP = Operation(
     ``area``: the raw cross product (twice the area times the unit normal); ``angle``: the unit
     normal times the corner angle; ``uniform``: the unit normal; ``max``: at a corner with sides
     ``u``, ``w``, the vector ``u x w / (|u|^2 |w|^2)`` (N. Max, "Weights for computing vertex
-    normals from facet normals", 1999). Vertices with no face, or whose weighted normals cancel,
-    get the zero vector.
+    normals from facet normals", 1999). Vertices with no face get the zero vector, and so do
+    vertices whose weighted normals cancel (they add up to less than 1e-4 of their lengths' sum:
+    the two sides of a double-sided sheet, a fold onto itself); the report counts those as
+    ``cancelled_normals``, since such a vertex has no outside to point to.
     """,
+    reports="cancelled_normals: vertices with faces whose weighted normals cancel (double-sided "
+    "or folded surfaces), given the zero vector",
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,

@@ -39,3 +39,9 @@ local function hset_json(key, json)
   end
   if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 end
+
+-- The job lists (GET /v1/jobs): every job by creation time, and each API key's own.
+local function list_job(created_key, key_index, created, job_id)
+  if created_key and created_key ~= '' then redis.call('ZADD', created_key, created, job_id) end
+  if key_index and key_index ~= '' then redis.call('ZADD', key_index, created, job_id) end
+end

@@ -5,32 +5,18 @@ with the encoders (DracoPy, meshoptimizer) and checked against the plain mesh th
 from __future__ import annotations
 
 import base64
-import json
-import struct
 
 import DracoPy
 import numpy as np
 import pytest
 
+from tests.workers.engine.io.common import glb_bytes as _glb
 from workers.engine import FormatError
 from workers.engine.io import load_bytes
 from workers.engine.io.gltf import read_scene
 
 SQUARE = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
 TRIS = np.array([[0, 1, 2], [0, 2, 3]], np.uint32)
-
-
-def _glb(tree: dict, binary: bytes) -> bytes:
-    text = json.dumps(tree).encode()
-    text += b" " * (-len(text) % 4)
-    binary += b"\0" * (-len(binary) % 4)
-    return (
-        struct.pack("<3I", 0x46546C67, 2, 28 + len(text) + len(binary))
-        + struct.pack("<2I", len(text), 0x4E4F534A)
-        + text
-        + struct.pack("<2I", len(binary), 0x004E4942)
-        + binary
-    )
 
 
 class _Builder:

@@ -10,6 +10,7 @@ import struct
 import numpy as np
 import pytest
 
+from tests.workers.engine.io.common import glb_bytes as _glb
 from workers.engine import FormatError, MeshError
 from workers.engine.io import load_bytes, serialize
 from workers.engine.io.polygons import ear_clip, nonconvex, triangulate
@@ -231,19 +232,6 @@ def test_ear_clip_refuses_a_polygon_with_no_area() -> None:
 
 
 # ------------------------------------------------------------------------------ glTF
-def _glb(tree: dict, binary: bytes) -> bytes:
-    text = json.dumps(tree).encode()
-    text += b" " * (-len(text) % 4)
-    binary += b"\0" * (-len(binary) % 4)
-    return (
-        struct.pack("<3I", 0x46546C67, 2, 28 + len(text) + len(binary))
-        + struct.pack("<2I", len(text), 0x4E4F534A)
-        + text
-        + struct.pack("<2I", len(binary), 0x004E4942)
-        + binary
-    )
-
-
 def _tree_and_bin() -> tuple[dict, bytes]:
     V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
     tri, fan = np.array([0, 1, 2, 0, 2, 3], np.uint32), np.array([0, 1, 2, 3], np.uint32)

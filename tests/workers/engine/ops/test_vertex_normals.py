@@ -158,3 +158,22 @@ def test_max_weights_are_exact_on_a_sphere() -> None:
     err_max = np.abs(_normals(m, "max") - P).max()
     err_area = np.abs(_normals(m, "area") - P).max()
     assert err_max < 1e-5 < err_area
+
+
+@pytest.mark.parametrize("weighting", ["area", "angle", "uniform", "max"])
+def test_double_sided_vertices_get_no_normal_and_are_counted(weighting: str) -> None:
+    """A sheet stored with both windings (as double-sided assets are): every vertex's faces face
+    opposite ways, so no normal is right; they get the zero vector and the report counts them.
+    A closed mesh counts none."""
+    V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [2, 0, 0]], np.float32)
+    front = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    sheet = np.concatenate([front, front[:, ::-1]])
+    # vertex 4 has one face, on the front only: it keeps its normal
+    F = np.concatenate([sheet, [[1, 4, 2]]]).astype(np.int32)
+    res = run(TriMesh(V, F), {"op": "vertex_normals", "weighting": weighting})
+    N = np.asarray(res.mesh.vertex_attrs["vertex_normals"])
+    np.testing.assert_array_equal(N[[0, 3]], 0.0)  # only on the double-sided sheet
+    np.testing.assert_allclose(N[4], [0, 0, 1], atol=1e-6)
+    assert res.reports["vertex_normals"]["cancelled_normals"] == 2
+    closed = run(load("rx-sphere3.obj"), "weld", {"op": "vertex_normals", "weighting": weighting})
+    assert closed.reports["vertex_normals"]["cancelled_normals"] == 0

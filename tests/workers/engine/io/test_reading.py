@@ -1,5 +1,5 @@
-"""Reading and writing: round trips through every output format, wrapped inputs, the OBJ parser,
-and the errors of malformed, hostile or mislabelled files."""
+"""Reading: wrapped inputs (archives, gzip), the OBJ parser, hostile and mislabelled files,
+sniffing, PLY variants, and our fast readers against trimesh's."""
 
 from __future__ import annotations
 
@@ -14,217 +14,32 @@ import numpy as np
 import pytest
 
 from tests.conftest import mesh_path
-from tests.workers.engine.shapes import load, random_rotation, run, tetrahedron
-from workers.engine import FormatError, MeshError, SpecError, TriMesh
+from tests.workers.engine.io.common import (
+    _PLY_TYPES,
+    ASCII_PLY,
+    COLORS,
+    NORMALS,
+    TRI,
+    XYZ,
+    _binary_ply,
+    _binary_stl,
+    _code,
+    _glb_cases,
+    _npz,
+    _obj_variants,
+    _outcome,
+    _owns_its_arrays,
+    _ply_header,
+    _same_mesh,
+    _same_outcome,
+    _same_read,
+    _zip,
+)
+from tests.workers.engine.shapes import load, run, tetrahedron
+from workers.engine import MeshError, TriMesh
 from workers.engine.io import OUTPUT_FORMATS, load_bytes, serialize, sniff
 
-TRI = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
 
-
-@pytest.fixture(scope="module")
-def rich() -> TriMesh:
-    """A closed mesh with vertex normals, curvature and face normals."""
-    return run(
-        load("rx-sphere3.obj"), "weld", "vertex_normals", "gaussian_curvature", "face_normals"
-    ).mesh
-
-
-def _code(data: bytes, name: str = "", **kw: object) -> str:
-    with pytest.raises((FormatError, MeshError)) as ei:
-        load_bytes(data, name, **kw)
-    return ei.value.code
-
-
-def _zip(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression) as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
-
-
-def _same_mesh(a: TriMesh, b: TriMesh) -> None:
-    np.testing.assert_array_equal(a.V, b.V)
-    np.testing.assert_array_equal(a.F, b.F)
-    assert a.V.dtype == np.float32 and a.F.dtype == np.int32
-
-
-# ------------------------------------------------------------------------------ round trips
-@pytest.mark.parametrize("fmt", ["ply", "obj", "off", "glb", "npz"])
-def test_round_trip_keeps_positions_and_faces(rich: TriMesh, fmt: str) -> None:
-    data = serialize(rich, fmt)
-    assert sniff(data) == ("zip" if fmt == "npz" else fmt)
-    _same_mesh(load_bytes(data, f"out.{fmt}"), rich)
-    _same_mesh(load_bytes(data), rich)  # recognised from the bytes alone
-
-
-def test_stl_round_trip_is_a_soup(rich: TriMesh) -> None:
-    data = serialize(rich, "stl")
-    assert len(data) == 84 + 50 * rich.n_faces
-    back = load_bytes(data, "out.stl")
-    assert (back.n_vertices, back.n_faces) == (3 * rich.n_faces, rich.n_faces)
-    np.testing.assert_array_equal(
-        np.asarray(back.V)[np.asarray(back.F)], np.asarray(rich.V)[np.asarray(rich.F)]
-    )
-    welded = run(back, "weld").mesh
-    assert welded.n_vertices == rich.n_vertices
-    np.testing.assert_array_equal(
-        np.asarray(welded.V)[np.asarray(welded.F)], np.asarray(rich.V)[np.asarray(rich.F)]
-    )
-    assert back.vertex_attrs == {} and back.face_attrs == {}
-
-
-@pytest.mark.parametrize(
-    ("fmt", "vertex", "face"),
-    [
-        ("ply", ["vertex_normals", "gaussian_curvature"], ["face_normals"]),
-        ("npz", ["vertex_normals", "gaussian_curvature"], ["face_normals"]),
-        ("glb", ["vertex_normals", "gaussian_curvature"], []),
-        ("obj", ["vertex_normals"], []),
-        ("off", [], []),
-        ("stl", [], []),
-    ],
-)
-def test_round_trip_keeps_the_attributes_the_format_holds(
-    rich: TriMesh, fmt: str, vertex: list[str], face: list[str]
-) -> None:
-    back = load_bytes(serialize(rich, fmt), f"out.{fmt}")
-    assert sorted(back.vertex_attrs) == sorted(vertex)
-    assert sorted(back.face_attrs) == sorted(face)
-    for k in vertex:
-        assert back.vertex_attrs[k].shape == rich.vertex_attrs[k].shape, k
-        np.testing.assert_allclose(
-            back.vertex_attrs[k],
-            rich.vertex_attrs[k],
-            rtol=0,
-            atol=1e-7 if fmt == "glb" or fmt == "obj" else 0,
-            err_msg=k,
-        )
-    for k in face:
-        np.testing.assert_array_equal(back.face_attrs[k], rich.face_attrs[k])
-
-
-def test_ply_header_names_the_properties(rich: TriMesh) -> None:
-    data = serialize(rich, "ply")
-    header = data[: data.index(b"end_header\n") + len(b"end_header\n")].decode("ascii")
-    lines = header.splitlines()
-    assert lines[:2] == ["ply", "format binary_little_endian 1.0"]
-    n, m = rich.n_vertices, rich.n_faces
-    vi, fi = lines.index(f"element vertex {n}"), lines.index(f"element face {m}")
-    assert lines[vi + 1 : fi] == [
-        "property float x",
-        "property float y",
-        "property float z",
-        "property float nx",
-        "property float ny",
-        "property float nz",
-        "property float gaussian_curvature",
-    ]
-    assert lines[fi + 1 : -1] == [
-        "property list uchar int vertex_indices",
-        "property float nx",
-        "property float ny",
-        "property float nz",
-    ]
-    vrow, frow = 7 * 4, 1 + 3 * 4 + 3 * 4
-    assert len(data) == len(header) + n * vrow + m * frow
-
-
-def test_ply_attribute_kinds_round_trip() -> None:
-    t = tetrahedron()
-    va = {
-        "uv": np.arange(8, dtype=np.float64).reshape(4, 2),  # vector -> uv_0 uv_1
-        "label": np.array([1, -2, 3, -4], dtype=np.int64),  # written as int
-        "flag": np.array([True, False, True, True]),  # written as uchar
-        "vertex_colors": np.array([[255, 0, 0, 255]] * 4, dtype=np.uint8),
-    }
-    fa = {"region": np.array([7, 7, 8, 9], dtype=np.int16)}
-    data = serialize(t.with_attrs(vertex=va, face=fa), "ply")
-    assert b"property double uv_0\nproperty double uv_1\n" in data
-    assert b"property int label\n" in data and b"property uchar flag\n" in data
-    assert b"property uchar red\nproperty uchar green\n" in data
-    back = load_bytes(data, "t.ply")
-    np.testing.assert_array_equal(back.vertex_attrs["uv"], va["uv"])
-    np.testing.assert_array_equal(back.vertex_attrs["label"], va["label"])
-    np.testing.assert_array_equal(back.vertex_attrs["flag"], [1, 0, 1, 1])
-    np.testing.assert_array_equal(back.vertex_attrs["vertex_colors"], va["vertex_colors"])
-    np.testing.assert_array_equal(back.face_attrs["region"], fa["region"])
-    assert back.face_attrs["region"].dtype == np.int16
-
-
-def test_glb_normals_follow_the_node_transform() -> None:
-    import trimesh
-
-    rng = np.random.default_rng(9)
-    m = run(load("rx-sphere3.obj"), "vertex_normals").mesh
-    V, F = np.asarray(m.V, dtype=np.float64), np.asarray(m.F)
-    N = m.vertex_attrs["vertex_normals"].astype(np.float64)
-    T = np.eye(4)
-    T[:3, :3] = random_rotation(rng) @ np.diag([2.0, 1.0, 0.5])  # rotation after a stretch
-    T[:3, 3] = [1.0, 2.0, 3.0]
-    tm = trimesh.Trimesh(V, F, vertex_normals=N, process=False)
-    scene = trimesh.Scene()
-    scene.add_geometry(tm, transform=T)
-    back = load_bytes(trimesh.exchange.gltf.export_glb(scene, include_normals=True), "t.glb")
-    np.testing.assert_allclose(back.V, V @ T[:3, :3].T + T[:3, 3], atol=1e-5)
-    expect = N @ np.linalg.inv(T[:3, :3])
-    expect /= np.linalg.norm(expect, axis=1, keepdims=True)
-    np.testing.assert_allclose(back.vertex_attrs["vertex_normals"], expect, atol=1e-6)
-
-
-def test_glb_vertex_colors_round_trip() -> None:
-    t = tetrahedron()
-    colors = np.array(
-        [[255, 0, 0, 255], [0, 255, 0, 255], [0, 0, 255, 128], [9, 9, 9, 255]], dtype=np.uint8
-    )
-    back = load_bytes(serialize(t.with_attrs(vertex={"vertex_colors": colors}), "glb"), "t.glb")
-    np.testing.assert_array_equal(back.vertex_attrs["vertex_colors"], colors)
-
-
-def test_obj_writer_pairs_normals_with_vertices(rich: TriMesh) -> None:
-    text = serialize(rich, "obj", ["vertex_normals"]).decode()
-    lines = text.splitlines()
-    assert sum(ln.startswith("v ") for ln in lines) == rich.n_vertices
-    assert sum(ln.startswith("vn ") for ln in lines) == rich.n_vertices
-    a, b, c = (np.asarray(rich.F)[0] + 1).tolist()
-    assert f"f {a}//{a} {b}//{b} {c}//{c}" in lines
-    plain = serialize(rich, "obj", []).decode()
-    assert "vn " not in plain and f"f {a} {b} {c}" in plain.splitlines()
-
-
-def test_selected_attributes_only(rich: TriMesh) -> None:
-    back = load_bytes(serialize(rich, "ply", ["gaussian_curvature"]), "x.ply")
-    assert list(back.vertex_attrs) == ["gaussian_curvature"] and back.face_attrs == {}
-    back = load_bytes(serialize(rich, "npz", []), "x.npz")
-    assert back.vertex_attrs == {} and back.face_attrs == {}
-
-
-@pytest.mark.parametrize(
-    ("fmt", "attrs", "code"),
-    [
-        ("ply", ["mean_curvature"], "spec.unknown_attribute"),  # not on the mesh
-        ("obj", ["gaussian_curvature"], "spec.attribute_not_supported"),  # OBJ holds normals only
-        ("stl", ["vertex_normals"], "spec.attribute_not_supported"),  # STL holds nothing
-        ("glb", ["face_normals"], "spec.attribute_not_supported"),  # GLB holds vertex attributes
-        ("off", ["vertex_normals"], "spec.attribute_not_supported"),  # OFF holds nothing
-        ("vtk", None, "spec.unknown_format"),  # neither
-    ],
-)
-def test_serialize_errors(rich: TriMesh, fmt: str, attrs: list[str] | None, code: str) -> None:
-    with pytest.raises(SpecError) as ei:
-        serialize(rich, fmt, attrs)
-    assert ei.value.code == code
-
-
-def test_float64_mesh_writes_and_reads() -> None:
-    t = tetrahedron()  # float64 positions
-    for fmt in OUTPUT_FORMATS:
-        back = load_bytes(serialize(t, fmt), f"t.{fmt}", dtype="float64")
-        assert back.V.dtype == np.float64
-        assert back.n_faces == 4
-
-
-# ------------------------------------------------------------------------------ wrapped inputs
 @pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
 def test_gzip_wrapped(rich: TriMesh, fmt: str) -> None:
     data = gzip.compress(serialize(rich, fmt))
@@ -267,7 +82,6 @@ def test_gltf_with_its_buffer_in_a_zip() -> None:
     assert (back.n_vertices, back.n_faces) == (4, 4)
 
 
-# ------------------------------------------------------------------------------ OBJ parsing
 def test_obj_polygons_are_fanned() -> None:
     data = b"v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv -1 0.5 0\nf 1 2 3 4\nf 1 2 3\nf 1 2 3 4 5\n"
     m = load_bytes(data, "p.obj")
@@ -383,15 +197,6 @@ def test_obj_index_error_detail_is_one_based() -> None:
     assert ei.value.detail == {"min_index": 1, "max_index": 7, "n_vertices": 3, "line": 4}
 
 
-# ------------------------------------------------------------------------------ hostile files
-def _ply_header(fmt: str, nv: int, nf: int) -> bytes:
-    return (
-        f"ply\nformat {fmt} 1.0\nelement vertex {nv}\nproperty float x\nproperty float y\n"
-        f"property float z\nelement face {nf}\nproperty list uchar int vertex_indices\n"
-        "end_header\n"
-    ).encode()
-
-
 @pytest.mark.parametrize("fmt", ["binary_little_endian", "binary_big_endian", "ascii"])
 def test_ply_declaring_four_billion_vertices_allocates_nothing(fmt: str) -> None:
     data = _ply_header(fmt, 4_000_000_000, 1) + b"\x00" * 64
@@ -424,11 +229,6 @@ def test_ply_declaring_four_billion_vertices_allocates_nothing(fmt: str) -> None
 )
 def test_ply_header_errors(data: bytes, code: str) -> None:
     assert _code(data, "x.ply") == code
-
-
-def _binary_stl(n_declared: int, n_written: int, header: bytes = b"") -> bytes:
-    tri = struct.pack("<12fH", 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0)
-    return header.ljust(80, b" ") + struct.pack("<I", n_declared) + tri * n_written
 
 
 def test_binary_stl_reads() -> None:
@@ -570,12 +370,6 @@ def test_gzip_corrupt_or_truncated() -> None:
     assert _code(data[:10] + b"\xff" * 20, "x.obj.gz") == "format.archive_corrupt"
 
 
-def _npz(**arrays: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize(
     ("arrays", "code"),
     [
@@ -604,7 +398,6 @@ def test_npz_with_attributes() -> None:
     np.testing.assert_array_equal(m.face_attrs["id"], [4])
 
 
-# ------------------------------------------------------------------------------ sniffing
 def test_sniff() -> None:
     t = tetrahedron()
     assert sniff(serialize(t, "ply")) == "ply"
@@ -630,35 +423,6 @@ def test_shared_meshes_load_through_every_wrapper() -> None:
         m = load_bytes(data, name)
         _same_mesh(m, load("rx-cube.obj"))
         assert m.source == name
-
-
-# ------------------------------------------------------------------------------ PLY variants
-ASCII_PLY = b"""ply
-format ascii 1.0
-comment quads, colours, normals, a vector and a face property
-element vertex 5
-property float x
-property float y
-property float z
-property float nx
-property float ny
-property float nz
-property uchar red
-property uchar green
-property uchar blue
-property float quality
-property float uv_0
-property float uv_1
-element face %d
-property list uchar int vertex_indices
-property int region
-end_header
-0 0 0 0 0 1 10 20 30 0.5 0 0
-1 0 0 0 0 1 10 20 30 1.5 1 0
-1 1 0 0 0 1 10 20 30 2.5 1 1
-0 1 0 0 0 1 10 20 30 3.5 0 1
--1 0 0 0 0 1 10 20 30 4.5 -1 0
-"""
 
 
 def test_ascii_ply_with_properties() -> None:
@@ -718,102 +482,6 @@ def test_ply_index_past_the_end_is_an_input_error() -> None:
 )
 def test_ply_mesh_errors(data: bytes, code: str) -> None:
     assert _code(data, "x.ply") == code
-
-
-# ------------------------------------------------------------------------------ writer refusals
-@pytest.mark.parametrize(
-    ("fmt", "vertex", "face"),
-    [
-        ("ply", {"x": np.ones(4)}, {}),  # clashes with the position property
-        ("ply", {"nx": np.ones(4), "vertex_normals": np.ones((4, 3))}, {}),  # clashes with normals
-        ("ply", {}, {"vertex_indices": np.ones(4)}),  # clashes with the face list
-        ("ply", {"my attr": np.ones(4)}, {}),  # a property name is one word
-        ("ply", {"half": np.ones(4, np.float16)}, {}),  # no PLY type
-        ("glb", {"vec5": np.ones((4, 5))}, {}),  # glTF vectors have at most 4 components
-        ("glb", {"vertex_normals": np.ones((4, 2))}, {}),  # normals are 3-vectors
-    ],
-)
-def test_attributes_a_format_cannot_write(fmt: str, vertex: dict, face: dict) -> None:
-    m = tetrahedron().with_attrs(vertex=vertex, face=face)
-    with pytest.raises(FormatError) as ei:
-        serialize(m, fmt)
-    assert ei.value.code == "format.unsupported_attribute"
-
-
-def test_ply_attribute_names_cannot_clash_with_record_fields() -> None:
-    fa = {"n": np.arange(4, dtype=np.int32), "i": np.arange(4.0), "a0": np.ones(4, np.uint8)}
-    back = load_bytes(serialize(tetrahedron().with_attrs(face=fa), "ply"), "t.ply")
-    np.testing.assert_array_equal(back.F, tetrahedron().F)
-    for k, v in fa.items():
-        np.testing.assert_array_equal(back.face_attrs[k], v)
-
-
-# ------------------------------------------------------------------------------ fast paths
-# Binary PLY, binary STL, GLB and OBJ are read by vectorized code of ours; each must give what
-# the reference reader (trimesh, or our line-by-line OBJ reader) gives, and fall back to it for
-# the shapes of file it does not handle.
-def _same_read(a: TriMesh, b: TriMesh) -> None:
-    """Same arrays and attributes, with the same dtypes (byte order aside)."""
-    _same_mesh(a, b)
-    assert list(a.vertex_attrs) == list(b.vertex_attrs)
-    assert list(a.face_attrs) == list(b.face_attrs)
-    for x, y in [*zip(a.vertex_attrs.values(), b.vertex_attrs.values(), strict=True)] + [
-        *zip(a.face_attrs.values(), b.face_attrs.values(), strict=True)
-    ]:
-        assert x.dtype == y.dtype.newbyteorder("=") and x.shape == y.shape
-        np.testing.assert_array_equal(x, y)
-
-
-def _owns_its_arrays(m: TriMesh) -> None:
-    """No array is a view of the file's (read-only) bytes."""
-    for a in [m.V, m.F, *m.vertex_attrs.values(), *m.face_attrs.values()]:
-        assert np.asarray(a).flags.writeable and np.asarray(a).dtype.isnative
-
-
-_PLY_TYPES = {"float": "f4", "double": "f8", "uchar": "u1", "char": "i1", "short": "i2"}
-_PLY_TYPES |= {"ushort": "u2", "int": "i4", "uint": "u4"}
-XYZ = [("float", "x"), ("float", "y"), ("float", "z")]
-
-
-def _binary_ply(
-    vertex: list[tuple[str, str]],
-    k: int | list[int] = 3,
-    face: list[tuple[str, str]] = (("int", "region"),),  # type: ignore[assignment]
-    *,
-    big: bool = False,
-    count: str = "uchar",
-    index: str = "int",
-    name: str = "vertex_indices",
-    face_first: bool = False,
-) -> bytes:
-    """A binary PLY of 7 vertices and 5 polygons of ``k`` corners (one ``k`` per polygon when a
-    list), the properties filled with seeded random values."""
-    rng = np.random.default_rng(3)
-    e = ">" if big else "<"
-    nv, ks = 7, [k] * 5 if isinstance(k, int) else k
-    vrec = np.zeros(nv, [(n, e + _PLY_TYPES[t]) for t, n in vertex])
-    for t, n in vertex:
-        vrec[n] = rng.integers(0, 100, nv) if _PLY_TYPES[t][0] in "iu" else rng.random(nv)
-    rows = []
-    for kk in ks:
-        fdt = [("c", e + _PLY_TYPES[count]), ("i", e + _PLY_TYPES[index], (kk,))]
-        rec = np.zeros(1, fdt + [(n, e + _PLY_TYPES[t]) for t, n in face])
-        rec["c"], rec["i"] = kk, rng.integers(0, nv, (1, kk))
-        for _, n in face:
-            rec[n] = rng.integers(0, 100)
-        rows.append(rec.tobytes())
-    fmt = "big" if big else "little"
-    ve = f"element vertex {nv}\n" + "".join(f"property {t} {n}\n" for t, n in vertex)
-    fe = f"element face {len(ks)}\nproperty list {count} {index} {name}\n"
-    fe += "".join(f"property {t} {n}\n" for t, n in face)
-    header = f"ply\nformat binary_{fmt}_endian 1.0\ncomment test\n"
-    header += (fe + ve if face_first else ve + fe) + "end_header\n"
-    body = [b"".join(rows), vrec.tobytes()] if face_first else [vrec.tobytes(), b"".join(rows)]
-    return header.encode() + b"".join(body)
-
-
-NORMALS = [("float", "nx"), ("float", "ny"), ("float", "nz")]
-COLORS = [("uchar", "red"), ("uchar", "green"), ("uchar", "blue"), ("uchar", "alpha")]
 
 
 @pytest.mark.parametrize(
@@ -925,120 +593,6 @@ def test_binary_ply_polygons_of_several_sizes_are_fanned(ks: list[int], kw: Any)
         np.testing.assert_array_equal(mesh.face_attrs["region"], rows["region"])
 
 
-def test_ply_rows_are_packed_as_the_header_says(rich: TriMesh) -> None:
-    data = serialize(rich, "ply")
-    body = data[data.index(b"end_header\n") + len(b"end_header\n") :]
-    n, m = rich.n_vertices, rich.n_faces
-    vrow = np.dtype([("p", "<f4", (3,)), ("n", "<f4", (3,)), ("k", "<f4")])
-    frow = np.dtype([("c", "u1"), ("i", "<i4", (3,)), ("n", "<f4", (3,))])
-    vertices = np.frombuffer(body, vrow, count=n)
-    faces = np.frombuffer(body, frow, count=m, offset=n * vrow.itemsize)
-    np.testing.assert_array_equal(vertices["p"], rich.V)
-    np.testing.assert_array_equal(vertices["n"], rich.vertex_attrs["vertex_normals"])
-    np.testing.assert_array_equal(vertices["k"], rich.vertex_attrs["gaussian_curvature"])
-    assert (faces["c"] == 3).all()
-    np.testing.assert_array_equal(faces["i"], rich.F)
-    np.testing.assert_array_equal(faces["n"], rich.face_attrs["face_normals"])
-
-
-@pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
-def test_files_written_in_pieces_are_the_same_bytes(rich: TriMesh, fmt: str, tmp_path, monkeypatch):
-    """Binary PLY, STL and GLB come out in pieces that are written as they are made; the pieces
-    in any size make the same file, each stays valid after the next (a job's store and
-    ``save_path`` write them one by one), and a half-written file is never left behind."""
-    from workers.engine.io import _records, save_path, serialize_chunks, stl
-
-    whole = serialize(rich, fmt)
-    monkeypatch.setattr(_records, "CHUNK_ROWS", 7)
-    monkeypatch.setattr(stl, "_CHUNK", 5)
-    pieces = list(serialize_chunks(rich, fmt))
-    assert b"".join(pieces) == whole
-    if fmt in ("ply", "stl", "glb"):
-        assert len(pieces) > 3
-    if fmt in ("ply", "stl"):  # rows packed a few at a time: every row of the file is in one
-        assert max(memoryview(p).nbytes for p in pieces[1:]) <= 7 * 50
-    save_path(rich, tmp_path / f"m.{fmt}")
-    assert (tmp_path / f"m.{fmt}").read_bytes() == whole
-
-
-def test_save_path_removes_a_half_written_file(rich: TriMesh, tmp_path, monkeypatch) -> None:
-    from workers.engine.io import save_path, stl
-
-    def broken(V: Any, F: Any) -> Any:
-        yield b"header"
-        raise MemoryError
-
-    monkeypatch.setattr(stl, "stl_chunks", broken)
-    with pytest.raises(MemoryError):
-        save_path(rich, tmp_path / "m.stl")
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_stl_is_written_and_read_as_trimesh_does(rich: TriMesh, dtype: str) -> None:
-    import trimesh
-
-    from workers.engine.io import _parse_trimesh
-
-    V = np.array(rich.V, dtype=dtype)  # a copy: the mesh shares its positions
-    V[:3] = V[0]  # a degenerate face or two: zero normals
-    m = TriMesh.from_arrays(V, rich.F, dtype=dtype)
-    data = serialize(m, "stl")
-    assert data == trimesh.exchange.stl.export_stl(trimesh.Trimesh(V, rich.F, process=False))
-    fast = load_bytes(data, "x.stl")
-    _same_read(fast, _parse_trimesh(data, "stl", dtype="float32"))
-    _owns_its_arrays(fast)
-
-
-def test_glb_we_write_loads_in_trimesh(rich: TriMesh) -> None:
-    import json
-
-    import trimesh
-
-    colors = np.arange(4 * rich.n_vertices).reshape(-1, 4) % 256
-    m = rich.with_attrs(vertex={"vertex_colors": colors.astype(np.uint8)})
-    data = serialize(m, "glb")
-    (tm,) = trimesh.load_scene(io.BytesIO(data), file_type="glb", process=False).geometry.values()
-    np.testing.assert_array_equal(tm.vertices, rich.V)
-    np.testing.assert_array_equal(tm.faces, rich.F)
-    np.testing.assert_allclose(tm.vertex_normals, rich.vertex_attrs["vertex_normals"], atol=1e-6)
-    np.testing.assert_array_equal(tm.visual.vertex_colors, colors)
-    np.testing.assert_array_equal(
-        tm.vertex_attributes["_gaussian_curvature"].ravel(),
-        rich.vertex_attrs["gaussian_curvature"],
-    )
-    tree = json.loads(data[20 : 20 + int.from_bytes(data[12:16], "little")])
-    position = tree["accessors"][tree["meshes"][0]["primitives"][0]["attributes"]["POSITION"]]
-    assert position["min"] == np.asarray(rich.V).min(axis=0).tolist()
-    assert position["max"] == np.asarray(rich.V).max(axis=0).tolist()
-
-
-def _trimesh_glb(m: TriMesh, normals: np.ndarray | None = None, **kw: object) -> bytes:
-    import trimesh
-
-    tm = trimesh.Trimesh(np.asarray(m.V), np.asarray(m.F), vertex_normals=normals, **kw)
-    return trimesh.exchange.gltf.export_glb(
-        trimesh.Scene(tm), include_normals=normals is not None, unitize_normals=False
-    )
-
-
-def _glb_cases() -> list[bytes]:
-    rng = np.random.default_rng(5)
-    m = load("rx-sphere3.obj")
-    n = m.n_vertices
-    raw = rng.normal(size=(n, 3)) * 3  # not unit length; zero, NaN and infinite rows too
-    raw[0], raw[1, 1], raw[2, 0] = 0, np.nan, np.inf
-    rgb = rng.integers(0, 256, (n, 3)).astype(np.uint8)
-    ours = m.with_attrs(
-        vertex={"vertex_colors": rgb, "uv": rng.random((n, 2)), "frame": rng.random((n, 2, 2))}
-    )
-    return [
-        serialize(ours, "glb"),
-        _trimesh_glb(m, raw, process=False),
-        _trimesh_glb(m, None, process=False, vertex_colors=rgb),
-    ]
-
-
 @pytest.mark.parametrize("data", _glb_cases())
 def test_glb_fast_path_reads_as_the_general_reader(data: bytes) -> None:
     from workers.engine.io import glb, gltf
@@ -1105,93 +659,6 @@ def test_glb_with_a_node_transform_is_read_by_the_general_reader() -> None:
     np.testing.assert_allclose(load_bytes(data, "t.glb").V, np.asarray(t.V) + [1, 2, 3])
 
 
-def _reference_obj(V: np.ndarray, F: np.ndarray, N: np.ndarray | None) -> bytes:
-    """The OBJ writer as it was, a line at a time."""
-    lines = ["# written by tessera"]
-    lines += ["v" + " %.9g" * V.shape[1] % tuple(r) for r in V.astype(np.float64).tolist()]
-    if N is not None:
-        lines += ["vn" + " %.9g" * N.shape[1] % tuple(r) for r in N.astype(np.float64).tolist()]
-    for a, b, c in (F + 1).tolist():
-        lines.append(f"f {a}//{a} {b}//{b} {c}//{c}" if N is not None else f"f {a} {b} {c}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-def test_obj_numbers_are_written_as_printf_writes_them() -> None:
-    rng = np.random.default_rng(11)
-    special = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-5, 9.9999999999e-5, 1e-4, 0.5, 2.5, 1e8]
-    special += [123456789.5, 999999999.5, 1e9, 1e-300, 5e-324, 1.7976931348623157e308, 1 / 3]
-    values = np.concatenate(
-        [
-            rng.normal(size=30000) * 10.0 ** rng.integers(-12, 12, 30000),
-            rng.random(30000).astype(np.float32),  # float32 positions, as meshes have
-            np.round(rng.normal(size=30000) * 1000, 3),  # short decimals: trailing zeros
-            rng.integers(-(10**9), 10**9, 30000) / 8.0,
-            special,
-        ]
-    )
-    values = values[: values.shape[0] // 3 * 3].reshape(-1, 3)
-    F = rng.integers(0, values.shape[0], (2000, 3))
-    from workers.engine.io.obj import write_obj
-
-    for N in (None, values[::-1]):
-        assert write_obj(values, F, N) == _reference_obj(values, F, N)
-    ints = np.concatenate([rng.integers(-(10**11), 10**11, 5000), np.arange(-1001, 1001)])
-    from workers.engine.io._text import format_ints
-
-    text = format_ints(ints)
-    assert [bytes(r[r != 0]) for r in text] == [b"%d" % v for v in ints.tolist()]
-
-
-OBJ_BODY = (
-    b"# a cube corner\nmtllib a.mtl\no thing\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\n"
-    b"v 0.5 0.5 1e-3\nvt 0 0\nvt 1 0\nvn 0 0 1\nvn 0 0.6 0.8\ng group\nusemtl red\n"
-    b"f 1//1 2//1 3//1\nf 1//1 3//1 4//1\nvn 1 0 0\nf -5//-3 -3//-1 -1//-2\n"
-)
-OBJ_FACES = [
-    (b"f 1 2 3\nf 1 3 4 5\nf 2 3 4 5 1\n", True),  # plain, polygons
-    (b"f 1/1 2/2 3/1\nf 1/2 3/1 4/2\n", True),  # a/b
-    (b"f 1/1/1 2/2/1 3/1/2\nf 1/2/2 3/1/1 4/2/2\n", True),  # a/b/c
-    (b"f 1//1 2//2 3//1\nf 1 3//1 4/2\nf 5/1/ 1// 2/1\n", True),  # mixed forms
-    (b"f -1 -2 -3\nf 5//-1 4//-2 1//1\n", True),  # negative indices
-    (b"f 1 2\n", True),  # too few corners
-    (b"f 1 2 0\n", True),  # index 0
-    (b"f 1 2 6\n", True),  # past the end
-    (b"f 1/x 2 3\n", False),  # not an integer
-    (b"f /1 2 3\n", False),  # no vertex field
-    (b"f 1 2 3 # comment\n", False),
-]
-
-
-def _obj_variants() -> list[tuple[bytes, bool]]:
-    out = []
-    for faces, fast in OBJ_FACES:
-        d = OBJ_BODY + faces
-        out += [(d, fast), (d.replace(b"\n", b"\r\n"), fast), (d.replace(b"\n", b" \t\n"), fast)]
-        out += [(d.rstrip(b"\n"), fast), (d.replace(b" ", b"  "), fast)]
-        out += [(d.replace(b"\nv ", b"\n  v\t").replace(b"\nf ", b"\n\tf  "), fast)]
-    out += [(OBJ_BODY.replace(b"v 0 0 0", b"v 0 0 0 1"), False)]  # a w coordinate
-    out += [(OBJ_BODY.replace(b"vn 1 0 0", b"vn 1 0"), False)]  # a short normal
-    out += [(OBJ_BODY.replace(b"v 1 0 0", b"v 1 0 zero"), False)]
-    out += [(OBJ_BODY.replace(b"\n", b"\r", 2), False)]  # old Mac line ends
-    return out
-
-
-def _outcome(read: Any, data: bytes) -> Any:
-    try:
-        return read(data)
-    except (FormatError, MeshError) as exc:
-        return exc.code, exc.detail
-
-
-def _same_outcome(a: Any, b: Any) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b, strict=True):
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            np.testing.assert_array_equal(x, y)
-        else:
-            assert x == y
-
-
 @pytest.mark.parametrize(("data", "fast"), _obj_variants())
 def test_obj_buffer_scan_reads_what_the_line_scan_reads(
     data: bytes, fast: bool, monkeypatch: pytest.MonkeyPatch
@@ -1237,28 +704,6 @@ def test_npz_members_that_are_not_arrays_are_ignored() -> None:
     np.testing.assert_array_equal(m.vertex_attrs["k"], np.arange(3.0))
 
 
-def test_attributes_come_back_as_written() -> None:
-    """GLB keeps a leading underscore of a name, OBJ the normal of a vertex no face uses, and
-    PLY refuses 64-bit integers it cannot hold rather than wrapping them."""
-    V = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [5, 5, 5]])
-    F = np.array([[0, 1, 2]])
-    normals = np.array([[0, 0, 1], [0, 0, 1], [0, 0, 1], [1, 0, 0]], dtype=np.float32)
-    m = TriMesh.from_arrays(V, F, vertex_attrs={"vertex_normals": normals})
-    back = load_bytes(serialize(m, "obj"), "m.obj")
-    np.testing.assert_array_equal(back.vertex_attrs["vertex_normals"], normals)
-    m = TriMesh(m.V, m.F, {"_u": np.arange(4, dtype=np.float32)}, {})
-    back = load_bytes(serialize(m, "glb"), "m.glb")
-    assert list(back.vertex_attrs) == ["_u"]
-    fits = TriMesh(m.V, m.F, {"k": np.array([1, 2, 3, -(2**31)], dtype=np.int64)}, {})
-    np.testing.assert_array_equal(
-        load_bytes(serialize(fits, "ply"), "m.ply").vertex_attrs["k"], fits.vertex_attrs["k"]
-    )
-    wide = TriMesh(m.V, m.F, {"k": np.array([1, 2, 3, 2**40], dtype=np.int64)}, {})
-    with pytest.raises(FormatError) as e:
-        serialize(wide, "ply")
-    assert e.value.code == "format.unsupported_attribute"
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -1275,39 +720,6 @@ def test_obj_files_of_every_common_shape_are_recognized_and_read(text: bytes) ->
     m = load_bytes(text, "a.obj")
     np.testing.assert_array_equal(m.V, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
     np.testing.assert_array_equal(m.F, [[0, 1, 2]])
-
-
-@pytest.mark.parametrize(
-    ("vertex", "face", "code"),
-    [
-        # would come back as one vector "a", as vertex_colors, as one uv of three columns
-        ({"a_0": np.zeros(4), "a_1": np.zeros(4)}, {}, "format.unsupported_attribute"),
-        (
-            {"red": np.zeros(4), "green": np.zeros(4), "blue": np.zeros(4)},
-            {},
-            "format.unsupported_attribute",
-        ),
-        ({"uv": np.zeros((4, 2)), "uv_2": np.zeros(4)}, {}, "format.unsupported_attribute"),
-        # normals and colours under the other element's name: PLY cannot hold them
-        ({"face_normals": np.zeros((4, 3))}, {}, "spec.attribute_not_supported"),
-        ({}, {"vertex_colors": np.zeros((1, 3), dtype=np.uint8)}, "spec.attribute_not_supported"),
-    ],
-)
-def test_ply_refuses_names_it_would_read_back_as_other_attributes(vertex, face, code) -> None:
-    m = TriMesh(np.eye(4, 3, dtype=np.float32), np.array([[0, 1, 2]], np.int32), vertex, face)
-    with pytest.raises((FormatError, SpecError)) as e:
-        serialize(m, "ply", attributes=[*vertex, *face])
-    assert e.value.code == code
-    if code == "spec.attribute_not_supported":  # not asked for by name: left out
-        back = load_bytes(serialize(m, "ply"), "m.ply")
-        assert not back.vertex_attrs and not back.face_attrs
-
-
-def test_ply_column_attributes_come_back_as_scalars() -> None:
-    k = np.arange(4, dtype=np.float32)[:, None]
-    m = TriMesh(np.eye(4, 3, dtype=np.float32), np.array([[0, 1, 2]], np.int32), {"k": k}, {})
-    back = load_bytes(serialize(m, "ply"), "m.ply")
-    np.testing.assert_array_equal(back.vertex_attrs["k"], k[:, 0])
 
 
 @pytest.mark.parametrize("tail", [b"", b"\n"])
@@ -1360,17 +772,6 @@ def test_glb_triangle_fan_is_read_as_triangles() -> None:
     m = load_bytes(data, "fan.glb")
     np.testing.assert_array_equal(m.F, [[0, 1, 2], [0, 2, 3], [0, 3, 4]])
     np.testing.assert_array_equal(m.V, V)
-
-
-def test_ply_attribute_named_like_the_header_end_round_trips() -> None:
-    m = TriMesh(
-        np.eye(4, 3, dtype=np.float32),
-        np.array([[0, 1, 2]], np.int32),
-        {"end_header": np.arange(4, dtype=np.float32)},
-        {},
-    )
-    back = load_bytes(serialize(m, "ply"), "m.ply")
-    np.testing.assert_array_equal(back.vertex_attrs["end_header"], np.arange(4))
 
 
 def test_binary_ply_second_list_of_varying_length_is_refused() -> None:

@@ -1,0 +1,394 @@
+"""Reading mesh files: :func:`load_bytes` recognises the format from the bytes
+(:func:`.formats.sniff`), refuses a file name whose extension says otherwise, opens archives
+(zip, gzip) and hands the bytes to the format's reader (:data:`_READERS`, one per format that
+:data:`.formats.FORMATS` declares read)."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import posixpath
+import warnings
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, MeshError
+from ..mesh import TriMesh
+from . import glb, gltf, ply, stl, volumes
+from .archive import check_member_count, gunzip, unzip_members
+from .formats import MESH_FORMATS, sniff
+from .obj import obj_dropped, read_obj
+from .off import read_off, without_comments
+from .stored import split_named
+from .volumes import RawLayout
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_EXPANDED = 2 << 30
+#: archives inside archives: a ``.obj.gz`` or ``.npz`` in a zip is fine, deeper nesting is refused
+#: (a zip or gzip quine would otherwise recurse for ever, each level inflating to the limit)
+MAX_ARCHIVE_DEPTH = 2
+MAX_ARCHIVE_MEMBERS = 1000
+
+
+def _ext(filename: str) -> str:
+    return posixpath.splitext(filename.lower())[1].lstrip(".")
+
+
+def load_bytes(
+    data: bytes,
+    filename: str = "",
+    *,
+    dtype: str = "float32",
+    max_expanded: int = DEFAULT_MAX_EXPANDED,
+    raw: RawLayout | None = None,
+    _depth: int = 0,
+) -> TriMesh:
+    """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`.
+
+    Volumes (``.npy``, NRRD, and ``.raw`` laid out as ``raw`` says) come back as the faceless
+    mesh that carries a volume to ``marching_cubes`` (:mod:`.volumes`)."""
+    if not data:
+        raise MeshError("file is empty", code="mesh.empty")
+    data = _as_utf8(data)
+    kind = sniff(data)
+    ext = _ext(filename)
+    if ext == "raw" and kind not in ("gz", "zip"):
+        mesh = volumes.read_raw(data, raw)
+        mesh.source = filename or None
+        return mesh
+    if kind in ("gz", "zip"):
+        if _depth >= MAX_ARCHIVE_DEPTH:
+            raise FormatError(
+                "archives nested too deeply", code="format.archive_nested", limit=MAX_ARCHIVE_DEPTH
+            )
+        if kind == "gz":
+            inner = filename[:-3] if filename.lower().endswith(".gz") else ""
+            mesh = load_bytes(
+                gunzip(data, max_expanded),
+                inner,
+                dtype=dtype,
+                max_expanded=max_expanded,
+                raw=raw,
+                _depth=_depth + 1,
+            )
+        else:
+            mesh = _load_zip(data, ext, dtype=dtype, max_expanded=max_expanded, depth=_depth + 1)
+        mesh.source = filename or None  # the name the caller gave, not the member's
+        return mesh
+    if kind in ("npy", "nrrd"):  # a scalar volume for marching_cubes
+        if ext not in (kind, ""):
+            what = "a NumPy array" if kind == "npy" else "an NRRD volume"
+            raise FormatError(
+                f"file named .{ext} holds {what}",
+                code="format.mismatch",
+                extension=ext,
+                detected=kind,
+            )
+        mesh = read_volume(data) if kind == "npy" else volumes.read_nrrd(data, max_expanded)
+        mesh.source = filename or None
+        return mesh
+    if kind is None and ext == "stl":
+        kind = "stl"  # binary STL has no magic: its size check below decides
+    if kind is None:
+        if ext in MESH_FORMATS:
+            raise FormatError(
+                f"file is not a valid {ext.upper()} file", code="format.mismatch", extension=ext
+            )
+        raise FormatError("unrecognised file format", code="format.unsupported", extension=ext)
+    if ext and ext != kind:
+        if ext in MESH_FORMATS or ext in ("gz", "zip"):
+            raise FormatError(
+                f"file named .{ext} holds {kind.upper()} data",
+                code="format.mismatch",
+                extension=ext,
+                detected=kind,
+            )
+        if ext not in ("bin", "dat", "mesh", ""):
+            raise FormatError(
+                "unsupported file extension", code="format.unsupported", extension=ext
+            )
+    mesh = _parse(data, kind, dtype=dtype)
+    mesh.source = filename or None
+    return mesh
+
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+_TEXT_FORMATS = ("obj", "ply", "off", "stl", "gltf")
+
+
+def _as_utf8(data: bytes) -> bytes:
+    """Text files as the readers take them: a UTF-8 byte order mark dropped, UTF-16 text (as some
+    Windows tools save OBJ) re-encoded as UTF-8 when it holds one of the text formats. Binary
+    files are returned as they are."""
+    if data.startswith(b"\xef\xbb\xbf") and sniff(data[3:]) in _TEXT_FORMATS:
+        return data[3:]
+    if data[:2] in _UTF16_MARKS:
+        try:
+            text = data.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            return data
+        if sniff(text) in _TEXT_FORMATS:
+            return text
+    return data
+
+
+def read_volume(data: bytes) -> TriMesh:
+    """A scalar volume from ``.npy`` bytes (see :mod:`.volumes`)."""
+    return volumes.read_npy(data)
+
+
+def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: int) -> TriMesh:
+    check_member_count(data, MAX_ARCHIVE_MEMBERS)
+    names_only = zipfile.ZipFile(io.BytesIO(data)).namelist() if _is_zip(data) else []
+    if ext == "npz" or (names_only and all(n.endswith(".npy") for n in names_only)):
+        return _read_npz(data, dtype=dtype, max_expanded=max_expanded)
+    wanted = {"." + f for f in MESH_FORMATS} | {".gz", ".zip"}
+    members = unzip_members(data, wanted, max_expanded, MAX_ARCHIVE_MEMBERS)
+    meshes = [n for n in members if posixpath.splitext(n)[1].lower() in wanted]
+    if len(meshes) > 1:
+        raise FormatError(
+            "archive holds more than one mesh file",
+            code="format.archive_multiple_meshes",
+            members=sorted(meshes)[:20],
+        )
+    name = meshes[0]
+    if name.lower().endswith(".gltf"):
+        return _parse(members[name], "gltf", dtype=dtype, resources=members, base=name)
+    mesh = load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded, _depth=depth)
+    others = [n for n in names_only if not n.endswith("/") and n != name]
+    if others:  # an OBJ's .mtl and textures, say: not read yet
+        mesh.dropped = {**mesh.dropped, "other files in the archive": len(others)}
+    return mesh
+
+
+def _is_zip(data: bytes) -> bool:
+    try:
+        zipfile.ZipFile(io.BytesIO(data))
+        return True
+    except Exception:  # any malformed central directory: not a zip we read
+        return False
+
+
+def _ascii_stl(data: bytes) -> bool:
+    """ASCII STL starts with ``solid`` and is text. Many exporters also begin the free-form 80-byte
+    header of a binary STL with ``solid``; the binary face count that follows it has a zero high
+    byte for any file under 800 MB, so a NUL in the first block marks binary."""
+    return data.lstrip()[:5].lower() == b"solid" and b"\x00" not in data[:4096]
+
+
+def _check_counts(data: bytes, kind: str, available: int = 0) -> None:
+    if kind == "ply":
+        ply.check_header(data)
+    elif kind == "stl" and not _ascii_stl(data):
+        n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
+        if n < 0 or 84 + 50 * n != len(data):
+            raise FormatError(
+                "binary STL face count does not match the file size",
+                code="format.count_exceeds_size",
+                declared=n,
+                file_bytes=len(data),
+            )
+    elif kind == "off":
+        toks = []
+        for line in data[:65536].splitlines():
+            line = line.split(b"#", 1)[0].strip()
+            if line:
+                toks += line.split()
+            if len(toks) >= 4:
+                break
+        try:
+            nv, nf = int(toks[1]), int(toks[2])
+        except (IndexError, ValueError):
+            raise FormatError("bad OFF header", code="format.off_bad_header") from None
+        if nv < 0 or nf < 0 or 6 * nv + 8 * nf > len(data):
+            raise FormatError(
+                "header declares more data than the file holds",
+                code="format.count_exceeds_size",
+                vertices=nv,
+                faces=nf,
+            )
+        # every vertex has at least three numbers and every face at least four (its size and
+        # three corners): fewer words than that is a file that ends early
+        words = len(without_comments(data).split())
+        if words < 4 + 3 * nv + 4 * nf:
+            raise FormatError(
+                f"the file ends before the {nv} vertices and {nf} faces its header declares",
+                code="format.truncated",
+                vertices=nv,
+                faces=nf,
+                words=words,
+            )
+
+
+def _parse(
+    data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None, base: str = ""
+) -> TriMesh:
+    _check_counts(data, kind, sum(len(r) for r in (resources or {}).values()))
+    return _READERS[kind](data, dtype, resources, base)
+
+
+#: a reader: ``(bytes, dtype, resources, base) -> TriMesh`` (``resources``: the other files of
+#: the archive a ``.gltf`` came in, by path; ``base``: the ``.gltf``'s own path there)
+Reader = Callable[[bytes, str, "dict[str, bytes] | None", str], TriMesh]
+
+
+def _read_obj(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
+    V, F, N = read_obj(data)
+    va = {"vertex_normals": N} if N is not None else None
+    mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va)
+    mesh.dropped = obj_dropped(data, has_normals=N is not None)
+    return mesh
+
+
+def _read_stl(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
+    V, F = stl.read_binary(data) if not _ascii_stl(data) else stl.read_ascii(data)
+    return TriMesh.from_arrays(V, F, dtype=dtype)
+
+
+def _read_ply(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
+    p = ply.read_binary(data) or ply.read_ascii(data)
+    if p is None:  # other elements or lists in binary: trimesh's path, after our header checks
+        return _parse_trimesh(data, "ply", dtype=dtype)
+    return TriMesh.from_arrays(
+        p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
+    )
+
+
+def _read_off(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
+    data = without_comments(data)  # for our reader and trimesh's (which loses faces to them)
+    o = read_off(data)
+    if o is None:  # COFF, NOFF and the other variants: trimesh's path
+        return _parse_trimesh(data, "off", dtype=dtype)
+    return TriMesh.from_arrays(o[0], o[1], dtype=dtype)
+
+
+def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
+    g = glb.read_simple(data) if data[:4] == b"glTF" else None
+    if g is not None:  # one primitive shaped like the files we write: straight from the buffer
+        mesh = TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
+        mesh.dropped = gltf.dropped_by_simple(data)
+        return mesh
+    s = gltf.read_scene(data, resources, base)
+    mesh = TriMesh.from_arrays(s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs)
+    mesh.dropped = s.dropped
+    return mesh
+
+
+#: the reader of every mesh format but NPZ (an archive: :func:`_load_zip` reads it)
+_READERS: dict[str, Reader] = {
+    "obj": _read_obj,
+    "stl": _read_stl,
+    "ply": _read_ply,
+    "off": _read_off,
+    "glb": _read_gltf,
+    "gltf": _read_gltf,
+}
+
+
+def _parse_trimesh(
+    data: bytes, kind: str, *, dtype: str, resources: dict[str, bytes] | None = None, base: str = ""
+) -> TriMesh:
+    """Read through trimesh: the shapes of PLY and OFF our own readers leave to it (binary PLY
+    with other elements or lists, OFF variants with colours or normals)."""
+    import trimesh  # heavy import, kept off the API's start-up path
+
+    kwargs: dict[str, Any] = {"process": False, "skip_materials": True}
+    if resources is not None:
+        folder = posixpath.dirname(base)
+        kwargs["resolver"] = {
+            posixpath.relpath(k, folder) if folder else k: v for k, v in resources.items()
+        }
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scene = trimesh.load_scene(io.BytesIO(data), file_type=kind, **kwargs)
+            tm = scene.to_mesh()
+    except (MeshError, FormatError):
+        raise
+    except Exception as exc:  # trimesh raises many types on malformed input
+        raise FormatError(
+            f"could not read the file as {kind.upper()}",
+            code="format.parse_error",
+            reason=_reason(exc),
+        ) from None
+    V = np.asarray(getattr(tm, "vertices", np.zeros((0, 3))), dtype=np.float64)
+    if V.shape[0] == 0:  # to_mesh keeps meshes only: say so when the file held just points
+        points = sum(len(getattr(g, "vertices", ())) for g in scene.geometry.values())
+        if points:
+            raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=points)
+    F = np.asarray(getattr(tm, "faces", np.zeros((0, 3))), dtype=np.int64).reshape(-1, 3)
+    va: dict[str, Any] = {}
+    fa: dict[str, Any] = {}
+    raw = getattr(tm, "metadata", {}).get("_ply_raw")
+    if raw is not None:
+        # a property no longer lines up when trimesh has triangulated polygons (one value per
+        # polygon, several triangles each): the mesh is read, such properties are left out
+        va = {k: v for k, v in ply.extra_vertex_properties(raw).items() if v.shape[0] == V.shape[0]}
+        fa = {k: v for k, v in ply.extra_face_properties(raw).items() if v.shape[0] == F.shape[0]}
+    mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+    return mesh
+
+
+#: exceptions that say a reader met a structure it did not expect: their text (a missing key, a
+#: variable name) means nothing to the person who sent the file
+_STRUCTURE_ERRORS = (KeyError, IndexError, TypeError, AttributeError, NameError, AssertionError)
+
+
+def _reason(exc: Exception) -> str:
+    """Plain words for a reader's exception: its own message when it has one meant for people,
+    never a Python exception's name or a bare key."""
+    logger.info("reader raised %s: %s", type(exc).__name__, exc)
+    text = str(exc).strip()
+    if isinstance(exc, _STRUCTURE_ERRORS) or not text:
+        return (
+            "the file's structure is not what the format requires "
+            "(a part is missing or of the wrong kind)"
+        )
+    return text[:300]
+
+
+def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        if sum(i.file_size for i in zf.infolist()) > max_expanded:
+            raise FormatError(
+                "archive expands beyond the limit",
+                code="format.archive_too_large",
+                limit=max_expanded,
+            )
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            # members that are not .npy arrays (a README, say) come back as bytes: ignored
+            arrays = {k: a for k in z.files if isinstance(a := z[k], np.ndarray)}
+    except FormatError:
+        raise
+    except Exception as exc:
+        raise FormatError(
+            "could not read the NPZ file",
+            code="format.parse_error",
+            reason=_reason(exc),
+        ) from None
+    if "V" not in arrays or "F" not in arrays:
+        raise FormatError(
+            "NPZ needs arrays V and F", code="format.npz_missing_arrays", arrays=sorted(arrays)[:20]
+        )
+    for k, v in arrays.items():
+        if v.dtype.kind not in "biuf":  # strings, bytes, datetimes: not mesh data
+            raise MeshError(
+                "array is not numeric", code="mesh.bad_dtype", array=k[:100], dtype=str(v.dtype)
+            )
+    va, fa = split_named(arrays)
+    F = arrays["F"]
+    if F.ndim != 2 or F.shape[1] != 3:
+        raise MeshError("faces must be (m, 3)", code="mesh.bad_shape", shape=list(F.shape))
+    return TriMesh.from_arrays(arrays["V"], F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+
+
+def load_path(path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMesh:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return load_bytes(data, os.fspath(path), dtype=dtype)

@@ -1,0 +1,217 @@
+"""Writing mesh files: :func:`serialize_chunks` checks the format and the attributes against
+:data:`.formats.FORMATS` (what each format can hold), rebuilds polygons where the format holds
+them, and hands the arrays to the format's writer (:data:`_WRITERS`)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, SpecError
+from ..mesh import TriMesh
+from . import glb, ply, stl
+from .formats import OUTPUT_FORMATS, OUTPUT_HOLDS, POLYGON_FORMATS, format_can_hold
+from .obj import write_obj
+from .off import write_off
+from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
+from .stored import named_arrays
+
+
+def select_attributes(
+    mesh: TriMesh, names: Iterable[str] | None, host: bool = True
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Host copies of the attributes to write: all of them (``names is None``) or those named;
+    with ``host=False`` the arrays where they are."""
+    from ..backend import to_numpy
+
+    conv = to_numpy if host else _same
+
+    if names is None:
+        return (
+            {k: conv(v) for k, v in mesh.vertex_attrs.items()},
+            {k: conv(v) for k, v in mesh.face_attrs.items()},
+        )
+    va, fa = {}, {}
+    for n in names:
+        if n in mesh.vertex_attrs:
+            va[n] = conv(mesh.vertex_attrs[n])
+        elif n in mesh.face_attrs:
+            fa[n] = conv(mesh.face_attrs[n])
+        else:
+            raise SpecError(
+                "requested attribute not on the mesh",
+                code="spec.unknown_attribute",
+                attribute=n,
+                available=sorted([*mesh.vertex_attrs, *mesh.face_attrs]),
+            )
+    return va, fa
+
+
+def _same(a: Any) -> Any:
+    return a
+
+
+def serialize(
+    mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
+) -> bytes:
+    """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`); see
+    :func:`serialize_chunks`."""
+    return b"".join(serialize_chunks(mesh, fmt, attributes, polygons))
+
+
+def serialize_chunks(
+    mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
+) -> Iterable[bytes | memoryview]:
+    """The mesh's file in ``fmt`` (one of :data:`OUTPUT_FORMATS`) as pieces to write one after
+    the other (binary PLY, STL and GLB: about a megabyte each, or the arrays' own memory, so a
+    large file is never assembled in memory; each piece stays valid after the next is made).
+    Every refusal (format, attributes) is raised before this returns. With ``polygons``, the
+    formats of :data:`POLYGON_FORMATS` write the polygons the triangles' ``quad_id`` or
+    ``polygon_id`` describe (see :func:`mesh_polygons`); otherwise, and for the other formats,
+    the triangles."""
+    from ..backend import to_numpy
+
+    if fmt not in OUTPUT_FORMATS:
+        raise SpecError(
+            "unsupported output format",
+            code="spec.unknown_format",
+            format=fmt,
+            supported=list(OUTPUT_FORMATS),
+        )
+    explicit = attributes is not None
+    # binary PLY of triangles on the GPU: the rows are packed there and only bytes come back
+    on_device = (
+        fmt == "ply"
+        and mesh.backend == "cupy"
+        and not (polygons and any(g in mesh.face_attrs for g in GROUP_ATTRIBUTES))
+    )
+    va, fa = select_attributes(mesh, attributes, host=not on_device)
+    if not explicit:  # everything the format holds (PLY: not what it would read back renamed)
+        va = {k: v for k, v in va.items() if format_can_hold(fmt, k, "vertex")}
+        fa = {k: v for k, v in fa.items() if format_can_hold(fmt, k, "face")}
+    if explicit:
+        for n, element in [(k, "vertex") for k in va] + [(k, "face") for k in fa]:
+            if not format_can_hold(fmt, n, element):
+                raise SpecError(
+                    "output format cannot hold this attribute",
+                    code="spec.attribute_not_supported",
+                    format=fmt,
+                    attribute=n,
+                    holds=OUTPUT_HOLDS[fmt],
+                )
+    if on_device:
+        return ply.ply_chunks(mesh.V, mesh.F, va, fa)
+    V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
+    if poly is not None:
+        V = V[poly.vertices]
+        va = {k: v[poly.vertices] for k, v in va.items()}
+        fa = {k: v[poly.first_face] for k, v in fa.items()}
+    return _WRITERS[fmt](V, F, poly, va, fa)
+
+
+#: a writer: ``(V, F, polygons or None, vertex attributes, face attributes) -> pieces``; the
+#: attributes are those the format holds (checked by the caller), on the host
+Writer = Callable[
+    [np.ndarray, np.ndarray, "Polygons | None", dict[str, np.ndarray], dict[str, np.ndarray]],
+    Iterable[bytes | memoryview],
+]
+
+
+def _write_ply(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    if poly is not None:
+        return ply.ply_chunks(V, poly.corners, va, fa, offsets=poly.offsets)
+    return ply.ply_chunks(V, F, va, fa)
+
+
+def _write_obj(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    if poly is not None:
+        return [write_obj(V, poly.corners, va.get("vertex_normals"), offsets=poly.offsets)]
+    return [write_obj(V, F, va.get("vertex_normals"))]
+
+
+def _write_off(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    p = poly if poly is not None else triangles_as_polygons(F, V.shape[0])
+    return [write_off(V, p.corners, p.offsets)]
+
+
+def _write_stl(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    return stl.stl_chunks(V, F)
+
+
+def _write_npz(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    buf = io.BytesIO()
+    np.savez(buf, **named_arrays(V, F, va, fa))
+    return [buf.getvalue()]
+
+
+def _write_glb(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    va = dict(va)
+    normals = va.pop("vertex_normals", None)
+    colors = va.pop("vertex_colors", None)
+    for k, v in [("vertex_normals", normals), ("vertex_colors", colors), *va.items()]:
+        if v is not None and not _gltf_accessor_shape(k, v):
+            raise FormatError(
+                "attribute cannot be written as a glTF accessor",
+                code="format.unsupported_attribute",
+                attribute=k,
+                shape=list(v.shape),
+            )
+    return glb.glb_chunks(V, F, normals, colors, va)
+
+
+#: the writer of every output format (:data:`.formats.OUTPUT_FORMATS`)
+_WRITERS: dict[str, Writer] = {
+    "ply": _write_ply,
+    "obj": _write_obj,
+    "off": _write_off,
+    "stl": _write_stl,
+    "npz": _write_npz,
+    "glb": _write_glb,
+}
+
+
+def mesh_polygons(mesh: TriMesh) -> Polygons | None:
+    """The polygons the mesh's triangles form according to its face attribute ``quad_id`` (from
+    ``subdivide`` with ``catmull_clark``) or else ``polygon_id`` (from ``dual_mesh``), or None:
+    no such attribute, or some group is not one triangulated simple polygon, and then the whole
+    mesh is written as triangles (see :mod:`.polygons`)."""
+    from ..backend import to_numpy
+
+    for name in GROUP_ATTRIBUTES:
+        if name in mesh.face_attrs:
+            group = to_numpy(mesh.face_attrs[name])
+            return group_polygons(to_numpy(mesh.F), group, mesh.n_vertices)
+    return None
+
+
+def _gltf_accessor_shape(name: str, a: np.ndarray) -> bool:
+    """Whether glTF has an accessor type for per-vertex values of this shape."""
+    if name == "vertex_normals":
+        return a.shape[1:] == (3,)
+    if name == "vertex_colors":
+        return a.shape[1:] in ((3,), (4,))
+    return a.shape[1:] in ((), (1,), (2,), (3,), (4,), (2, 2), (3, 3), (4, 4))
+
+
+def save_path(
+    mesh: TriMesh,
+    path: str | os.PathLike[str],
+    *,
+    attributes: Iterable[str] | None = None,
+    polygons: bool = True,
+) -> None:
+    fmt = os.path.splitext(os.fspath(path).lower())[1].lstrip(".")
+    chunks = serialize_chunks(mesh, fmt, attributes, polygons=polygons)
+    try:
+        with open(path, "wb") as fh:
+            fh.writelines(chunks)
+    except BaseException:
+        with contextlib.suppress(OSError):  # no half-written file left behind
+            os.unlink(path)
+        raise
