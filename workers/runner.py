@@ -79,7 +79,7 @@ def execute(
         input_name=input_name,
         gpu_min_faces=gpu_min_faces,
         artifact_key=lambda name, fmt: artifact_key(job_id, attempt, name, fmt),
-        log_as=f"job {job_id} run {attempt}",
+        log_as=(f"job {job_id}", attempt),
     )
 
 
@@ -95,15 +95,15 @@ def process(
     gpu_min_faces: int = GPU_MIN_FACES,
     artifact_key: Callable[[str, str], str] | None = None,
     with_stats_before: bool = True,
-    log_as: str = "",
+    log_as: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` on a loaded mesh and write the result blob at ``key`` (artifacts at
     ``artifact_key(name, format)``; without it, a pipeline's artifacts are not stored): what a
     job and a batch's item do alike, so that both give the same bytes. ``with_stats_before``:
     also measure the input mesh (a job's record shows it; a batch's manifest keeps only the
     result's statistics and the input's counts, which saves a quarter of a small mesh's run).
-    ``log_as``: how the log names the run (``job ID run N``); a batch's items are not logged
-    one by one (thousands of lines a minute), their chunk is."""
+    ``log_as``: how the log names the run (``("job ID", attempt)``); a batch's items are not
+    logged one by one (thousands of lines a minute), their chunk is."""
     # the statistics are computed where the mesh will live, so the mesh moves first (once), and
     # the topology they build stays cached on it for the steps that need it
     requested = spec.device
@@ -126,8 +126,8 @@ def process(
 
     if log_as:
         log.info(
-            "%s: %d steps on %s (%s); %d vertices, %d faces in",
-            log_as,
+            "%s run %d: %d steps on %s (%s); %d vertices, %d faces in",
+            *log_as,
             len(steps),
             backend,
             why,
@@ -140,7 +140,7 @@ def process(
             return
         log.info(
             "%s step %d/%d %s: %.3fs on %s, faces %d -> %d",
-            log_as,
+            log_as[0],
             i + 1,
             n,
             s.op,
@@ -196,8 +196,8 @@ def process(
     timings["store"] = time.perf_counter() - t
     if log_as:
         log.info(
-            "%s: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
-            log_as,
+            "%s run %d: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
+            *log_as,
             fmt,
             n_bytes,
             out.n_faces,
