@@ -31,6 +31,7 @@ def test_submit_answers_202_with_location_and_queued_record(client, redis_client
         "vertices": 8,
         "faces": 12,
         "parts": ["rx-cube.obj"],
+        "dropped": {},  # the cube's OBJ holds nothing the mesh leaves out
     }
     assert set(job["timings"]) >= {"upload", "parse", "store_input"}
     assert redis_client.exists(keys.job(job["id"]))
