@@ -26,7 +26,7 @@ from . import errors
 from .config import Settings, get_settings
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware
-from .routes import events, health, jobs, operations, preview, ui, workers
+from .routes import batches, events, health, jobs, operations, preview, ui, workers
 from .schemas import JobCreate
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     errors.install(app)
     app.include_router(jobs.router)
+    app.include_router(batches.router)
     app.include_router(operations.router)
     app.include_router(health.router)
     app.include_router(events.router)

@@ -213,6 +213,92 @@ class OperationsPublic(BaseModel):
     count: int
 
 
+class BatchCounts(BaseModel):
+    total: int = Field(description="Files in the batch.")
+    queued: int
+    running: int = Field(description="Items of chunks being run that have not ended yet.")
+    succeeded: int
+    failed: int
+    cancelled: int
+
+
+class BatchItemPublic(BaseModel):
+    index: int = Field(description="The item's place in the upload (archive order).")
+    path: str = Field(description="The file's relative path in the upload.")
+    output: str = Field(description="Its result's path in the result archive.")
+    bytes: int
+    state: str = Field(description="queued, running, succeeded, failed or cancelled.")
+    error: ErrorPublic | None = None
+    input: dict[str, int] | None = Field(None, description="Vertices and faces read.")
+    stats: dict[str, Any] | None = Field(None, description="Statistics of the result mesh.")
+    timings: dict[str, float] | None = None
+    backend: str | None = None
+
+
+class BatchPublic(BaseModel):
+    id: str
+    url: str
+    state: str = Field(
+        description="queued, running, succeeded (every item ended: see counts for the items "
+        "that failed), cancelled, or expired."
+    )
+    progress: float = Field(description="Items ended / items (0 to 1).")
+    counts: BatchCounts
+    created_at: datetime
+    expires_at: datetime | None = None
+    spec: dict[str, Any] = Field(default_factory=dict)
+    result: str | None = Field(
+        None,
+        description="URL of the result archive (every output and manifest.jsonl), once "
+        "the batch has ended.",
+    )
+    items: list[BatchItemPublic] | None = Field(
+        None, description="Every item's state and outcome (with ?items=true)."
+    )
+    webhook: WebhookPublic | None = Field(
+        None, description="Deliveries of the batch's webhook, once it has ended (callback_url)."
+    )
+
+
+def batch_public(view: Any, base_url: str, now: float) -> BatchPublic:
+    """A :class:`~workers.queue.batches.BatchView` as the API shows it."""
+    rec = view.record
+    url = f"{base_url}/v1/batches/{rec['id']}"
+    state = view.state
+    if view.finished and view.expires_at and now > view.expires_at:
+        state = "expired"
+    items = None
+    if view.items is not None:
+        items = [
+            BatchItemPublic(
+                index=i["index"],
+                path=i["path"],
+                output=i["output"],
+                bytes=i["bytes"],
+                state=i["state"],
+                error=ErrorPublic(**i["error"]) if i.get("error") else None,
+                input=i.get("input"),
+                stats=i.get("stats"),
+                timings=i.get("timings"),
+                backend=i.get("backend"),
+            )
+            for i in view.items
+        ]
+    return BatchPublic(
+        id=rec["id"],
+        url=url,
+        state=state,
+        progress=view.progress,
+        counts=BatchCounts(**view.counts),
+        created_at=_dt(rec.get("created_at")) or datetime.now(timezone.utc),
+        expires_at=_dt(view.expires_at),
+        spec=rec.get("spec") or {},
+        result=f"{url}/result" if state in ("succeeded", "cancelled") else None,
+        items=items,
+        webhook=WebhookPublic(**rec["webhook"]) if rec.get("webhook") else None,
+    )
+
+
 class JobSummary(BaseModel):
     """A job in a list: its state and where it is, without statistics and reports (the job's
     own URL has everything)."""

@@ -264,6 +264,33 @@ def _reason(exc: httpx.TransportError) -> str:
     return text
 
 
+def batch_archive(
+    source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
+) -> bytes:
+    """A batch's upload: a folder as a zip of every file under it (at its relative path), a zip
+    or tar file as it is, bytes as they are, a list of files as a zip of them by name."""
+    import zipfile
+
+    if isinstance(source, bytes | bytearray):
+        return bytes(source)
+    if isinstance(source, str | os.PathLike):
+        root = Path(source)
+        if root.is_file():
+            return root.read_bytes()
+        files = sorted(p for p in root.rglob("*") if p.is_file())
+        names = [p.relative_to(root).as_posix() for p in files]
+    else:
+        files = [Path(p) for p in source]
+        names = [p.name for p in files]
+    buf = io.BytesIO()
+    # stored, not deflated: meshes are sent once over a fast link, and the service reads the
+    # members without inflating them
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for path, name in zip(files, names, strict=True):
+            zf.write(path, name)
+    return buf.getvalue()
+
+
 def new_idempotency_key() -> str:
     return f"tessera-py-{uuid.uuid4().hex}"
 

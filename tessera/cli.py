@@ -489,9 +489,103 @@ def cmd_batch(args: argparse.Namespace) -> int:
         items.append(Item(str(rel), [p], out_root / rel.parent / f"{stem(p)}.{fmt}"))
     if not items:
         raise SystemExit(f"tessera: no mesh files under {root}")
+    if args.server_side:
+        return run_server_side(items, spec, args, resume=not args.force)
     return _run(
         items, spec, args, resume=not args.force, record=True, keep_existing=args.keep_existing
     )
+
+
+def run_server_side(
+    items: list[Item], spec: dict[str, Any], args: argparse.Namespace, resume: bool
+) -> int:
+    """``batch --server-side``: the files that need a run go up as one archive (one batch on
+    the service, items at their relative paths), the result archive comes back and each result
+    is written at its place with its record, as the job-per-file run writes them; results kept
+    and made again by the same rules."""
+    import io
+    import zipfile
+
+    from .client import Client
+
+    outcomes: list[Outcome] = []
+    todo: list[tuple[Item, str, str]] = []  # item, its key, why an existing result is redone
+    for item in items:
+        redone = ""
+        key = idempotency_key(item, spec)
+        if resume and item.output.exists():
+            found = made_by(item.output)
+            if args.keep_existing or found == key:
+                outcomes.append(Outcome(item, "skipped"))
+                continue
+            redone = (
+                "no record of what made it"
+                if found is None
+                else "made by another pipeline or from another input"
+            )
+        todo.append((item, key, redone))
+    if not todo:
+        return _finish(outcomes)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for item, _key, _why in todo:
+            zf.write(item.inputs[0], item.label.replace(os.sep, "/"))
+    # the batch's key comes from its files' keys: a re-run of the same files reattaches to it
+    batch_key = (
+        "tessera-cli-batch-"
+        + hashlib.sha256("".join(k for _, k, _ in todo).encode()).hexdigest()[:40]
+    )
+    t0 = time.monotonic()
+    tty = sys.stderr.isatty()
+
+    def progress(b: dict[str, Any]) -> None:
+        c = b["counts"]
+        line = (
+            f"[{c['succeeded'] + c['failed'] + c['cancelled']}/{c['total']}] ok "
+            f"{c['succeeded']}  failed {c['failed']}  running {c['running']}"
+        )
+        sys.stderr.write(("\r\033[K" + line) if tty else line + "\n")
+        sys.stderr.flush()
+
+    try:
+        with Client(args.url, api_key=args.api_key) as tc:
+            batch = tc.submit_batch(buf.getvalue(), spec=spec, idempotency_key=batch_key)
+            if batch["state"] in ("cancelled", "expired"):  # an earlier run's: a new try
+                batch_key = f"{batch_key}:{batch['id'][:12]}"
+                batch = tc.submit_batch(buf.getvalue(), spec=spec, idempotency_key=batch_key)
+            sys.stderr.write(f"tessera: batch {batch['id']}: {len(todo)} files\n")
+            done = tc.wait_batch(batch, progress=progress, timeout=args.timeout)
+            if tty:
+                sys.stderr.write("\n")
+            result = tc._request("GET", f"/v1/batches/{done['id']}/result").content
+    except errors.TesseraError as exc:
+        sys.stderr.write(f"tessera: {exc.code}: {_detail(exc)}\n")
+        return 1
+    seconds = time.monotonic() - t0
+    zf = zipfile.ZipFile(io.BytesIO(result))
+    lines = {}
+    for raw in zf.read("manifest.jsonl").decode().splitlines():
+        line = json.loads(raw)
+        lines[line["path"]] = line
+    for item, key, redone in todo:
+        line = lines.get(item.label.replace(os.sep, "/"))
+        if line is None or line["state"] != "succeeded":
+            err = (line or {}).get("error") or {}
+            code = err.get("code") or f"batch.{(line or {}).get('state', 'missing')}"
+            outcomes.append(
+                Outcome(item, "failed", seconds, code, err.get("message", ""), done["id"])
+            )
+            continue
+        item.output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = item.output.with_name(item.output.name + ".part")
+        tmp.write_bytes(zf.read(line["output"]))
+        os.replace(tmp, item.output)
+        write_record(item, spec, key, done["id"])
+        faces = (line.get("stats") or {}).get("faces")
+        outcomes.append(
+            Outcome(item, "succeeded", seconds, job_id=done["id"], faces=faces, redone=redone)
+        )
+    return _finish(outcomes)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -534,6 +628,12 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="keep every existing result, even one made by another pipeline or from another "
         "input (by default only results recorded as made by this spec and input are kept)",
+    )
+    b.add_argument(
+        "--server-side",
+        action="store_true",
+        help="send the files as one batch (POST /v1/batches: one upload, one result archive) "
+        "instead of one job per file",
     )
     _common(b)
     b.set_defaults(fn=cmd_batch)

@@ -16,6 +16,7 @@ retried upload never makes a second job. Refusals raise the
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -36,6 +37,7 @@ from ._common import (
     ProgressCallback,
     RetryPolicy,
     Step,
+    batch_archive,
     build_spec,
     check_terminal,
     job_id_of,
@@ -269,6 +271,92 @@ class Client:
         done = self.wait(job, progress=progress, timeout=timeout)
         self.download(done, out)
         return done
+
+    # ------------------------------------------------------------------ batches
+    def submit_batch(
+        self,
+        source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
+        pipeline: Sequence[Step] | None = None,
+        *,
+        output: str | dict[str, Any] | None = None,
+        spec: dict[str, Any] | None = None,
+        device: str | None = None,
+        deadline_seconds: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue a batch: one pipeline over many meshes. ``source`` is a folder (every file
+        under it, at its relative path), a zip or tar archive (a path, or its bytes), or a list
+        of files (by their names). Returns the batch (``id``, ``url``, ``state``, ``counts``)."""
+        data = batch_archive(source)
+        body = build_spec(
+            pipeline, spec=spec, output=output, device=device, deadline_seconds=deadline_seconds
+        )
+        key = idempotency_key or new_idempotency_key()
+        return self._json(  # type: ignore[no-any-return]
+            "POST",
+            "/v1/batches",
+            content=data,
+            headers={
+                "Idempotency-Key": key,
+                "Content-Type": "application/zip",
+                "Tessera-Spec": json.dumps(body),
+            },
+        )
+
+    def get_batch(
+        self, batch: str | dict[str, Any], wait: float = 0.0, items: bool = False
+    ) -> dict[str, Any]:
+        """The batch's state and counts (``items``: every item's outcome too); with ``wait``, a
+        long poll that answers once the batch has ended or after ``wait`` seconds (at most 60)."""
+        params: dict[str, Any] = {"wait": wait} if wait > 0 else {}
+        if items:
+            params["items"] = "true"
+        return self._json(  # type: ignore[no-any-return]
+            "GET",
+            f"/v1/batches/{job_id_of(batch)}",
+            params=params or None,
+            timeout=_poll_timeout(self, wait),
+        )
+
+    def wait_batch(
+        self,
+        batch: str | dict[str, Any],
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        poll: float = 1.0,
+        items: bool = False,
+    ) -> dict[str, Any]:
+        """Wait until the batch ends (succeeded: every item ended, see ``counts`` for those that
+        failed; or cancelled) and return it; ``progress(batch)`` hears every change of its
+        counts; :class:`~tessera.errors.WaitTimeout` after ``timeout`` seconds, ``Gone`` when
+        it has expired."""
+        batch_id = job_id_of(batch)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = None
+        while True:
+            ask = poll if progress is not None else 30.0
+            if deadline is not None:
+                ask = max(min(ask, deadline - time.monotonic()), 0.0)
+            rec = self.get_batch(batch_id, wait=ask)
+            if progress is not None and rec["counts"] != seen:
+                seen = rec["counts"]
+                progress(rec)
+            if rec["state"] == "expired":
+                raise errors.Gone("batch.expired", "the batch has expired", status=410, body=rec)
+            if rec["state"] in ("succeeded", "cancelled"):
+                return self.get_batch(batch_id, items=True) if items else rec
+            if deadline is not None and time.monotonic() >= deadline:
+                raise errors.WaitTimeout(
+                    "client.timeout", f"batch {batch_id} still {rec['state']}", body=rec
+                )
+
+    def download_batch(self, batch: str | dict[str, Any], path: str | os.PathLike[str]) -> Path:
+        """Write the batch's result archive (every result and ``manifest.jsonl``) to ``path``."""
+        return self._save(f"/v1/batches/{job_id_of(batch)}/result", Path(path))
+
+    def cancel_batch(self, batch: str | dict[str, Any]) -> dict[str, Any]:
+        return self._json("DELETE", f"/v1/batches/{job_id_of(batch)}")  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ catalogue
     def operations(self) -> list[dict[str, Any]]:

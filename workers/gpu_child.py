@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .engine.errors import EngineError, GpuContextLost, InputError, OutOfMemory
-from .messages import Done, Failed, Offers, Progress, RunJob, Stop
+from .messages import Done, Failed, ItemDone, ItemStart, Offers, Progress, RunJob, Stop
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from .queue.blobs import open_store
-    from .runner import execute
+    from .runner import execute, execute_chunk
 
     store = open_store(blob_root)
     conn.send(offers())
@@ -140,6 +140,21 @@ def child_main(
             conn.send(Progress(p, stage))
 
         try:
+            if job.batch is not None:
+                fields = execute_chunk(
+                    job.id,
+                    job.spec,
+                    store,
+                    job.batch["items"],
+                    lambda index, outcome: conn.send(ItemDone(index, outcome)),
+                    progress,
+                    on_start=lambda index: conn.send(ItemStart(index)),
+                    gpu_min_faces=job.gpu_min_faces,
+                    max_expanded=int(job.batch["max_expanded"]),
+                    failed=poisoned,
+                )
+                conn.send(Done(fields))
+                continue
             fields = execute(
                 job.id,
                 job.attempt,

@@ -2,9 +2,10 @@
 
 The supervisor sends :class:`RunJob` (one at a time) and :class:`Stop`; the child says once, as
 it starts, what it offers (:class:`Offers`), and answers a run with any number of
-:class:`Progress`, then one :class:`Done` or :class:`Failed`. They are plain
-frozen dataclasses (pickled by the pipe; the child is started with ``spawn``), and this module
-imports nothing of the engine, so both sides may import it.
+:class:`Progress` (and, for a batch chunk, :class:`ItemStart` and :class:`ItemDone`), then one
+:class:`Done` or :class:`Failed`. They are plain frozen dataclasses (pickled by the pipe; the
+child is started with ``spawn``), and this module imports nothing of the engine, so both sides
+may import it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class RunJob:
     spec: dict[str, Any]
     input_name: str
     gpu_min_faces: int
+    #: a batch chunk's work: ``{"items": [{"index", "path"}], "max_expanded": N}`` (the items
+    #: not recorded yet); None for a job
+    batch: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,22 @@ class Progress:
 
     progress: float
     stage: str
+
+
+@dataclass(frozen=True)
+class ItemStart:
+    """The child starts item ``index`` of a batch chunk (if it dies now, that item was running)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class ItemDone:
+    """An item of a batch chunk ended (its result, if any, is stored): ``outcome`` is what the
+    batch records for it (``state`` succeeded or failed, with its error)."""
+
+    index: int
+    outcome: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -67,4 +87,4 @@ class Offers:
     gpu: dict[str, Any] | None = None
 
 
-FromChild = Progress | Done | Failed | Offers
+FromChild = Progress | ItemStart | ItemDone | Done | Failed | Offers

@@ -16,7 +16,8 @@ import numpy as np
 from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
 from .engine.backend import GPU_MIN_FACES, choose, sync
-from .engine.io import MEDIA_TYPES, serialize_chunks, stored
+from .engine.errors import EngineError, OutOfMemory
+from .engine.io import DEFAULT_MAX_EXPANDED, MEDIA_TYPES, load_bytes, serialize_chunks, stored
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import StepReport, parse_pipeline, run_pipeline, starts_with_source
@@ -24,8 +25,12 @@ from .jobspec import JobSpec
 from .queue.blobs import (
     BlobStore,
     artifact_key,
+    item_key,
+    members_key,
+    read_buffer,
     read_input,
     result_key,
+    unpack_members,
 )
 
 Progress = Callable[[float, str], None]
@@ -64,7 +69,41 @@ def execute(
     report(0.0, "load")
     mesh = load_input(store, job_id)
     timings["load"] = time.perf_counter() - t
+    return process(
+        mesh,
+        spec,
+        store,
+        result_key(job_id, attempt, spec.output.format),
+        timings,
+        report,
+        input_name=input_name,
+        gpu_min_faces=gpu_min_faces,
+        artifact_key=lambda name, fmt: artifact_key(job_id, attempt, name, fmt),
+        log_as=(f"job {job_id}", attempt),
+    )
 
+
+def process(
+    mesh: TriMesh,
+    spec: JobSpec,
+    store: BlobStore,
+    key: str,
+    timings: dict[str, float],
+    report: Progress,
+    *,
+    input_name: str = "",
+    gpu_min_faces: int = GPU_MIN_FACES,
+    artifact_key: Callable[[str, str], str] | None = None,
+    with_stats_before: bool = True,
+    log_as: tuple[str, int] | None = None,
+) -> dict[str, Any]:
+    """Run ``spec`` on a loaded mesh and write the result blob at ``key`` (artifacts at
+    ``artifact_key(name, format)``; without it, a pipeline's artifacts are not stored): what a
+    job and a batch's item do alike, so that both give the same bytes. ``with_stats_before``:
+    also measure the input mesh (a job's record shows it; a batch's manifest keeps only the
+    result's statistics and the input's counts, which saves a quarter of a small mesh's run).
+    ``log_as``: how the log names the run (``("job ID", attempt)``); a batch's items are not
+    logged one by one (thousands of lines a minute), their chunk is."""
     # the statistics are computed where the mesh will live, so the mesh moves first (once), and
     # the topology they build stays cached on it for the steps that need it
     requested = spec.device
@@ -78,27 +117,30 @@ def execute(
         sync(mesh)
         timings["transfer"] = time.perf_counter() - t
     t = time.perf_counter()
-    stats_before = mesh_stats(mesh)
-    timings["stats_before"] = time.perf_counter() - t
+    stats_before = mesh_stats(mesh) if with_stats_before else None
+    if with_stats_before:
+        timings["stats_before"] = time.perf_counter() - t
 
     def pipeline_progress(p: float, stage: str) -> None:
         report(0.05 + 0.85 * p, stage)
 
-    log.info(
-        "job %s run %d: %d steps on %s (%s); %d vertices, %d faces in",
-        job_id,
-        attempt,
-        len(steps),
-        backend,
-        why,
-        mesh.n_vertices,
-        mesh.n_faces,
-    )
+    if log_as:
+        log.info(
+            "%s run %d: %d steps on %s (%s); %d vertices, %d faces in",
+            *log_as,
+            len(steps),
+            backend,
+            why,
+            mesh.n_vertices,
+            mesh.n_faces,
+        )
 
     def step_done(i: int, n: int, s: StepReport) -> None:
+        if not log_as:
+            return
         log.info(
-            "job %s step %d/%d %s: %.3fs on %s, faces %d -> %d",
-            job_id,
+            "%s step %d/%d %s: %.3fs on %s, faces %d -> %d",
+            log_as[0],
             i + 1,
             n,
             s.op,
@@ -129,7 +171,6 @@ def execute(
     fmt = output.format
     t = time.perf_counter()
     chunks = serialize_chunks(out, fmt, output.attributes, polygons=output.polygons)
-    key = result_key(job_id, attempt, fmt)
     # the file goes to the store piece by piece as it is written: "serialize" includes storing it
     n_bytes = store.put_chunks(key, chunks)
     timings["serialize"] = time.perf_counter() - t
@@ -140,8 +181,10 @@ def execute(
     artifacts = {}
     mfmt = output.matrix_format
     for name, value in result.artifacts.items():
+        if artifact_key is None:  # a batch's item: its mesh only
+            break
         blob = serialize_matrix(value, mfmt)
-        akey = artifact_key(job_id, attempt, name, mfmt)
+        akey = artifact_key(name, mfmt)
         store.put_bytes(akey, blob)
         artifacts[name] = {
             "key": akey,
@@ -151,16 +194,16 @@ def execute(
             "media_type": MATRIX_MEDIA_TYPES[mfmt],
         }
     timings["store"] = time.perf_counter() - t
-    log.info(
-        "job %s run %d: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
-        job_id,
-        attempt,
-        fmt,
-        n_bytes,
-        out.n_faces,
-        timings["serialize"],
-        timings["store"],
-    )
+    if log_as:
+        log.info(
+            "%s run %d: written %s (%d bytes, %d faces); serialize %.3fs, store %.3fs",
+            *log_as,
+            fmt,
+            n_bytes,
+            out.n_faces,
+            timings["serialize"],
+            timings["store"],
+        )
 
     return {
         "result": {
@@ -187,6 +230,99 @@ def execute(
         "device": {"requested": requested, "backend": backend, "reason": why},
         "artifacts": artifacts,
         "patching": result.patching,
+    }
+
+
+ItemDone = Callable[[int, dict[str, Any]], None]
+
+
+def execute_chunk(
+    job_id: str,
+    spec: JobSpec | dict[str, Any],
+    store: BlobStore,
+    items: list[dict[str, Any]],
+    on_item: ItemDone,
+    progress: Progress | None = None,
+    *,
+    on_start: Callable[[int], None] | None = None,
+    gpu_min_faces: int = GPU_MIN_FACES,
+    max_expanded: int = DEFAULT_MAX_EXPANDED,
+    failed: Callable[[Exception], Any] | None = None,
+) -> dict[str, Any]:
+    """Run a batch chunk: its members' files are read in one piece (:func:`members_key`), and
+    each item of ``items`` (``{"index", "path"}``: those not recorded yet) is parsed, run and
+    written at :func:`item_key` exactly as a job would be (:func:`process`), then reported by
+    ``on_item(index, outcome)``. An item that fails (a broken file, an operation refusing its
+    mesh) fails alone, with its error; ``failed(exc)`` says whether an error must end the whole
+    chunk instead (it returns a truthy value then: a GPU context that is no longer usable).
+    Returns the fields of the chunk job's record."""
+    if not isinstance(spec, JobSpec):
+        spec = JobSpec.from_stored(spec)
+    t0 = time.perf_counter()
+    members = unpack_members(read_buffer(store, members_key(job_id)))
+    load_s = time.perf_counter() - t0
+    fmt = spec.output.format
+    done = ok = 0
+    for n, item in enumerate(items):
+        index = int(item["index"])
+        if progress:
+            progress(n / max(len(items), 1), f"item {n + 1}/{len(items)}")
+        if on_start is not None:
+            on_start(index)
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        try:
+            data = members.get(index)
+            if data is None:
+                raise EngineError("the item's file is missing from its chunk", index=index)
+            mesh = load_bytes(bytes(data), item["path"], max_expanded=max_expanded)
+            timings["parse"] = time.perf_counter() - t
+            fields = process(
+                mesh,
+                spec,
+                store,
+                item_key(job_id, index, fmt),
+                timings,
+                lambda p, stage: None,
+                input_name=item["path"],
+                gpu_min_faces=gpu_min_faces,
+                with_stats_before=False,
+            )
+            outcome: dict[str, Any] = {
+                "state": "succeeded",
+                "key": fields["result"]["key"],
+                "bytes": fields["result"]["bytes"],
+                "input": {"vertices": mesh.n_vertices, "faces": mesh.n_faces},
+                "stats": fields["stats_after"],
+                "timings": {k: round(v, 6) for k, v in fields["timings"].items()},
+                "backend": fields["backend"],
+            }
+            ok += 1
+        except Exception as exc:
+            if failed is not None and failed(exc):
+                raise
+            err = (
+                exc
+                if isinstance(exc, EngineError)
+                else EngineError(exception=f"{exc.__class__.__name__}: {exc}"[:500])
+            )
+            if isinstance(exc, MemoryError):
+                err = OutOfMemory()
+            outcome = {"state": "failed", "error": err.to_dict()}
+            outcome["timings"] = {"total": round(time.perf_counter() - t, 6)}
+        on_item(index, outcome)
+        done += 1
+    log.info(
+        "chunk %s: %d items run, %d succeeded, in %.2fs",
+        job_id,
+        done,
+        ok,
+        time.perf_counter() - t0,
+    )
+    return {
+        "result": None,
+        "timings": {"load": load_s, "items": time.perf_counter() - t0 - load_s},
+        "reports": [{"op": "batch", "report": {"items": done, "succeeded": ok}}],
     }
 
 

@@ -87,6 +87,18 @@ class Settings(BaseSettings):
         description='Origins (JSON list, e.g. ["https://app.example"]) whose pages may call '
         "the API from a browser; none by default (the API's own page needs none).",
     )
+    batch_max_items: int = Field(100_000, ge=1, description="Most files one batch may hold.")
+    batch_max_member_bytes: int = Field(
+        256 << 20,
+        ge=1,
+        description="A batch's member larger than this fails alone (batch.member_too_large).",
+    )
+    batch_chunk_items: int = Field(
+        32, ge=1, le=10_000, description="Most items in one chunk of a batch (a unit of work)."
+    )
+    batch_chunk_bytes: int = Field(
+        16 << 20, ge=1, description="A chunk of a batch is closed once its files reach this."
+    )
     webhook_secret: str | None = Field(
         None, min_length=16, description="Signs the webhooks of jobs submitted without a key."
     )

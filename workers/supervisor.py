@@ -25,7 +25,18 @@ import redis
 
 from .engine.errors import BackendUnavailable, ChildDied, JobTimeout, SpecError, WorkerShutdown
 from .jobspec import JobSpec
-from .messages import Done, Failed, FromChild, Offers, Progress, RunJob, Stop
+from .messages import (
+    Done,
+    Failed,
+    FromChild,
+    ItemDone,
+    ItemStart,
+    Offers,
+    Progress,
+    RunJob,
+    Stop,
+)
+from .queue.batches import BatchQueue
 from .queue.blobs import BlobStore, job_prefix, open_store, store_config
 from .queue.jobs import Claim, JobQueue, JobState
 from .queue.listing import backfill
@@ -93,6 +104,13 @@ class Supervisor:
             job_ttl_seconds=settings.job_ttl_seconds,
             tombstone_seconds=settings.tombstone_seconds,
         )
+        self.batches = BatchQueue(self.q)
+        #: a batch chunk's items that ended and are not recorded yet: [(index, outcome)]
+        self._items: list[tuple[int, dict[str, Any]]] = []
+        self._items_flushed = 0.0
+        #: the batch item the child runs now, and how often each item was in flight at a death
+        self._in_flight: int | None = None
+        self._deaths: dict[tuple[str, int], int] = {}
         self.store = open_store(store_config(settings))
         self.renew_every = settings.lease_seconds / 4
         self.reap_every = max(settings.lease_seconds / 4, 0.5)
@@ -279,6 +297,9 @@ class Supervisor:
                 log.warning("%s: reaped %s (lease expired) -> %s", self.name, job_id, outcome)
                 if outcome == JobState.failed:
                     save_outcome(self.q, self.store, job_id)
+                    batch_id = (self.q.get(job_id) or {}).get("batch")
+                    if batch_id:
+                        self._batch_may_have_ended(batch_id)
             self._last_reap = now
         if force or now - self._last_recover >= RECOVER_SECONDS:
             restored = recover_jobs(self.q, self.store, min_age=RECOVER_MIN_AGE)
@@ -296,6 +317,15 @@ class Supervisor:
         again: Claim | None = c
         while again is not None:
             again = self._run_attempt(again)
+        if c.record.get("batch"):  # the chunk may have been its batch's last to end
+            self._batch_may_have_ended(c.record["batch"])
+
+    def _batch_may_have_ended(self, batch_id: str) -> None:
+        try:
+            if self.batches.notify_if_ended(batch_id):
+                log.info("%s: batch %s ended; its webhook is due", self.name, batch_id)
+        except REDIS_DOWN as exc:  # the batch's webhook is late, not lost: logged
+            log.warning("%s: could not check batch %s: %s", self.name, batch_id, exc)
 
     def _run_attempt(self, c: Claim) -> Claim | None:
         """Run one attempt; returns the next attempt when it is to run here at once."""
@@ -319,6 +349,22 @@ class Supervisor:
                 self._no_gpu(c, BackendUnavailable("no GPU on this worker").to_dict())
                 return None
             deadline = spec.deadline(self.settings.default_deadline_seconds)
+            batch = None
+            if c.record.get("batch"):  # a batch chunk: the items not recorded yet
+                items, recorded = self._redis(
+                    partial(
+                        self.batches.chunk_work,
+                        c.record["batch"],
+                        int(c.record["start"]),
+                        int(c.record["end"]),
+                    )
+                )
+                todo = [i for i in items if i["index"] not in recorded]
+                batch = {"items": todo, "max_expanded": self.settings.max_expanded_bytes}
+                log.info("  %s: %d items, %d recorded before", c.job_id, len(todo), len(recorded))
+            self._items = []
+            self._in_flight = None
+            self._items_flushed = time.monotonic()
             self.ensure_child()
             assert self.conn is not None
             self.conn.send(
@@ -328,6 +374,7 @@ class Supervisor:
                     spec=c.record.get("spec") or {},
                     input_name=(c.record.get("input") or {}).get("name", ""),
                     gpu_min_faces=self.settings.gpu_min_faces,
+                    batch=batch,
                 )
             )
             return self._drive(c, started, deadline)
@@ -355,14 +402,26 @@ class Supervisor:
             if msg is None and not self.child.is_alive():
                 died = True
             now = time.monotonic()
+            if isinstance(msg, ItemStart):
+                self._in_flight = msg.index
+            if isinstance(msg, ItemDone):
+                self._items.append((msg.index, msg.outcome))
+                self._in_flight = None
+            flush = len(self._items) >= 64 or now - self._items_flushed >= 0.25 or died
+            if self._items and flush and self.flush_items(c) < 0 and not died:
+                log.warning("%s: lost chunk %s; stopping its run", self.name, c.job_id)
+                self.kill_child()
+                return None
             if isinstance(msg, Progress):
                 progress = (float(msg.progress), str(msg.stage))
             elif isinstance(msg, Offers):
                 self._took_offers(msg)
             elif isinstance(msg, Done):
+                self.flush_items(c)
                 self._commit(c, msg.fields, started)
                 return None
             elif isinstance(msg, Failed):
+                self.flush_items(c)
                 if msg.poisoned:
                     log.error("%s: the child's GPU context is unusable; replacing it", self.name)
                     self.kill_child()
@@ -377,6 +436,7 @@ class Supervisor:
                 self.kill_child()
                 self.delete_own_result(c, temporaries=True)
                 error = ChildDied(exitcode=code).to_dict()
+                self._item_killed_child(c, error)
                 # this supervisor is fine: the job runs again here, on a new child, at once
                 outcome, again = self._redis(partial(self.q.retry_here, self.name, c, error))
                 log.warning("← %s failed (%s): %s", c.job_id, ChildDied.code, outcome)
@@ -436,6 +496,43 @@ class Supervisor:
             except REDIS_DOWN as exc:
                 log.warning("%s: housekeeping failed (%s)", self.name, exc)
 
+    def _item_killed_child(self, c: Claim, error: dict[str, Any]) -> None:
+        """A batch chunk's child died running an item: the second time the same item was in
+        flight at a death, it fails alone (with ``worker.child_died``), so that the rest of the
+        chunk goes on; the first time, it is run again with the rest (the death may have come
+        from outside)."""
+        index, self._in_flight = self._in_flight, None
+        if not c.record.get("batch") or index is None:
+            return
+        key = (c.job_id, index)
+        self._deaths[key] = self._deaths.get(key, 0) + 1
+        if self._deaths[key] >= 2:
+            log.warning(
+                "%s: item %d of %s killed its child twice: it fails", self.name, index, c.job_id
+            )
+            self._items.append((index, {"state": JobState.failed.value, "error": error}))
+            self.flush_items(c)
+
+    def flush_items(self, c: Claim) -> int:
+        """Record the batch items that ended (fenced by the chunk's attempt): how many were
+        new, or -1 when this attempt no longer owns the chunk."""
+        if not self._items:
+            return 0
+        items, self._items = self._items, []
+        self._items_flushed = time.monotonic()
+        return self._redis(
+            partial(
+                self.batches.record_items,
+                self.name,
+                c.job_id,
+                c.entry,
+                c.attempt,
+                c.record["batch"],
+                int(c.record["chunk"]),
+                items,
+            )
+        )
+
     def _commit(self, c: Claim, fields: dict[str, Any], started: float) -> None:
         # the API's stages (upload, parse, store_input) stay; the worker's are added
         fields["timings"] = {
@@ -445,7 +542,7 @@ class Supervisor:
         }
         if self._end(c, JobState.succeeded, fields):
             log.info("← %s succeeded in %.2fs", c.job_id, time.monotonic() - started)
-            self.delete_other_results(c, keep=fields["result"]["key"])
+            self.delete_other_results(c, keep=(fields.get("result") or {}).get("key", ""))
         else:
             log.warning(
                 "%s: %s finished but its attempt %d can no longer commit",

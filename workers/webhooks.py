@@ -30,7 +30,8 @@ import redis
 
 from .apikeys import KeyRing, keyring_from
 from .queue import keys
-from .queue.jobs import decode_record
+from .queue.batches import QUOTA_PREFIX, BatchQueue
+from .queue.jobs import JobQueue, decode_record
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,21 @@ def event(rec: dict[str, Any]) -> dict[str, Any]:
         "error": {"code": err.get("code"), "message": err.get("message")} if err else None,
         "finished_at": rec.get("finished_at"),
         "links": links,
+    }
+
+
+def batch_event(view: Any) -> dict[str, Any]:
+    """The body of a batch's webhook: how it ended, its counts, and where to look."""
+    rec = view.record
+    base = (rec.get("base_url") or "").rstrip("/")
+    url = f"{base}/v1/batches/{rec['id']}"
+    return {
+        "type": f"batch.{view.state}",
+        "id": rec["id"],
+        "state": view.state,
+        "counts": view.counts,
+        "finished_at": float(rec.get("notified_at") or time.time()),
+        "links": {"batch": url, "result": f"{url}/result"},
     }
 
 
@@ -105,11 +121,24 @@ class Dispatcher:
         return len(ids)
 
     def deliver(self, job_id: str) -> None:
+        """Deliver the webhook of a job, or of a batch (``batch:<id>`` in the due set)."""
+        if job_id.startswith(QUOTA_PREFIX):
+            batch_id = job_id[len(QUOTA_PREFIX) :]
+            view = BatchQueue(JobQueue(self.r)).get(batch_id)
+            if view is None:
+                self.r.zrem(keys.WEBHOOKS_DUE, job_id)
+                return
+            self._deliver(job_id, keys.batch(batch_id), view.record, batch_event(view))
+            return
         raw = self.r.hgetall(keys.job(job_id))
         if not raw:
             self.r.zrem(keys.WEBHOOKS_DUE, job_id)
             return
         rec = decode_record(raw)  # type: ignore[arg-type]  # bytes from this client
+        self._deliver(job_id, keys.job(job_id), rec, event(rec))
+
+    def _deliver(self, job_id: str, key: str, rec: dict[str, Any], ev: dict[str, Any]) -> None:
+        """POST ``ev`` for the record ``rec`` (stored at ``key``; ``job_id`` its due entry)."""
         hook = rec.get("webhook") or {"attempts": [], "delivered": False}
         url = (rec.get("spec") or {}).get("callback_url")
         if hook.get("delivered") or hook.get("gave_up") or not url:
@@ -123,13 +152,13 @@ class Dispatcher:
             ok = False
             n = self.settings.webhook_max_attempts  # no point in trying again
         else:
-            body = json.dumps(event(rec), separators=(",", ":")).encode()
+            body = json.dumps(ev, separators=(",", ":")).encode()
             ts = int(time.time())
             headers = {
                 "Content-Type": "application/json",
                 "Tessera-Signature": sign(secret, ts, body),
-                "Tessera-Event": f"job.{rec.get('state')}",
-                "Tessera-Delivery": job_id,
+                "Tessera-Event": ev["type"],
+                "Tessera-Delivery": ev["id"],
                 "Tessera-Attempt": str(n),
             }
             t0 = time.perf_counter()
@@ -151,9 +180,7 @@ class Dispatcher:
             wait = self.settings.webhook_backoff_seconds * 2 ** (n - 1)
             next_at = repr(time.time() + random.uniform(0.8, 1.0) * min(wait, 3600.0))
             hook["next_attempt_at"] = float(next_at)
-        self._record(
-            keys=[keys.job(job_id), keys.WEBHOOKS_DUE], args=[job_id, json.dumps(hook), next_at]
-        )
+        self._record(keys=[key, keys.WEBHOOKS_DUE], args=[job_id, json.dumps(hook), next_at])
         level = logging.INFO if ok else logging.WARNING
         outcome = attempt["status"] or attempt["error"]
         log.log(level, "webhook %s attempt %d → %s", job_id, n, outcome)

@@ -44,7 +44,8 @@ def _record(queue: Any, job_id: str, who: str | None) -> dict[str, Any]:
     if not job_id.isalnum() or len(job_id) > 64:
         raise ProblemError(404, "job.not_found", "no such job", id=job_id[:64])
     rec = queue.get(job_id)
-    if rec is None or (who is not None and rec.get("key_id") != who):
+    # a batch's chunks are jobs inside the service, not the caller's: they answer as batches
+    if rec is None or rec.get("batch") or (who is not None and rec.get("key_id") != who):
         raise ProblemError(404, "job.not_found", "no such job", id=job_id)
     return rec  # type: ignore[no-any-return]
 

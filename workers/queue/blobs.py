@@ -239,6 +239,47 @@ def artifact_key(job_id: str, attempt: int, name: str, fmt: str) -> str:
     return f"jobs/{job_id}/artifact-{name}-a{attempt}.{fmt}"
 
 
+def members_key(job_id: str) -> str:
+    """A batch chunk's input: its members' files as uploaded, packed (:func:`pack_members`)."""
+    return f"jobs/{job_id}/members.bin"
+
+
+def item_key(job_id: str, index: int, fmt: str) -> str:
+    """The result of a batch's item ``index``, made by its chunk ``job_id`` (one key whatever
+    the attempt: a re-run writes the same bytes there)."""
+    return f"jobs/{job_id}/item-{index}.{fmt}"
+
+
+#: a packed chunk begins with the length of its JSON index, as 8 little-endian bytes
+_INDEX_LEN = 8
+
+
+def pack_members(members: list[tuple[int, bytes]]) -> list[bytes]:
+    """The pieces of one blob holding several files: ``[(item index, bytes)]`` behind a JSON
+    index of ``[index, offset, size]``; read back by :func:`unpack_members`."""
+    import json
+
+    index, offset = [], 0
+    for i, data in members:
+        index.append([i, offset, len(data)])
+        offset += len(data)
+    head = json.dumps(index).encode()
+    return [len(head).to_bytes(_INDEX_LEN, "little"), head, *(d for _, d in members)]
+
+
+def unpack_members(buf: Any) -> dict[int, memoryview]:
+    """Item index -> its file's bytes (views of ``buf``), from a blob :func:`pack_members` made."""
+    import json
+
+    view = memoryview(buf).cast("B")
+    n = int.from_bytes(view[:_INDEX_LEN], "little")
+    base = _INDEX_LEN + n
+    out = {}
+    for i, off, size in json.loads(bytes(view[_INDEX_LEN:base])):
+        out[int(i)] = view[base + off : base + off + size]
+    return out
+
+
 def job_prefix(job_id: str) -> str:
     return f"jobs/{job_id}"
 

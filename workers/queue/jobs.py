@@ -216,9 +216,11 @@ class JobQueue:
         *,
         idempotency_key: str | None = None,
         body_hash: str = "",
+        listed: bool = True,
     ) -> Submitted:
         """Create and queue a job, unless its idempotency key was used before; the record as
-        stored comes back in the same round trip."""
+        stored comes back in the same round trip. ``listed``: in the job lists (``GET
+        /v1/jobs``); a batch's chunks, jobs inside the service, are not."""
         self.ensure_group()
         now = time.time()
         fields = {**fields, "expires_at": now + self.job_ttl, "max_attempts": self.max_attempts}
@@ -230,8 +232,8 @@ class JobQueue:
                 keys.JOBS,
                 keys.idempotency(idempotency_key) if idempotency_key else "",
                 keys.COUNTERS,
-                keys.CREATED,
-                _key_index(fields.get("key_id")),
+                keys.CREATED if listed else "",
+                _key_index(fields.get("key_id")) if listed else "",
             ],
             args=[job_id, encode_fields(fields), repr(now), f"{job_id}|{body_hash}", self.job_ttl],
         )

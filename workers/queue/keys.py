@@ -48,3 +48,21 @@ def quota_running(key_id: str) -> str:
 def quota_bytes(key_id: str, day: int) -> str:
     """Counter: bytes an API key uploaded in one UTC day (unix seconds // 86400)."""
     return f"{PREFIX}:quota:{key_id}:bytes:{day}"
+
+
+BATCHES = f"{PREFIX}:batches"  # sorted set: batch id -> created (unix seconds)
+
+
+def batch(batch_id: str) -> str:
+    """Hash: a batch (spec, chunks, counters of items that ended)."""
+    return f"{PREFIX}:batch:{batch_id}"
+
+
+def batch_items(batch_id: str) -> str:
+    """String: the batch's items as JSON (path, output path, bytes, chunk), in input order."""
+    return f"{PREFIX}:batch:{batch_id}:items"
+
+
+def batch_done(batch_id: str) -> str:
+    """Hash: item index -> its outcome (JSON), written once per item."""
+    return f"{PREFIX}:batch:{batch_id}:done"

@@ -16,7 +16,8 @@ from importlib import resources
 from typing import Any
 
 from . import keys
-from .jobs import TERMINAL, text
+from .batches import QUOTA_PREFIX, BatchQueue
+from .jobs import TERMINAL, JobQueue, text
 
 #: a job counted against its key but not found (its submission failed after being admitted, or
 #: is still being stored) stops counting after this long
@@ -40,6 +41,7 @@ class Quotas:
 
     def __init__(self, client: Any) -> None:
         self.r = client
+        self._batches = BatchQueue(JobQueue(client))
         folder = resources.files(__package__) / "scripts"
         self._admit = self.r.register_script((folder / "quota_admit.lua").read_text())
 
@@ -95,11 +97,20 @@ class Quotas:
         if not members:
             return []
         pipe = self.r.pipeline(transaction=False)
+        batches = {}
         for raw, _since in members:
-            pipe.hget(keys.job(text(raw)), "state")
+            name = text(raw)
+            if name.startswith(QUOTA_PREFIX):  # a batch counts as one job until it ends
+                batches[name] = self._batches.ended(name[len(QUOTA_PREFIX) :])
+            pipe.hget(keys.job(name), "state")
         states = pipe.execute()
         out = []
         for (raw, since), state in zip(members, states, strict=True):
+            if text(raw) in batches:
+                ended = batches[text(raw)]
+                if ended or (ended is None and now - since > UNSEEN_SECONDS):
+                    out.append(text(raw))
+                continue
             gone = state is None and now - since > UNSEEN_SECONDS
             if gone or (state is not None and text(state) in TERMINAL):
                 out.append(text(raw))

@@ -26,10 +26,15 @@ class Params(OpParams):
         "kill the process, or (GPU only) write through an invalid device pointer: a sticky CUDA "
         "error that leaves the process's context unusable.",
     )
+    only_faces: int | None = Field(
+        None, ge=0, description="Fail only on a mesh with this many faces (else succeed)."
+    )
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
     time.sleep(p.seconds)
+    if p.only_faces is not None and mesh.n_faces != p.only_faces:
+        return OpResult(mesh, {"slept": p.seconds})
     if p.fail == "input":
         raise MeshError("test input error", code="mesh.test_rejected")
     if p.fail == "error":

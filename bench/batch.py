@@ -1,0 +1,210 @@
+"""``python -m bench.batch``: one pipeline over many small meshes, as one batch and as jobs.
+
+It starts the whole service (``tessera up``: a private Redis, the API, ``--workers`` workers) on
+this host, builds a folder of ``--items`` meshes (copies of the shared test meshes of 1k to 70k
+faces, in turn), and runs weld + repair + vertex_normals + stats over all of them twice, in the
+same run and on the same service:
+
+- **batch**: the folder as one zip to ``POST /v1/batches``, waited for, and the result archive
+  downloaded (from the first byte of the archive made to the last byte of the results written);
+- **jobs**: the same files as one job each (``--concurrency`` clients at once, each submitting,
+  waiting and downloading), as a client without batches would.
+
+Prints a Markdown table (items per second of each and their ratio) and writes it, with the JSON,
+under ``$OUT`` (or ``bench/results``) as ``BATCH.md`` and ``batch.json``. ``--device cpu`` runs
+the CPU backend (no GPU needed); ``auto`` or ``gpu`` the GPU where there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from bench.service import MESHES, ROOT, Service
+
+PIPELINE: list[Any] = ["weld", "repair", ("vertex_normals", {"weighting": "angle"}), "stats"]
+#: the shared meshes of 1k to 70k faces (faces from meshes/README.md)
+SOURCES = {
+    "alligator.obj": 5981,
+    "beetle.obj": 2053,
+    "cheburashka.obj": 13334,
+    "cow.obj": 5804,
+    "fandisk.obj": 12946,
+    "rocker-arm.obj": 20088,
+    "rx-bumpy-cube.obj": 39936,
+    "rx-cloth.obj": 1682,
+    "rx-dragon.obj": 20000,
+    "rx-el_topo_sphere_1280.obj": 1280,
+    "rx-giraffe.obj": 6256,
+    "rx-torus.obj": 9216,
+    "spot.obj": 5856,
+    "stanford-bunny.obj": 69451,
+    "teapot.obj": 6320,
+    "woody.obj": 1267,
+}
+
+
+def make_folder(folder: Path, n: int, max_faces: int = 70_000) -> tuple[list[Path], int]:
+    """``n`` meshes in ``folder`` (sub-folders of 100), the shared ones of at most
+    ``max_faces`` faces in turn; their faces."""
+    names = sorted(k for k, f in SOURCES.items() if f <= max_faces)
+    paths, faces = [], 0
+    for i in range(n):
+        name = names[i % len(names)]
+        p = folder / f"d{i // 100:03d}" / f"{i:06d}-{name}"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(MESHES / name, p)
+        paths.append(p)
+        faces += SOURCES[name]
+    return paths, faces
+
+
+def run_batch(url: str, folder: Path, out: Path, device: str) -> dict[str, Any]:
+    import tessera
+
+    t0 = time.perf_counter()
+    with tessera.Client(url, timeout=600) as tc:
+        batch = tc.submit_batch(folder, PIPELINE, output="ply", device=device)
+        t_sub = time.perf_counter()
+        done = tc.wait_batch(batch, timeout=3600)
+        t_wait = time.perf_counter()
+        tc.download_batch(done, out)
+    t1 = time.perf_counter()
+    with zipfile.ZipFile(out) as zf:
+        written = len(zf.namelist()) - 1
+    return {
+        "seconds": t1 - t0,
+        "submit": t_sub - t0,
+        "run": t_wait - t_sub,
+        "download": t1 - t_wait,
+        "counts": done["counts"],
+        "written": written,
+    }
+
+
+def run_jobs(
+    url: str, paths: list[Path], out: Path, device: str, concurrency: int
+) -> dict[str, Any]:
+    import httpx
+
+    import tessera
+
+    out.mkdir(parents=True, exist_ok=True)
+
+    async def main() -> dict[str, int]:
+        todo = list(enumerate(paths))
+        counts = {"succeeded": 0, "failed": 0}
+        http = httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=concurrency + 4))
+        async with tessera.AsyncClient(url, http=http) as tc:
+
+            async def one() -> None:
+                while todo:
+                    i, p = todo.pop()
+                    try:
+                        job = await tc.submit(p, PIPELINE, output="ply", device=device)
+                        await tc.wait(job, timeout=3600)
+                        await tc.download(job, out / f"{i}.ply")
+                        counts["succeeded"] += 1
+                    except tessera.TesseraError:
+                        counts["failed"] += 1
+
+            await asyncio.gather(*(one() for _ in range(concurrency)))
+        await http.aclose()
+        return counts
+
+    t0 = time.perf_counter()
+    counts = asyncio.run(main())
+    return {"seconds": time.perf_counter() - t0, "counts": counts}
+
+
+def report(res: dict[str, Any]) -> str:
+    n, faces = res["items"], res["faces"]
+    rows = [
+        "| mode | items | faces | seconds | items/s | faces/s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for mode in ("batch", "jobs"):
+        r = res.get(mode)
+        if not r:
+            continue
+        s = r["seconds"]
+        rows.append(
+            f"| {mode} | {n} | {faces:,} | {s:.2f} | {n / s:.1f} | {faces / s / 1e6:.2f} M |"
+        )
+    head = (
+        f"`{res['command']}` on {res['host']}, device {res['device']}, "
+        f"{res['workers']} workers, meshes of at most {res['max_faces']:,} faces; "
+        "pipeline weld + repair + vertex_normals(angle) + stats, "
+        "results as binary PLY.\n\n"
+    )
+    tail = ""
+    if res.get("batch") and res.get("jobs"):
+        ratio = res["jobs"]["seconds"] / res["batch"]["seconds"]
+        b = res["batch"]
+        tail = (
+            f"\nbatch / jobs: **{ratio:.1f}x** the rate. Batch: submit {b['submit']:.2f} s, "
+            f"run {b['run']:.2f} s, download {b['download']:.2f} s.\n"
+        )
+    return head + "\n".join(rows) + "\n" + tail
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.batch", description=__doc__)
+    ap.add_argument("--items", type=int, default=200, help="meshes in the batch")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--device", choices=["auto", "gpu", "cpu"], default="auto")
+    ap.add_argument("--concurrency", type=int, default=16, help="clients of the jobs run")
+    ap.add_argument("--no-jobs", action="store_true", help="only the batch")
+    ap.add_argument(
+        "--max-faces", type=int, default=70_000, help="only the shared meshes this small"
+    )
+    ap.add_argument("--root", default=str(ROOT), help="the checkout whose service is started")
+    args = ap.parse_args()
+
+    out_dir = Path(os.environ.get("OUT", ROOT / "bench" / "results"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="tessera-batch-bench-"))
+    res: dict[str, Any] = {
+        "command": "python -m bench.batch " + " ".join(sys.argv[1:]),
+        "host": f"{platform.node()} ({os.cpu_count()} CPUs)",
+        "device": args.device,
+        "workers": args.workers,
+        "max_faces": args.max_faces,
+    }
+    try:
+        paths, faces = make_folder(work / "in", args.items, args.max_faces)
+        res["items"], res["faces"] = len(paths), faces
+        svc = Service(work / "service", args.workers, 1, args.device, Path(args.root))
+        try:
+            svc.wait_ready()
+            # every worker's child warmed by a small batch first
+            warm = work / "warm"
+            make_folder(warm, 2 * args.workers)
+            run_batch(svc.url, warm, work / "warm.zip", args.device)
+            res["batch"] = run_batch(svc.url, work / "in", work / "out.zip", args.device)
+            print(f"batch: {res['batch']['seconds']:.2f} s {res['batch']['counts']}")
+            if not args.no_jobs:
+                res["jobs"] = run_jobs(svc.url, paths, work / "jobs", args.device, args.concurrency)
+                print(f"jobs: {res['jobs']['seconds']:.2f} s {res['jobs']['counts']}")
+        finally:
+            svc.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    (out_dir / "batch.json").write_text(json.dumps(res, indent=1, default=str))
+    text = report(res)
+    (out_dir / "BATCH.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

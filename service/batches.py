@@ -1,0 +1,390 @@
+"""Accepting a batch: one spec over the files of an archive (zip or tar) or of a form.
+
+The spec is checked once, as a job's is; the files are only unpacked here (in memory, with
+limits: nothing touches the filesystem), not parsed: each is parsed by the worker that runs its
+chunk, so that a broken file fails alone with its own error while the rest go on. A member too
+large, or a second member at the same path, fails at once. The items are cut into chunks (a
+chunk closes at ``batch_chunk_items`` items or ``batch_chunk_bytes`` bytes); each chunk's files
+are stored as one blob and queued as one job that a worker leases (see
+:mod:`workers.queue.batches`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import posixpath
+import tarfile
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workers.engine.errors import FormatError, SpecError
+from workers.engine.io.archive import check_member_count
+from workers.engine.mesh import TriMesh
+from workers.engine.pipeline import parse_pipeline, starts_with_source
+from workers.queue.batches import BatchQueue, Chunk
+from workers.queue.blobs import BlobStore, job_prefix, members_key, pack_members
+from workers.queue.jobs import JobQueue
+from workers.settings import Settings
+
+from .errors import ProblemError
+from .schemas import JobCreate
+from .submission import check_pipeline, parse_spec
+
+#: a batch is cut into at least this many chunks per live worker (while its chunks may hold
+#: ``batch_chunk_items`` items), so that the workers share it evenly
+CHUNKS_PER_WORKER = 4
+#: archive members that are an archiver's bookkeeping, not the user's files
+_SKIP_PARTS = ("__MACOSX",)
+
+
+@dataclass
+class Member:
+    path: str
+    data: bytes | None  # None: too large (its size in ``size``)
+    size: int
+
+
+def clean_path(name: str) -> str:
+    """A member's relative path as the batch keeps it: ``/`` separators, no leading ``/``, no
+    ``.`` or ``..`` segments (dropped), at most 1000 characters; ``""`` for none left."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    return "/".join(parts)[-1000:]
+
+
+def _skipped(path: str) -> bool:
+    parts = path.split("/")
+    return any(p in _SKIP_PARTS for p in parts) or parts[-1].startswith("._")
+
+
+def _read_bounded(fh: Any, limit: int) -> tuple[bytes | None, int]:
+    """At most ``limit`` bytes of ``fh`` (None and the bytes read when there are more)."""
+    out = bytearray()
+    while True:
+        piece = fh.read(min(1 << 20, limit + 1 - len(out)))
+        if not piece:
+            return bytes(out), len(out)
+        out += piece
+        if len(out) > limit:
+            return None, len(out)
+
+
+def is_archive(data: bytes, name: str = "") -> str | None:
+    """``zip`` or ``tar`` when the bytes are one (a tar possibly gzip/bzip2/xz-compressed)."""
+    if data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
+        return "zip"
+    lowered = name.lower()
+    if data[257:262] == b"ustar" or lowered.endswith((".tar", ".tgz", ".tar.gz", ".tar.xz")):
+        return "tar"
+    if data[:2] == b"\x1f\x8b" and lowered.endswith((".tgz", ".tar.gz")):
+        return "tar"
+    return None
+
+
+def archive_members(
+    data: bytes, kind: str, *, max_items: int, max_member: int, max_expanded: int
+) -> list[Member]:
+    """The regular files of a zip or tar, in the archive's order."""
+    out: list[Member] = []
+    total = 0
+
+    def add(name: str, size: int, read: Callable[[], tuple[bytes | None, int]]) -> None:
+        nonlocal total
+        path = clean_path(name)
+        if not path or _skipped(path):
+            return
+        if len(out) >= max_items:
+            raise ProblemError(
+                422,
+                "batch.too_many_items",
+                "the batch holds more files than one batch may",
+                limit=max_items,
+            )
+        if size > max_member:
+            out.append(Member(path, None, size))
+            return
+        body, got = read()
+        if body is None:  # the header understated it
+            out.append(Member(path, None, got))
+            return
+        total += got
+        if total > max_expanded:
+            raise FormatError(
+                "archive expands beyond the limit",
+                code="format.archive_too_large",
+                limit=max_expanded,
+            )
+        out.append(Member(path, body, got))
+
+    try:
+        if kind == "zip":
+            check_member_count(data, max_items)
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                for info in zf.infolist():
+                    if info.is_dir():
+                        continue
+
+                    def read_zip(info: zipfile.ZipInfo = info) -> tuple[bytes | None, int]:
+                        with zf.open(info) as fh:
+                            return _read_bounded(fh, max_member)
+
+                    add(info.filename, info.file_size, read_zip)
+        else:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+                for ti in tf:
+                    if not ti.isfile():
+                        continue
+
+                    def read_tar(ti: tarfile.TarInfo = ti) -> tuple[bytes | None, int]:
+                        fh = tf.extractfile(ti)
+                        assert fh is not None
+                        return _read_bounded(fh, max_member)
+
+                    add(ti.name, ti.size, read_tar)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, NotImplementedError) as exc:
+        raise FormatError(
+            "the batch's archive cannot be read",
+            code="format.archive_invalid",
+            reason=f"{exc.__class__.__name__}: {exc}"[:200],
+        ) from None
+    except RuntimeError as exc:  # zipfile: an encrypted member
+        raise FormatError(
+            "the batch's archive cannot be read",
+            code="format.archive_invalid",
+            reason=str(exc)[:200],
+        ) from None
+    return out
+
+
+def members_of(files: list[tuple[str, bytes]], settings: Settings) -> list[Member]:
+    """Every file of the upload: an archive's members, other files as they are."""
+    out: list[Member] = []
+    for name, data in files:
+        kind = is_archive(data, name)
+        if kind is not None:
+            out += archive_members(
+                data,
+                kind,
+                max_items=settings.batch_max_items - len(out),
+                max_member=settings.batch_max_member_bytes,
+                max_expanded=settings.max_expanded_bytes,
+            )
+        elif (path := clean_path(name)) and not _skipped(path):
+            too_big = len(data) > settings.batch_max_member_bytes
+            out.append(Member(path, None if too_big else data, len(data)))
+        if len(out) > settings.batch_max_items:
+            raise ProblemError(
+                422,
+                "batch.too_many_items",
+                "the batch holds more files than one batch may",
+                limit=settings.batch_max_items,
+            )
+    if not out:
+        raise ProblemError(422, "batch.empty", "the batch holds no files")
+    return out
+
+
+def output_paths(paths: list[str], fmt: str) -> list[str]:
+    """Each result's path in the result archive: the input's, with the output format's
+    extension (``a.obj`` -> ``a.ply``); where two inputs would meet (``a.obj`` and ``a.stl``),
+    the later keeps its whole name (``a.stl.ply``)."""
+    out, seen = [], set(paths)
+    taken: set[str] = set()
+    for p in paths:
+        stem, _ext = posixpath.splitext(p)
+        cand = f"{stem or p}.{fmt}"
+        if cand in taken or (cand in seen and cand != p):
+            cand = f"{p}.{fmt}"
+        while cand in taken:
+            cand = f"{cand}.{fmt}"
+        taken.add(cand)
+        out.append(cand)
+    return out
+
+
+@dataclass
+class AcceptedBatch:
+    batch_id: str
+    replayed: bool
+
+
+def body_hash(spec_text: str, files: list[tuple[str, bytes]]) -> str:
+    h = hashlib.sha256(hashlib.sha256(spec_text.encode()).digest())
+    for name, data in files:
+        h.update(hashlib.sha256(name.encode()).digest())
+        h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def check_spec(spec_text: str, deadline_limit: int) -> tuple[JobCreate, dict[str, Any]]:
+    """The batch's spec, checked as a job's is (against a mesh with no attributes of its own:
+    the output may ask only for what the pipeline makes), and as stored."""
+    spec = parse_spec(spec_text)
+    if spec.deadline_seconds is not None and spec.deadline_seconds > deadline_limit:
+        raise SpecError(
+            "deadline above the service's limit",
+            code="spec.deadline_too_long",
+            limit_seconds=deadline_limit,
+        )
+    steps = parse_pipeline(spec.pipeline)
+    if starts_with_source(steps):
+        raise SpecError(
+            "a batch's pipeline runs on its files: it cannot start with a source step",
+            code="batch.source_step",
+        )
+    empty = TriMesh(np.zeros((0, 3), dtype=np.float32), np.zeros((0, 3), dtype=np.int32))
+    check_pipeline(spec, steps, empty)
+    spec_dict: dict[str, Any] = spec.model_dump(mode="json")
+    if spec.deadline_seconds is None:
+        spec_dict["deadline_seconds"] = deadline_limit
+    return spec, spec_dict
+
+
+def chunks_of(members: list[Member], max_items: int, max_bytes: int) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges of item indices: consecutive items, closed at ``max_items``
+    items or once their files reach ``max_bytes``."""
+    out, start, size = [], 0, 0
+    for i, m in enumerate(members):
+        size += m.size if m.data is not None else 0
+        if i + 1 - start >= max_items or size >= max_bytes:
+            out.append((start, i + 1))
+            start, size = i + 1, 0
+    if start < len(members):
+        out.append((start, len(members)))
+    return out
+
+
+def accept_batch(
+    *,
+    queue: JobQueue,
+    batches: BatchQueue,
+    store: BlobStore,
+    settings: Settings,
+    spec_text: str,
+    files: list[tuple[str, bytes]],
+    idempotency_key: str | None,
+    extra: dict[str, Any],
+    admit: Callable[[str], None] | None = None,
+) -> AcceptedBatch:
+    """Validate, store and queue a batch; ``admit(batch_id)`` counts it against the caller's
+    quotas once it is known to be valid and new."""
+    t0 = time.perf_counter()
+    digest = body_hash(spec_text, files) if idempotency_key else ""
+    if idempotency_key:
+        prev = batches.idempotent_batch(idempotency_key)
+        if prev is not None:
+            return AcceptedBatch(_earlier(prev, digest), True)
+    spec, spec_dict = check_spec(spec_text, settings.default_deadline_seconds)
+    members = members_of(files, settings)
+    fmt = spec.output.format
+    outs = output_paths([m.path for m in members], fmt)
+    batch_id = uuid.uuid4().hex
+    if admit is not None:
+        admit(batch_id)
+
+    failed: dict[int, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for i, m in enumerate(members):
+        if m.path in seen:
+            failed[i] = _error(
+                "batch.duplicate_path", "another file of the batch has this path", path=m.path
+            )
+            m.data = None
+        elif m.data is None:
+            failed[i] = _error(
+                "batch.member_too_large",
+                "the file is larger than a batch's member may be",
+                bytes=m.size,
+                limit=settings.batch_max_member_bytes,
+            )
+        seen.add(m.path)
+    runnable = [i for i, m in enumerate(members) if i not in failed]
+    # enough chunks for every live worker to take several (the last ones to end are short)
+    per_worker = -(-len(runnable) // (CHUNKS_PER_WORKER * max(queue.live_workers(), 1)))
+    ranges = chunks_of(
+        [members[i] for i in runnable],
+        max(1, min(settings.batch_chunk_items, per_worker)),
+        settings.batch_chunk_bytes,
+    )
+    chunk_of: dict[int, int] = {}
+    chunks: list[Chunk] = []
+    for k, (s, e) in enumerate(ranges):
+        idx = runnable[s:e]
+        for i in idx:
+            chunk_of[i] = k
+        # a chunk's items are contiguous in the runnable order, not always in the batch's:
+        # each chunk names its own (its record's start..end index the batch's item list)
+        chunks.append(Chunk(uuid.uuid4().hex, idx[0], idx[-1] + 1, len(idx)))
+    items = [
+        {"path": m.path, "output": outs[i], "bytes": m.size, "chunk": chunk_of.get(i, -1)}
+        for i, m in enumerate(members)
+    ]
+    upload_bytes = sum(len(d) for _, d in files)
+    dup = batches.create(
+        batch_id,
+        {
+            "spec": spec_dict,
+            "input": {"bytes": upload_bytes, "files": len(files)},
+            **extra,
+        },
+        items,
+        failed,
+        idempotency_key=idempotency_key,
+        body_hash=digest,
+    )
+    if dup is not None:
+        return AcceptedBatch(_earlier(dup, digest), True)
+    for chunk in chunks:
+        store.put_chunks(
+            members_key(chunk.job),
+            pack_members(
+                [
+                    (i, members[i].data or b"")
+                    for i in range(chunk.start, chunk.end)
+                    if i not in failed
+                ]
+            ),
+        )
+    batches.add_chunks(batch_id, chunks)
+    accept_s = time.perf_counter() - t0
+    # the batch calls its callback_url once it has ended; its chunks call none
+    chunk_spec = {k: v for k, v in spec_dict.items() if k != "callback_url"}
+    for k, chunk in enumerate(chunks):
+        fields = {
+            "spec": chunk_spec,
+            "input": {"name": f"batch {batch_id} chunk {k}", "bytes": 0, "vertices": 0, "faces": 0},
+            "timings": {"accept_batch": accept_s},
+            "batch": batch_id,
+            "chunk": k,
+            "start": chunk.start,
+            "end": chunk.end,
+            **extra,
+        }
+        try:
+            queue.submit_job(chunk.job, fields, listed=False)
+        except BaseException:
+            store.delete_prefix(job_prefix(chunk.job))
+            raise
+    return AcceptedBatch(batch_id, False)
+
+
+def _error(code: str, message: str, **detail: Any) -> dict[str, Any]:
+    return {"state": "failed", "error": {"code": code, "message": message, "detail": detail}}
+
+
+def _earlier(stored: str, digest: str) -> str:
+    batch_id, _, prev_hash = stored.partition("|")
+    if prev_hash != digest:
+        raise ProblemError(
+            409,
+            "idempotency.conflict",
+            "this Idempotency-Key was used with a different request body",
+            batch_id=batch_id,
+        )
+    return batch_id

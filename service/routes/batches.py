@@ -1,0 +1,311 @@
+"""``/v1/batches``: one pipeline over many meshes (an archive, or several files)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import zipfile
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, File, Form, Header, Query, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from workers.engine.backend import Device
+from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView
+from workers.queue.blobs import BlobNotFound, BlobStore
+from workers.queue.registry import gpu_refusal
+
+from ..auth import CallerDep, admit, caller
+from ..batches import accept_batch
+from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
+from ..errors import PROBLEM, ProblemError
+from ..schemas import BatchPublic, batch_public
+from ..submission import parse_spec
+from .jobs import body_form, content_disposition
+
+router = APIRouter(prefix="/v1/batches", tags=["batches"], dependencies=[Depends(caller)])
+
+_PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "Problem details"}
+_ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 429, 503)}
+MAX_WAIT_SECONDS = 60.0
+
+#: besides the multipart form: the archive as the body (any type but a form's: application/zip,
+#: application/x-tar, application/octet-stream...)
+_BODY_FORMS: dict[str, Any] = {
+    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+}
+
+
+def batches_of(request: Request) -> BatchQueue:
+    bq = getattr(request.app.state, "batches", None)
+    if bq is None:
+        bq = request.app.state.batches = BatchQueue(request.app.state.queue)
+    return bq  # type: ignore[no-any-return]
+
+
+BatchesDep = Annotated[BatchQueue, Depends(batches_of)]
+
+
+def _view(batches: BatchQueue, batch_id: str, who: str | None, items: bool = False) -> BatchView:
+    if not batch_id.isalnum() or len(batch_id) > 64:
+        raise ProblemError(404, "batch.not_found", "no such batch", id=batch_id[:64])
+    view = batches.get(batch_id, items=items)
+    if view is None or (who is not None and view.record.get("key_id") != who):
+        raise ProblemError(404, "batch.not_found", "no such batch", id=batch_id)
+    return view
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=BatchPublic,
+    responses={
+        200: {"model": BatchPublic, "description": "A repeated request (same Idempotency-Key)."},
+        400: _PROBLEM_RESPONSE,
+        **_ERRORS,
+    },
+    summary="Submit many meshes and one pipeline",
+    description="Two forms of body, told apart by `Content-Type`:\n\n"
+    "- `multipart/form-data`: the files in `files` (each a mesh, or a zip or tar archive of "
+    "meshes), the job spec (JSON, see `JobCreate`) in `spec`;\n"
+    "- any other type, e.g. `application/zip`, `application/x-tar`: a zip or tar archive "
+    "(a tar may be compressed) as the whole body, the job spec in the `Tessera-Spec` "
+    "header.\n\n"
+    "Every file is an item, run through the pipeline as a job of its own would be; a file "
+    "that cannot be read or run fails alone. Answers 202 with the batch.",
+    openapi_extra={
+        "x-spec-schema": {"$ref": "#/components/schemas/JobCreate"},
+        "requestBody": {"content": _BODY_FORMS},
+    },
+)
+async def create_batch(
+    request: Request,
+    queue: QueueDep,
+    batches: BatchesDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    base: BaseUrlDep,
+    who: CallerDep,
+    spec: Annotated[str, Form(description="The job spec as JSON (schema: JobCreate).")] = "{}",
+    files: Annotated[
+        list[UploadFile] | None,
+        File(description="The meshes, or zip/tar archives of meshes (their paths are kept)."),
+    ] = None,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
+    spec_header: Annotated[
+        str | None,
+        Header(
+            alias="Tessera-Spec",
+            max_length=65536,
+            description="The job spec as JSON, when the body is the archive itself.",
+        ),
+    ] = None,
+    filename: Annotated[
+        str | None, Query(max_length=1000, description="The archive's name (optional).")
+    ] = None,
+) -> JSONResponse:
+    if idempotency_key and who is not None:
+        idempotency_key = f"{who}:{idempotency_key}"
+    if body_form(request.headers.get("content-type")) == "multipart":
+        uploads = [(f.filename or "", await f.read()) for f in files or []]
+    else:
+        if spec_header is None:
+            raise ProblemError(
+                422,
+                "spec.missing",
+                "an archive sent as the request body needs its job spec in the Tessera-Spec header",
+            )
+        spec = spec_header
+        body = await request.body()
+        uploads = [(filename or "batch.zip", body)] if body else []
+    if not uploads:
+        raise ProblemError(422, "batch.empty", "the batch holds no files")
+    parsed = parse_spec(spec)
+    if who is None and not settings.webhook_secret and parsed.callback_url:
+        raise ProblemError(
+            422,
+            "spec.webhook_unsigned",
+            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
+        )
+    if parsed.device == Device.gpu:  # as for a job: refused at once where no worker has a GPU
+        refused = await run_in_threadpool(gpu_refusal, queue)
+        if refused is not None:
+            raise ProblemError(
+                422,
+                "backend.unavailable",
+                'device "gpu" was asked for, and no worker of this deployment offers a GPU '
+                '(ask for "auto" or "cpu", or start a worker on a GPU host)',
+                **refused,
+            )
+    upload_bytes = sum(len(b) for _, b in uploads)
+    accepted = await run_in_threadpool(
+        accept_batch,
+        queue=queue,
+        batches=batches,
+        store=store,
+        settings=settings,
+        spec_text=spec,
+        files=uploads,
+        idempotency_key=idempotency_key,
+        extra={"base_url": base, **({"key_id": who} if who is not None else {})},
+        admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, upload_bytes),
+    )
+    view = await run_in_threadpool(_view, batches, accepted.batch_id, who)
+    out = batch_public(view, base, time.time())
+    return JSONResponse(
+        out.model_dump(mode="json"),
+        status_code=200 if accepted.replayed else 202,
+        headers={"Location": out.url},
+    )
+
+
+@router.get("/{batch_id}", response_model=BatchPublic, responses=_ERRORS, summary="A batch's state")
+async def get_batch(
+    batch_id: str,
+    batches: BatchesDep,
+    base: BaseUrlDep,
+    who: CallerDep,
+    items: Annotated[bool, Query(description="List every item's state and outcome.")] = False,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            description="Long poll: answer as soon as the batch has ended, or after this many "
+            "seconds.",
+        ),
+    ] = 0.0,
+) -> BatchPublic:
+    view = await run_in_threadpool(_view, batches, batch_id, who, items)
+    deadline = time.monotonic() + wait
+    while not view.finished and time.monotonic() < deadline:
+        await asyncio.sleep(min(0.25, max(deadline - time.monotonic(), 0.0)))
+        view = await run_in_threadpool(_view, batches, batch_id, who, items)
+    return batch_public(view, base, time.time())
+
+
+@router.get(
+    "/{batch_id}/result",
+    responses={
+        200: {
+            "content": {"application/zip": {}},
+            "description": "A zip: every item's result at its input's path (with the output "
+            "format's extension), and manifest.jsonl, one line per item.",
+        },
+        **_ERRORS,
+    },
+    summary="Download every result and the manifest",
+)
+def get_batch_result(
+    batch_id: str, batches: BatchesDep, store: StoreDep, who: CallerDep
+) -> StreamingResponse:
+    view = _view(batches, batch_id, who, items=True)
+    if not view.finished:
+        raise ProblemError(
+            409, "batch.not_ready", "the batch has not ended", id=batch_id, state=view.state
+        )
+    if view.expires_at and time.time() > view.expires_at:
+        raise ProblemError(410, "batch.expired", "the batch's results have expired", id=batch_id)
+    return StreamingResponse(
+        _zip_stream(store, view.items or []),
+        media_type="application/zip",
+        headers={"Content-Disposition": content_disposition(f"batch-{batch_id}.zip")},
+    )
+
+
+class _Sink:
+    """A write-only, unseekable file whose writes are collected for a streamed response
+    (``zipfile`` then writes each member's sizes after its data)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, b: Any) -> int:
+        self.parts.append(bytes(b))
+        return len(b)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        out, self.parts = b"".join(self.parts), []
+        return out
+
+
+def manifest_line(item: dict[str, Any]) -> dict[str, Any]:
+    """One line of ``manifest.jsonl``: an item's path, state, error, statistics and timings."""
+    err = item.get("error")
+    return {
+        "path": item["path"],
+        "output": item["output"] if item["state"] == "succeeded" else None,
+        "state": item["state"],
+        "error": {"code": err["code"], "message": err["message"], "detail": err.get("detail")}
+        if err
+        else None,
+        "bytes": item["bytes"],
+        "input": item.get("input"),
+        "stats": item.get("stats"),
+        "timings": item.get("timings"),
+    }
+
+
+def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
+    sink = _Sink()
+    lines = []
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for item in items:
+            if item["state"] == "succeeded":
+                try:
+                    body = store.open(item["key"])
+                except (BlobNotFound, FileNotFoundError):
+                    item = {
+                        **item,
+                        "state": "failed",
+                        "error": {
+                            "code": "batch.result_missing",
+                            "message": "the result is no longer stored",
+                        },
+                    }
+                else:
+                    info = zipfile.ZipInfo(item["output"], date_time=(2020, 1, 1, 0, 0, 0))
+                    with body, zf.open(info, "w", force_zip64=True) as dest:
+                        while piece := body.read(1 << 20):
+                            dest.write(piece)
+                            if sum(len(p) for p in sink.parts) >= 1 << 20:
+                                yield sink.take()
+            lines.append(json.dumps(manifest_line(item)))
+            if sink.parts:
+                yield sink.take()
+        info = zipfile.ZipInfo("manifest.jsonl", date_time=(2020, 1, 1, 0, 0, 0))
+        zf.writestr(info, ("\n".join(lines) + "\n").encode())
+    yield sink.take()
+
+
+@router.delete(
+    "/{batch_id}",
+    response_model=BatchPublic,
+    responses=_ERRORS,
+    summary="Cancel a batch (its items that have not ended)",
+)
+def cancel_batch(
+    batch_id: str, batches: BatchesDep, base: BaseUrlDep, who: CallerDep
+) -> BatchPublic:
+    view = _view(batches, batch_id, who)
+    if view.finished:
+        if view.expires_at and time.time() > view.expires_at:
+            raise ProblemError(410, "batch.expired", "the batch has expired", id=batch_id)
+        if view.state != "cancelled":
+            raise ProblemError(
+                409,
+                "batch.already_finished",
+                "the batch has already finished",
+                id=batch_id,
+                state=view.state,
+            )
+        return batch_public(view, base, time.time())
+    batches.cancel(batch_id)
+    batches.notify_if_ended(batch_id)
+    return batch_public(_view(batches, batch_id, who), base, time.time())
