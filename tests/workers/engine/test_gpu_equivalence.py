@@ -54,9 +54,10 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     # either side; one step compares exactly (test_queries checks the one-ring step too)
     "bilateral_denoise": [{}, {"iterations": 2}, {"max_rings": 1, "fix_boundary": True}],
     "geodesic_distance": [
-        {"sources": [0]},
-        {"sources": [0, 2], "time_factor": 4.0},
-        {"sources": [0, 2], "method": "propagation"},
+        {"sources": [0]},  # the default: propagation
+        {"sources": [0], "method": "heat"},
+        {"sources": [0, 2], "method": "heat", "time_factor": 4.0},
+        {"sources": [0, 2]},  # two sources: both fronts kept per vertex
     ],
     "soup_to_mesh": [{}],
     "merge": [{}, {"weld": False, "keep_parts": True}],

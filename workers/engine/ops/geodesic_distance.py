@@ -102,10 +102,15 @@ class Params(OpParams):
         "1024.",
     )
     method: Literal["heat", "propagation"] = Field(
-        "heat",
-        description="heat: Crane et al.'s heat method (smooth; one linear solve on the host). "
-        "propagation: parallel fast-marching updates iterated to a fixed point (GPU-native, "
-        "first-order accurate, exact 0 at the sources, same numbers on CPU and GPU).",
+        "propagation",
+        description="propagation (default): parallel fast-marching updates iterated to a fixed "
+        "point, two source fronts kept per vertex (GPU-native, exact 0 at the sources, same "
+        "numbers on CPU and GPU). Against exact polyhedral geodesics on the shared test meshes, "
+        "from 1 and from 8 sources: mean relative error at most 0.8 %, max at most 3 % five "
+        "edge lengths or more from the sources (up to about 9 % closer in). "
+        "heat: Crane et al.'s heat method (smooth; one linear solve on the host; meshes of a "
+        "million faces or fewer): mean relative error 0.6 to 5 %, max 14 to 35 % at "
+        "time_factor 1; a larger time_factor does not help on these meshes.",
     )
     time_factor: float = Field(
         1.0,
