@@ -230,34 +230,59 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
     if len(sources) == 1:
         d1, it = _propagate_one(mesh, d1)
         return d1, np.where(np.isfinite(d1), 0, -1).astype(np.int32), d2, l2, it
-    # corner k of face f: target C = F[f, k], A = F[f, k+1], B = F[f, k+2]
     C, A, B, a, b, c = corners(mesh)
-    order = np.argsort(C, kind="stable")
-    A, B, a, b, c = A[order], B[order], a[order], b[order], c[order]
-    C = C[order]
-    targets = np.unique(C)
-    # entries per target, contiguous: its two current fronts, then four per corner (one for
-    # each label that A or B holds)
-    key = np.concatenate([targets, targets, np.repeat(C, 4)])
-    layout = np.argsort(key, kind="stable")
-    key = key[layout]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    segment = np.repeat(np.arange(starts.shape[0]), np.diff(np.r_[starts, key.shape[0]]))
+    changed = np.zeros(n, dtype=bool)
+    changed[sources] = True
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        values, labels = [d1[targets], d2[targets]], [l1[targets], l2[targets]]
-        options = np.stack([l1[A], l2[A], l1[B], l2[B]], axis=1)
-        cand = np.empty(options.shape)
-        for k in range(4):
-            lab = options[:, k]
-            dA = value_for(lab, d1[A], l1[A], d2[A], l2[A])
-            dB = value_for(lab, d1[B], l1[B], d2[B], l2[B])
-            cand[:, k] = candidate(dA, dB, a, b, c)
-        values.append(cand.ravel())
-        labels.append(options.ravel())
-        new = top_two(np.concatenate(values)[layout], np.concatenate(labels)[layout], starts, segment)
+        # only corners with a changed input: any other candidate is one the target has merged
+        # already, and merging it again changes nothing (the fronts are the best two of all
+        # candidates ever seen), so this is the full Jacobi iteration, step for step
+        live = np.flatnonzero(changed[A] | changed[B])
+        if live.shape[0] == 0:
+            return d1, l1, d2, l2, it
+        Cl, Al, Bl = C[live], A[live], B[live]
+        order = np.argsort(Cl, kind="stable")
+        live, Cl, Al, Bl = live[order], Cl[order], Al[order], Bl[order]
+        options = np.stack([l1[Al], l2[Al], l1[Bl], l2[Bl]], axis=1)
+        # each distinct known label once (a repeated entry changes nothing); the rest (inf, -1)
+        need = options >= 0
+        need[:, 2] &= (options[:, 2] != options[:, 0]) & (options[:, 2] != options[:, 1])
+        need[:, 3] &= (options[:, 3] != options[:, 0]) & (options[:, 3] != options[:, 1])
+        row, col = np.nonzero(need)
+        lab = options[row, col]
+        Ar, Br, lr = Al[row], Bl[row], live[row]
+        cand = np.full(options.shape, np.inf)
+        cand[row, col] = candidate(
+            value_for(lab, d1[Ar], l1[Ar], d2[Ar], l2[Ar]),
+            value_for(lab, d1[Br], l1[Br], d2[Br], l2[Br]),
+            a[lr],
+            b[lr],
+            c[lr],
+        )
+        options = np.where(need, options, -1)
+        starts = np.flatnonzero(np.r_[True, Cl[1:] != Cl[:-1]])
+        targets = Cl[starts]
+        counts = np.diff(np.r_[starts, Cl.shape[0]])
+        # per target: its two fronts, then four entries per live corner, contiguous
+        size = 2 + 4 * counts
+        first = np.r_[0, np.cumsum(size)[:-1]]
+        values = np.empty(int(size.sum()))
+        labels = np.empty(values.shape[0], dtype=np.int32)
+        values[first], labels[first] = d1[targets], l1[targets]
+        values[first + 1], labels[first + 1] = d2[targets], l2[targets]
+        rest = np.ones(values.shape[0], dtype=bool)
+        rest[first] = rest[first + 1] = False
+        values[rest], labels[rest] = cand.ravel(), options.ravel()
+        segment = np.repeat(np.arange(targets.shape[0]), size)
+        new = top_two(values, labels, first, segment)
         old = (d1[targets], l1[targets], d2[targets], l2[targets])
-        if all(np.array_equal(x, y) for x, y in zip(new, old)):
+        moved = np.zeros(targets.shape[0], dtype=bool)
+        for x, y in zip(new, old):
+            moved |= x != y
+        changed = np.zeros(n, dtype=bool)
+        changed[targets[moved]] = True
+        if not moved.any():
             return d1, l1, d2, l2, it
         d1, l1, d2, l2 = d1.copy(), l1.copy(), d2.copy(), l2.copy()
         d1[targets], l1[targets], d2[targets], l2[targets] = new
@@ -279,20 +304,21 @@ def corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 def _propagate_one(mesh: TriMesh, d: np.ndarray) -> tuple[np.ndarray, int]:
     """One source: every front carries its label, the second fronts stay empty, and the update
-    is the triangle candidate alone (the same numbers as the general loop, 4x less work)."""
+    is the triangle candidate alone (the same numbers as the general loop, 4x less work), over
+    the corners with a changed input (as there)."""
     n = d.shape[0]
     C, A, B, a, b, c = corners(mesh)
-    order = np.argsort(C, kind="stable")
-    C_sorted = C[order]
-    starts = np.flatnonzero(np.r_[True, C_sorted[1:] != C_sorted[:-1]])
-    targets = C_sorted[starts]
-    A, B, a, b, c = A[order], B[order], a[order], b[order], c[order]
+    changed = np.isfinite(d)
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        cand = np.minimum.reduceat(candidate(d[A], d[B], a, b, c), starts)
+        live = np.flatnonzero(changed[A] | changed[B])
+        if live.shape[0] == 0:
+            return d, it
+        cand = candidate(d[A[live]], d[B[live]], a[live], b[live], c[live])
         new = d.copy()
-        new[targets] = np.minimum(d[targets], cand)
-        if np.array_equal(new, d):
+        np.minimum.at(new, C[live], cand)
+        changed = new != d
+        if not changed.any():
             return d, it
         d = new
     raise _not_converged(_cap(n))

@@ -1,11 +1,29 @@
-"""``geodesic_distance``: distance along the surface from source vertices, by the heat method or
-by parallel front propagation (``method``).
+"""``geodesic_distance``: distance along the surface from source vertices, by parallel front
+propagation (``method: propagation``, the default) or by the heat method (``method: heat``).
 
 Propagation (``workers/engine/propagation.py``) iterates the fast-marching triangle update on all
-vertices at once until nothing changes: GPU-native (no linear solve; on the GPU it runs on the
-patched path with RXMesh's active-set filter when the mesh can be patched, else one thread per
-vertex over the global VF CSR), identical on both backends, first-order accurate. The heat method
-below is smoother and solves two sparse systems (one of them on the host's SuperLU).
+vertices at once until nothing changes, with Kimmel and Sethian's unfolding across the opposite
+edge for sharper angles and two source fronts kept per vertex (so several sources do not mix):
+GPU-native (no linear solve; on the GPU it runs on the patched path with RXMesh's active-set
+filter when the mesh can be patched, else one thread per vertex over the global VF CSR),
+identical on both backends, first-order accurate. The heat method below is smoother, solves two
+sparse systems (one of them on the host's SuperLU, which limits it to about a million faces) and
+is much less accurate on real meshes.
+
+Accuracy against exact polyhedral geodesics (libigl's ``exact_geodesic``, MMP) on every shared
+mesh it can run on (``python -m bench.geodesics --accuracy``; ``bench/RESULTS.md`` has the table
+per mesh), from 1 source and from 8: relative error ``|d - d*| / d*`` over the vertices that reach
+a source and are not one, its mean, its maximum, and its maximum at five mean edge lengths or more
+from every source (``d* >= 5 h``; a first-order method errs by a fraction of an edge length, a
+large fraction of the distance next to a source).
+
+=====================  ===============  ===============  ===================
+method                 mean (worst)     max (worst)      max at d* >= 5 h
+=====================  ===============  ===============  ===================
+propagation            MEANP            MAXP             FARP
+heat, time_factor 1    MEANH            MAXH             FARH
+heat, time_factor 4    MEANH4           MAXH4            FARH4
+=====================  ===============  ===============  ===================
 
 Design (Crane, Weischedel and Wardetzky, "Geodesics in heat", ACM TOG 2013)
 --------------------------------------------------------------------------
