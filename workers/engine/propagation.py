@@ -159,8 +159,14 @@ def virtual_corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
         cd = xp.sqrt(dx * dx + dy * dy)
         obtuse = a * a + b * b < c * c
         keep = (
-            (c > 0.0) & (Cy2 > 0.0) & (Dy2 > 0.0) & (x > 0.0) & (x < c)
-            & (D != A) & (D != B) & (D != C)
+            (c > 0.0)
+            & (Cy2 > 0.0)
+            & (Dy2 > 0.0)
+            & (x > 0.0)
+            & (x < c)
+            & (D != A)
+            & (D != B)
+            & (D != C)
         )
     if VIRTUAL == "obtuse":
         keep &= obtuse
@@ -219,13 +225,11 @@ def propagate_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[np.ndarray, int
 def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any, int]:
     """``(d1, l1, d2, l2, iterations)``: both fronts of every vertex at the fixed point."""
     n = mesh.n_vertices
-    V = np.asarray(mesh.V, dtype=np.float64)
-    F = np.asarray(mesh.F, dtype=np.int64)
     d1 = initial(np, n, sources)
     l1 = initial_labels(np, n, sources)
     d2 = np.full(n, np.inf)
     l2 = np.full(n, -1, dtype=np.int32)
-    if F.shape[0] == 0:
+    if mesh.n_faces == 0:
         return d1, l1, d2, l2, 0
     if len(sources) == 1:
         d1, it = _propagate_one(mesh, d1)
@@ -278,7 +282,7 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
         new = top_two(values, labels, first, segment)
         old = (d1[targets], l1[targets], d2[targets], l2[targets])
         moved = np.zeros(targets.shape[0], dtype=bool)
-        for x, y in zip(new, old):
+        for x, y in zip(new, old, strict=True):
             moved |= x != y
         changed = np.zeros(n, dtype=bool)
         changed[targets[moved]] = True
@@ -299,7 +303,8 @@ def corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
     B = F[:, [2, 0, 1]].ravel()
     a, b, c = _length(V[C], V[B]), _length(V[C], V[A]), _length(V[A], V[B])
     virtual = virtual_corners(mesh)
-    return tuple(np.concatenate([x, y]) for x, y in zip((C, A, B, a, b, c), virtual))  # type: ignore[return-value]
+    real = (C, A, B, a, b, c)
+    return tuple(np.concatenate([x, y]) for x, y in zip(real, virtual, strict=True))  # type: ignore[return-value]
 
 
 def _propagate_one(mesh: TriMesh, d: np.ndarray) -> tuple[np.ndarray, int]:
@@ -356,7 +361,10 @@ def virtual_device(mesh: TriMesh) -> tuple[tuple[Any, ...], tuple[Any, Any]]:
     src = cp.concatenate([A, B])
     dst = cp.concatenate([C, C])
     doff, dval, _ = csr_from_pairs(cp, n, src, dst)
-    dependents = (cp.ascontiguousarray(doff, dtype=cp.int64), cp.ascontiguousarray(dval, dtype=cp.int32))
+    dependents = (
+        cp.ascontiguousarray(doff, dtype=cp.int64),
+        cp.ascontiguousarray(dval, dtype=cp.int32),
+    )
     return corners, dependents
 
 
@@ -379,7 +387,9 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
     changed = cp.zeros(1, dtype=cp.int32)
     for it in range(1, _cap(n) + 1):
         launch(
-            kernel, n, (V, F, off, val, *cur, *nxt, *vc, changed, np.int64(n)),
+            kernel,
+            n,
+            (V, F, off, val, *cur, *nxt, *vc, changed, np.int64(n)),
             op="geodesic_distance",
         )
         cur, nxt = nxt, cur

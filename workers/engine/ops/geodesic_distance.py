@@ -18,12 +18,19 @@ from every source (``d* >= 5 h``; a first-order method errs by a fraction of an 
 large fraction of the distance next to a source).
 
 =====================  ===============  ===============  ===================
-method                 mean (worst)     max (worst)      max at d* >= 5 h
+method (worst case)    mean             max              max at d* >= 5 h
 =====================  ===============  ===============  ===================
-propagation            MEANP            MAXP             FARP
-heat, time_factor 1    MEANH            MAXH             FARH
-heat, time_factor 4    MEANH4           MAXH4            FARH4
+propagation            0.59 %           7.0 %            6.4 %
+heat, time_factor 1    8.7 %            124 %            79 %
+heat, time_factor 4    17 %             188 %            29 %
 =====================  ===============  ===============  ===================
+
+Propagation's worst cases: fandisk from 8 sources (6.4 % too short at 5.1 h from a source by the
+CAD model's sharp creases; every other mesh and source set stays within 4.5 % at d* >= 5 h) and
+7.0 % next to a source. Left out: beetle and suzanne (non-manifold edges: libigl's exact geodesic
+aborts), meshes of fewer than 100 vertices, and cow from 8 sources, where libigl's answer is
+longer than an edge path at 42 vertices. The heat method also goes negative next to a source
+on rx-cloth and rx-giraffe (a few vertices, down to -0.002).
 
 Design (Crane, Weischedel and Wardetzky, "Geodesics in heat", ACM TOG 2013)
 --------------------------------------------------------------------------
@@ -66,7 +73,8 @@ gets less than 1e-300 of heat are refused with ``op.heat_underflow``, and a larg
 from the face's ``u`` divided by its largest value, so ``|grad u|^2`` does not underflow first
 (it would below ``u ~ 1e-154``).
 
-Accuracy, measured against the exact great-circle distance on the test suite's unit spheres
+Heat method accuracy on spheres, measured against the exact great-circle distance on the test
+suite's unit spheres
 (centred, mean radius 1), from five seeded source vertices each, one at a time: the error
 relative to the largest distance pi, and the relative error ``|d - d_exact| / d_exact`` at the
 vertices at least 0.5 (a few edge lengths) from the source.
@@ -81,7 +89,12 @@ rx-el_topo_sphere_1280 (642)     4.0 %    1.3 %     10.4 %    2.6 %
 
 These are the method's own errors at this resolution (potpourri3d's heat solver, geometry-central,
 without its intrinsic-Delaunay option, gives the same distances to 7e-5); ``time_factor = 4``
-halves them on these coarse meshes.
+halves them on these coarse meshes, but not on the other shared meshes (table above).
+
+Heat at scale. The heat step stays on the host, so the heat method suits a million faces or
+fewer; propagation is the method for larger meshes (``python -m bench.geodesics --sizes`` times
+both). A GPU heat step would have to keep each vertex's heat to its own relative precision
+across hundreds of orders of magnitude, which a normwise Krylov residual does not give.
 """
 
 from __future__ import annotations
@@ -122,13 +135,14 @@ class Params(OpParams):
     method: Literal["heat", "propagation"] = Field(
         "propagation",
         description="propagation (default): parallel fast-marching updates iterated to a fixed "
-        "point, two source fronts kept per vertex (GPU-native, exact 0 at the sources, same "
-        "numbers on CPU and GPU). Against exact polyhedral geodesics on the shared test meshes, "
-        "from 1 and from 8 sources: mean relative error at most 0.8 %, max at most 3 % five "
-        "edge lengths or more from the sources (up to about 9 % closer in). "
-        "heat: Crane et al.'s heat method (smooth; one linear solve on the host; meshes of a "
-        "million faces or fewer): mean relative error 0.6 to 5 %, max 14 to 35 % at "
-        "time_factor 1; a larger time_factor does not help on these meshes.",
+        "point, with Kimmel-Sethian unfolding across the opposite edge and two source fronts "
+        "kept per vertex (GPU-native, any size, exact 0 at the sources, same numbers on CPU and "
+        "GPU). Measured against exact polyhedral geodesics on the shared test meshes, from 1 and "
+        "from 8 sources: mean relative error at most 0.6 %, max 7 % next to a source and 6.4 % "
+        "(4.5 % on all but one mesh) five edge lengths or more from the sources. heat: Crane et "
+        "al.'s heat method (smooth; one linear solve on the host, a million faces or fewer): on "
+        "the same meshes mean relative error up to 8.7 %, max up to 124 % next to a source and "
+        "79 % farther at time_factor 1; a larger time_factor is no better on these meshes.",
     )
     time_factor: float = Field(
         1.0,
@@ -416,7 +430,8 @@ def _heat_cupy(mesh: TriMesh, p: Params) -> OpResult:
 
 OP = Operation(
     name="geodesic_distance",
-    summary="Distance along the surface from source vertices (heat method or front propagation).",
+    summary="Distance along the surface from source vertices (front propagation, or the heat "
+    "method).",
     kind=OpKind.static,
     params=Params,
     numpy=_numpy,

@@ -365,7 +365,9 @@ def test_default_against_exact_geodesics(name: str, k: int) -> None:
     if (name, k) in NO_REFERENCE:
         pytest.skip("libigl's exact geodesic is longer than edge paths here (wrong reference)")
     m = welded(name)
-    src = [int(s) for s in np.sort(np.random.default_rng(2013).choice(m.n_vertices, k, replace=False))]
+    src = [
+        int(s) for s in np.sort(np.random.default_rng(2013).choice(m.n_vertices, k, replace=False))
+    ]
     d, rep = _dist(m, src)  # no method: the default
     assert "execution" in rep  # the propagation method's report
     ref = _exact(m, src)
