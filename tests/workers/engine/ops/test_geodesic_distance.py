@@ -381,3 +381,27 @@ def test_default_against_exact_geodesics(name: str, k: int) -> None:
     assert rel.mean() <= 0.01, rel.mean()
     assert rel[far].max() <= FAR_BOUND.get((name, k), 0.05), rel[far].max()
     assert rel.max() <= 0.075, rel.max()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", EXACT)
+def test_default_on_the_gpu_is_the_twin_and_within_the_goal(name: str) -> None:
+    """The GPU's default (patched or global propagation with both fronts and the virtual
+    corners) gives the twin's distances, so the same errors against exact geodesics."""
+    from workers.engine.backend import to_numpy
+
+    m = welded(name)
+    src = [
+        int(s) for s in np.sort(np.random.default_rng(2013).choice(m.n_vertices, 8, replace=False))
+    ]
+    cpu, _ = _dist(m, src)
+    res = m.to("cupy").run([("geodesic_distance", {"sources": src})], device="gpu")
+    gpu = to_numpy(res.mesh.vertex_attrs["geodesic_distance"]).astype(np.float64)
+    np.testing.assert_array_equal(gpu, cpu)
+    if (name, 8) in NO_REFERENCE:
+        return
+    ref = _exact(m, src)
+    ok = np.isfinite(ref) & (ref > 0)
+    rel = np.abs(gpu[ok] - ref[ok]) / ref[ok]
+    far = ref[ok] >= FAR * _mean_edge(m)
+    assert rel.mean() <= 0.01 and rel[far].max() <= FAR_BOUND.get((name, 8), 0.05)
