@@ -500,10 +500,11 @@ def size_limited_cases() -> list[Case]:
     ``gpu_max_faces``. ``average_attribute`` has no case: the benchmark meshes carry no
     attribute to average, and a case runs one op on a bare mesh."""
     return [
-        # the heat system is solved by SuperLU (see the op's docstring): a million faces at most
+        # the heat system is solved by SuperLU (see the op's docstring): a million faces at most;
+        # the default method (propagation) at every size: python -m bench.geodesics
         Case(
             "geodesic_distance",
-            {"sources": [0]},
+            {"sources": [0], "method": "heat"},
             lambda n, m: V12 * n + F12 * m + 4 * n,
             libs_geodesic_distance(),
             cpu_max_faces=1_200_000,

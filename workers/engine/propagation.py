@@ -11,6 +11,19 @@ iterative scheme of the parallel geodesic methods (fast iterative method, the to
 propagation that RXMesh's geodesic application runs): a fixed point of the update, reached from
 above, the same on any backend and in any schedule.
 
+Several sources. The unfolding is only sound when ``dA`` and ``dB`` are distances to the same
+source: mixing two sources' fronts places a virtual source that does not exist, and the
+candidate can fall far below the true distance (measured against exact geodesics from 8 sources:
+37 % too short on rx-sphere3 and rx-dragon, next to the boundaries between the sources' regions).
+Unfolding only same-source pairs fixes that but overshoots there instead (31 %): the shortest
+path from one source often crosses a triangle whose far corner is nearer another source, so the
+first source's front is not known at that corner. So every vertex keeps two fronts, ``(d1, l1)``
+its best distance and the source (label) it comes from, and ``(d2, l2)`` the best distance from
+any other source; a face offers, for each label its two other corners hold, the candidate of the
+two corners' distances to that source (an edge path when only one corner knows it), and the
+vertex keeps the best two labels in the order ``(distance, label)``. A vertex's first front is
+its distance. With one source the second fronts stay empty and this is the plain update.
+
 Three implementations that give the same numbers (every operation is written in double in the
 same order, and the CUDA kernels are compiled without FMA contraction):
 
@@ -23,7 +36,8 @@ same order, and the CUDA kernels are compiled without FMA contraction):
   (owned or ribbon) changed in the previous iteration, so the work follows the front.
 
 Accuracy is that of first-order fast marching (error O(h)); the test suite measures it against
-exact great-circle distances on spheres and Euclidean distances on flat meshes.
+libigl's exact polyhedral geodesics on every shared mesh (``geodesic_distance``'s docstring has
+the figures), exact great-circle distances on spheres and Euclidean distances on flat meshes.
 """
 
 from __future__ import annotations
@@ -102,30 +116,214 @@ def candidate(dA: Any, dB: Any, a: Any, b: Any, c: Any) -> Any:
     return np.where(ok, np.minimum(edge, tri), edge)
 
 
+#: which corners get virtual ones (Kimmel and Sethian's unfolding): "obtuse", "all" or "none"
+VIRTUAL = "all"
+
+
+def virtual_corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Kimmel and Sethian's unfolding for obtuse angles, as extra corners ``(C, A, B, a, b, c)``
+    (target, the two other corners, ``a = |BC|``, ``b = |AC|``, ``c = |AB|``, all float64).
+
+    At an obtuse corner ``C`` of face ``A B C`` the straight line from a front behind ``AB``
+    often reaches ``C`` past ``A`` or ``B``, and the update falls back to an edge path, too long.
+    The face across ``AB`` (``A B D``, on a manifold edge) is unfolded into ``C``'s plane; when
+    ``D`` lands inside ``C``'s angle (the segment ``C D`` crosses ``AB`` inside it) the segment
+    is a path on the surface of length ``|CD|``, and the two virtual triangles ``A D C`` and
+    ``D B C``, each inside the unfolded pair, give ``C`` two more triangle updates (from ``A`` and
+    ``D``, from ``D`` and ``B``) with sharper angles at ``C``. Elementwise arithmetic only (no
+    reductions), so NumPy and CuPy give the same bits."""
+    xp = mesh.xp
+    V = xp.asarray(mesh.V, dtype=xp.float64)
+    F = xp.asarray(mesh.F, dtype=xp.int64)
+    s, t = mesh.topology.ef_pairs()
+    s, t = xp.asarray(s, dtype=xp.int64), xp.asarray(t, dtype=xp.int64)
+    s, t = xp.concatenate([s, t]), xp.concatenate([t, s])
+    fs, ks = s // 3, s % 3
+    ft, kt = t // 3, t % 3
+    A = F[fs, ks]
+    B = F[fs, (ks + 1) % 3]
+    C = F[fs, (ks + 2) % 3]
+    D = F[ft, (kt + 2) % 3]
+    a, b, c = _length(V[C], V[B]), _length(V[C], V[A]), _length(V[A], V[B])
+    e, f = _length(V[D], V[A]), _length(V[D], V[B])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        two_c = 2.0 * c
+        Cx = ((b - a) * (b + a) + c * c) / two_c
+        Cy2 = (b - Cx) * (b + Cx)
+        Dx = ((e - f) * (e + f) + c * c) / two_c
+        Dy2 = (e - Dx) * (e + Dx)
+        Cy = xp.sqrt(xp.maximum(Cy2, 0.0))
+        Dy = -xp.sqrt(xp.maximum(Dy2, 0.0))
+        x = Dx + (Cx - Dx) * (-Dy / (Cy - Dy))
+        dx, dy = Cx - Dx, Cy - Dy
+        cd = xp.sqrt(dx * dx + dy * dy)
+        obtuse = a * a + b * b < c * c
+        keep = (
+            (c > 0.0)
+            & (Cy2 > 0.0)
+            & (Dy2 > 0.0)
+            & (x > 0.0)
+            & (x < c)
+            & (D != A)
+            & (D != B)
+            & (D != C)
+        )
+    if VIRTUAL == "obtuse":
+        keep &= obtuse
+    elif VIRTUAL == "none":
+        keep &= False
+    C, A, B, D = C[keep], A[keep], B[keep], D[keep]
+    a, b, cd, e, f = a[keep], b[keep], cd[keep], e[keep], f[keep]
+    # (C; A, D): |DC|, |AC|, |AD|   and   (C; D, B): |BC|, |DC|, |DB|
+    return (
+        xp.concatenate([C, C]),
+        xp.concatenate([A, D]),
+        xp.concatenate([D, B]),
+        xp.concatenate([cd, a]),
+        xp.concatenate([b, cd]),
+        xp.concatenate([e, f]),
+    )
+
+
+def initial_labels(xp: Any, n: int, sources: Any) -> Any:
+    """(n,) int32: source ``i`` (in the order given) holds label ``i``, every other vertex -1."""
+    labels = xp.full(n, -1, dtype=xp.int32)
+    labels[sources] = xp.arange(len(sources), dtype=xp.int32)
+    return labels
+
+
+def value_for(label: Any, d1: Any, l1: Any, d2: Any, l2: Any) -> Any:
+    """A vertex's distance to the source ``label`` as far as it knows it (inf when neither of its
+    two fronts is that source's)."""
+    return np.where(l1 == label, d1, np.where(l2 == label, d2, np.inf))
+
+
+def top_two(value: Any, label: Any, starts: Any, segment: Any) -> tuple[Any, Any, Any, Any]:
+    """Per segment of the flat ``(value, label)`` entries (segments contiguous, beginning at
+    ``starts``): the best entry in the order ``(value, label)`` and the best one of another
+    label; ``(inf, -1)`` where there is none. Mirrors ``Top2`` in ``kernels/propagation.cu``
+    (which inserts the same entries one at a time and reaches the same pair)."""
+    label = np.where(np.isfinite(value), label, -1)
+    none = np.int32(np.iinfo(np.int32).max)
+    d1 = np.minimum.reduceat(value, starts)
+    l1 = np.minimum.reduceat(np.where(value == d1[segment], label, none), starts)
+    other = label != l1[segment]
+    v2 = np.where(other, value, np.inf)
+    d2 = np.minimum.reduceat(v2, starts)
+    l2 = np.minimum.reduceat(np.where(other & (v2 == d2[segment]), label, none), starts)
+    l1 = np.where(np.isfinite(d1), l1, -1).astype(np.int32)
+    l2 = np.where(np.isfinite(d2), l2, -1).astype(np.int32)
+    return d1, l1, d2, l2
+
+
 def propagate_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[np.ndarray, int]:
     """``(distance (n,) float64, iterations)`` on the host."""
+    d1, _, _, _, it = fronts_numpy(mesh, sources)
+    return d1, it
+
+
+def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any, int]:
+    """``(d1, l1, d2, l2, iterations)``: both fronts of every vertex at the fixed point."""
     n = mesh.n_vertices
+    d1 = initial(np, n, sources)
+    l1 = initial_labels(np, n, sources)
+    d2 = np.full(n, np.inf)
+    l2 = np.full(n, -1, dtype=np.int32)
+    if mesh.n_faces == 0:
+        return d1, l1, d2, l2, 0
+    if len(sources) == 1:
+        d1, it = _propagate_one(mesh, d1)
+        return d1, np.where(np.isfinite(d1), 0, -1).astype(np.int32), d2, l2, it
+    C, A, B, a, b, c = corners(mesh)
+    changed = np.zeros(n, dtype=bool)
+    changed[sources] = True
+    for it in range(1, _cap(n) + 1):
+        _report(it - 1, n)
+        # only corners with a changed input: any other candidate is one the target has merged
+        # already, and merging it again changes nothing (the fronts are the best two of all
+        # candidates ever seen), so this is the full Jacobi iteration, step for step
+        live = np.flatnonzero(changed[A] | changed[B])
+        if live.shape[0] == 0:
+            return d1, l1, d2, l2, it
+        Cl, Al, Bl = C[live], A[live], B[live]
+        order = np.argsort(Cl, kind="stable")
+        live, Cl, Al, Bl = live[order], Cl[order], Al[order], Bl[order]
+        options = np.stack([l1[Al], l2[Al], l1[Bl], l2[Bl]], axis=1)
+        # each distinct known label once (a repeated entry changes nothing); the rest (inf, -1)
+        need = options >= 0
+        need[:, 2] &= (options[:, 2] != options[:, 0]) & (options[:, 2] != options[:, 1])
+        need[:, 3] &= (options[:, 3] != options[:, 0]) & (options[:, 3] != options[:, 1])
+        row, col = np.nonzero(need)
+        lab = options[row, col]
+        Ar, Br, lr = Al[row], Bl[row], live[row]
+        cand = np.full(options.shape, np.inf)
+        cand[row, col] = candidate(
+            value_for(lab, d1[Ar], l1[Ar], d2[Ar], l2[Ar]),
+            value_for(lab, d1[Br], l1[Br], d2[Br], l2[Br]),
+            a[lr],
+            b[lr],
+            c[lr],
+        )
+        options = np.where(need, options, -1)
+        starts = np.flatnonzero(np.r_[True, Cl[1:] != Cl[:-1]])
+        targets = Cl[starts]
+        counts = np.diff(np.r_[starts, Cl.shape[0]])
+        # per target: its two fronts, then four entries per live corner, contiguous
+        size = 2 + 4 * counts
+        first = np.r_[0, np.cumsum(size)[:-1]]
+        values = np.empty(int(size.sum()))
+        labels = np.empty(values.shape[0], dtype=np.int32)
+        values[first], labels[first] = d1[targets], l1[targets]
+        values[first + 1], labels[first + 1] = d2[targets], l2[targets]
+        rest = np.ones(values.shape[0], dtype=bool)
+        rest[first] = rest[first + 1] = False
+        values[rest], labels[rest] = cand.ravel(), options.ravel()
+        segment = np.repeat(np.arange(targets.shape[0]), size)
+        new = top_two(values, labels, first, segment)
+        old = (d1[targets], l1[targets], d2[targets], l2[targets])
+        moved = np.zeros(targets.shape[0], dtype=bool)
+        for x, y in zip(new, old, strict=True):
+            moved |= x != y
+        changed = np.zeros(n, dtype=bool)
+        changed[targets[moved]] = True
+        if not moved.any():
+            return d1, l1, d2, l2, it
+        d1, l1, d2, l2 = d1.copy(), l1.copy(), d2.copy(), l2.copy()
+        d1[targets], l1[targets], d2[targets], l2[targets] = new
+    raise _not_converged(_cap(n))
+
+
+def corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Every face corner ``(C, A, B, a, b, c)`` (target ``C = F[f, k]``, ``A = F[f, k+1]``,
+    ``B = F[f, k+2]``, the side lengths as in :func:`candidate`) and then the virtual corners."""
     V = np.asarray(mesh.V, dtype=np.float64)
     F = np.asarray(mesh.F, dtype=np.int64)
-    d = initial(np, n, sources)
-    if F.shape[0] == 0:
-        return d, 0
-    # corner k of face f: target C = F[f, k], A = F[f, k+1], B = F[f, k+2]
     C = F.ravel()
     A = F[:, [1, 2, 0]].ravel()
     B = F[:, [2, 0, 1]].ravel()
     a, b, c = _length(V[C], V[B]), _length(V[C], V[A]), _length(V[A], V[B])
-    order = np.argsort(C, kind="stable")
-    C_sorted = C[order]
-    starts = np.flatnonzero(np.r_[True, C_sorted[1:] != C_sorted[:-1]])
-    targets = C_sorted[starts]
-    A, B, a, b, c = A[order], B[order], a[order], b[order], c[order]
+    virtual = virtual_corners(mesh)
+    real = (C, A, B, a, b, c)
+    return tuple(np.concatenate([x, y]) for x, y in zip(real, virtual, strict=True))  # type: ignore[return-value]
+
+
+def _propagate_one(mesh: TriMesh, d: np.ndarray) -> tuple[np.ndarray, int]:
+    """One source: every front carries its label, the second fronts stay empty, and the update
+    is the triangle candidate alone (the same numbers as the general loop, 4x less work), over
+    the corners with a changed input (as there)."""
+    n = d.shape[0]
+    C, A, B, a, b, c = corners(mesh)
+    changed = np.isfinite(d)
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        cand = np.minimum.reduceat(candidate(d[A], d[B], a, b, c), starts)
+        live = np.flatnonzero(changed[A] | changed[B])
+        if live.shape[0] == 0:
+            return d, it
+        cand = candidate(d[A[live]], d[B[live]], a[live], b[live], c[live])
         new = d.copy()
-        new[targets] = np.minimum(d[targets], cand)
-        if np.array_equal(new, d):
+        np.minimum.at(new, C[live], cand)
+        changed = new != d
+        if not changed.any():
             return d, it
         d = new
     raise _not_converged(_cap(n))
@@ -133,6 +331,41 @@ def propagate_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[np.ndarray, int
 
 # ----------------------------------------------------------------------------- GPU
 CHECK_EVERY = 8  # iterations between convergence checks (each costs a device→host sync)
+
+
+def fronts(cp: Any, n: int, sources: Any) -> tuple[Any, Any, Any, Any]:
+    """The device arrays ``(d1, l1, d2, l2)`` before the first iteration (as on the host)."""
+    src = cp.asarray(sources)
+    d2 = cp.full(n, cp.inf, dtype=cp.float64)
+    l2 = cp.full(n, -1, dtype=cp.int32)
+    return initial(cp, n, src), initial_labels(cp, n, src), d2, l2
+
+
+def virtual_device(mesh: TriMesh) -> tuple[tuple[Any, ...], tuple[Any, Any]]:
+    """The virtual corners on the device as a CSR by target, in the kernels' argument order
+    ``(offsets, A, B, a, b, c)``, and the dependents CSR ``(offsets, targets)``: for each vertex,
+    the targets whose virtual corners read it (the patched path wakes their patches too)."""
+    from .graph import csr_from_pairs
+
+    cp = mesh.xp
+    n = mesh.n_vertices
+    C, A, B, a, b, c = virtual_corners(mesh)
+    off, _, order = csr_from_pairs(cp, n, C, C)
+    corners = (
+        cp.ascontiguousarray(off, dtype=cp.int64),
+        cp.ascontiguousarray(A[order], dtype=cp.int32),
+        cp.ascontiguousarray(B[order], dtype=cp.int32),
+        *(cp.ascontiguousarray(x[order], dtype=cp.float64) for x in (a, b, c)),
+    )
+    # A and B of a virtual corner: one is a neighbour of C, the other is D (two rings away)
+    src = cp.concatenate([A, B])
+    dst = cp.concatenate([C, C])
+    doff, dval, _ = csr_from_pairs(cp, n, src, dst)
+    dependents = (
+        cp.ascontiguousarray(doff, dtype=cp.int64),
+        cp.ascontiguousarray(dval, dtype=cp.int32),
+    )
+    return corners, dependents
 
 
 def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
@@ -148,15 +381,21 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
     V = _device.positions64(mesh)
     F = _device.faces(mesh)
     kernel = load_kernel("propagation", "propagate_global")
-    cur = initial(cp, n, cp.asarray(sources))
-    nxt = cur.copy()
+    vc, _ = virtual_device(mesh)
+    cur = fronts(cp, n, sources)
+    nxt = tuple(x.copy() for x in cur)
     changed = cp.zeros(1, dtype=cp.int32)
     for it in range(1, _cap(n) + 1):
-        launch(kernel, n, (V, F, off, val, cur, nxt, changed, np.int64(n)), op="geodesic_distance")
+        launch(
+            kernel,
+            n,
+            (V, F, off, val, *cur, *nxt, *vc, changed, np.int64(n)),
+            op="geodesic_distance",
+        )
         cur, nxt = nxt, cur
         if it % CHECK_EVERY == 0 or it == 1:
             if not int(changed[0]):
-                return cur, it
+                return cur[0], it
             changed.fill(0)
             _report(it, n)  # after the read: the device has run ``it`` iterations
     raise _not_converged(_cap(n))
@@ -191,8 +430,9 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
     vp_off, vp_val = vertex_patches(patches)
     V = _device.positions64(mesh)
     kernel = load_kernel("propagation", "propagate_patched")
-    cur = initial(cp, n, cp.asarray(sources))
-    nxt = cur.copy()
+    vc, dependents = virtual_device(mesh)
+    cur = fronts(cp, n, sources)
+    nxt = tuple(x.copy() for x in cur)
     active = cp.ones(patches.n_patches, dtype=cp.uint8)
     next_active = cp.zeros_like(active)
     ran = cp.zeros((), dtype=cp.int64)  # patch runs, counted on the device (no sync)
@@ -201,7 +441,7 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
         launch_patched(
             kernel,
             patches,
-            (V, cur, nxt, vp_off, vp_val, next_active),
+            (V, *cur, *nxt, *vc, vp_off, vp_val, *dependents, next_active),
             op="geodesic_distance",
             active=active,
         )
@@ -210,6 +450,6 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
         next_active.fill(0)
         if it % CHECK_EVERY == 0 or it == 1:
             if not bool(active.any()):
-                return cur, it, int(ran)
+                return cur[0], it, int(ran)
             _report(it, n)  # after the read: the device has run ``it`` iterations
     raise _not_converged(_cap(n))

@@ -1,4 +1,5 @@
-// propagation.cu: one Jacobi iteration of geodesic front propagation (propagation.py), as a
+// propagation.cu: one Jacobi iteration of geodesic front propagation (propagation.py) with two
+// fronts (source labels) per vertex, as a
 // global-memory kernel (one thread per vertex over the VF CSR) and on the patched path (the VF
 // query in shared memory, one block per patch, RXMesh's active-set filter). Both evaluate
 // tri_candidate exactly as the NumPy twin does (compiled without FMA contraction).
@@ -34,65 +35,173 @@ __device__ __forceinline__ double tri_candidate(double dA, double dB, double a, 
   return fmin(edge, sqrt(dx * dx + dy * dy));
 }
 
-// The best candidate at vertex g from face (v0, v1, v2): every corner of the face at g counts.
-__device__ __forceinline__ double face_candidate(const double* V, const double* d, int g, int v0,
-                                                 int v1, int v2) {
-  const int f[3] = {v0, v1, v2};
-  double best = infinity();
-  for (int k = 0; k < 3; ++k) {
-    if (f[k] != g) continue;
-    const int A = f[(k + 1) % 3], B = f[(k + 2) % 3];
-    const double a = side_length(V, g, B), b = side_length(V, g, A), c = side_length(V, A, B);
-    best = fmin(best, tri_candidate(d[A], d[B], a, b, c));
+// A vertex's two best fronts: the best (distance, source label) in the order (distance, label)
+// and the best of another label; (inf, -1) where there is none. Entries are inserted one at a
+// time; the pair reached is that of top_two in propagation.py for the same entries in any order.
+struct Top2 {
+  double d1, d2;
+  int l1, l2;
+  __device__ static bool less(double v, int l, double w, int m) {
+    return v < w || (v == w && l < m);
   }
-  return best;
+  __device__ void insert(double v, int l) {
+    if (!is_finite(v)) return;
+    if (l == l1) {
+      if (v < d1) d1 = v;
+    } else if (l == l2) {
+      if (v < d2) d2 = v;
+      if (less(d2, l2, d1, l1)) {
+        const double td = d1; const int tl = l1;
+        d1 = d2; l1 = l2; d2 = td; l2 = tl;
+      }
+    } else if (less(v, l, d1, l1)) {
+      d2 = d1; l2 = l1; d1 = v; l1 = l;
+    } else if (less(v, l, d2, l2)) {
+      d2 = v; l2 = l;
+    }
+  }
+};
+
+// A vertex's distance to source `label` as far as it knows it (value_for in propagation.py).
+__device__ __forceinline__ double value_for(int label, const double* d1, const int* l1,
+                                            const double* d2, const int* l2, int v) {
+  return l1[v] == label ? d1[v] : (l2[v] == label ? d2[v] : infinity());
+}
+
+// The current fronts of all vertices (one buffer of the double buffer).
+struct Fronts {
+  double* d1;
+  int* l1;
+  double* d2;
+  int* l2;
+};
+
+// Every corner of face (v0, v1, v2) at g, for each label its other two corners hold.
+__device__ __forceinline__ void face_candidates(const double* V, const Fronts& f, int g, int v0,
+                                                int v1, int v2, Top2& acc) {
+  const int c[3] = {v0, v1, v2};
+  for (int k = 0; k < 3; ++k) {
+    if (c[k] != g) continue;
+    const int A = c[(k + 1) % 3], B = c[(k + 2) % 3];
+    const double a = side_length(V, g, B), b = side_length(V, g, A), cc = side_length(V, A, B);
+    const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
+    for (int o = 0; o < 4; ++o) {
+      const int lab = options[o];
+      const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
+      const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
+      acc.insert(tri_candidate(dA, dB, a, b, cc), lab);
+    }
+  }
+}
+
+// Kimmel and Sethian's virtual corners of each vertex (virtual_corners in propagation.py), a CSR
+// by target: the two other corners and the side lengths a = |BC|, b = |AC|, c = |AB|.
+struct Virtual {
+  const long long* offsets;
+  const int* A;
+  const int* B;
+  const double* a;
+  const double* b;
+  const double* c;
+};
+
+__device__ __forceinline__ void virtual_candidates(const Virtual& vc, const Fronts& f,
+                                                   long long g, Top2& acc) {
+  for (long long i = vc.offsets[g]; i < vc.offsets[g + 1]; ++i) {
+    const int A = vc.A[i], B = vc.B[i];
+    const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
+    for (int o = 0; o < 4; ++o) {
+      const int lab = options[o];
+      const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
+      const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
+      acc.insert(tri_candidate(dA, dB, vc.a[i], vc.b[i], vc.c[i]), lab);
+    }
+  }
+}
+
+__device__ __forceinline__ Top2 start(const Fronts& f, long long g) {
+  Top2 acc;
+  acc.d1 = f.d1[g]; acc.l1 = f.l1[g]; acc.d2 = f.d2[g]; acc.l2 = f.l2[g];
+  return acc;
+}
+
+// Store the new fronts; true when they differ from the old ones.
+__device__ __forceinline__ bool store(const Fronts& cur, const Fronts& nxt, long long g,
+                                      const Top2& acc) {
+  nxt.d1[g] = acc.d1; nxt.l1[g] = acc.l1; nxt.d2[g] = acc.d2; nxt.l2[g] = acc.l2;
+  return acc.d1 != cur.d1[g] || acc.l1 != cur.l1[g] || acc.d2 != cur.d2[g] ||
+         acc.l2 != cur.l2[g];
 }
 
 extern "C" __global__ void propagate_global(const double* __restrict__ V,
                                             const int* __restrict__ F,
                                             const long long* __restrict__ vf_offsets,
-                                            const int* __restrict__ vf_faces,
-                                            const double* __restrict__ cur,
-                                            double* __restrict__ nxt, int* changed, long long n) {
+                                            const int* __restrict__ vf_faces, double* cur_d1,
+                                            int* cur_l1, double* cur_d2, int* cur_l2,
+                                            double* nxt_d1, int* nxt_l1, double* nxt_d2,
+                                            int* nxt_l2, const long long* vc_offsets,
+                                            const int* vc_A, const int* vc_B, const double* vc_a,
+                                            const double* vc_b, const double* vc_c, int* changed,
+                                            long long n) {
+  const Fronts cur{cur_d1, cur_l1, cur_d2, cur_l2};
+  const Fronts nxt{nxt_d1, nxt_l1, nxt_d2, nxt_l2};
+  const Virtual vc{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c};
   for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < n;
        g += (long long)gridDim.x * blockDim.x) {
-    const double old = cur[g];
-    double best = old;
+    Top2 acc = start(cur, g);
     for (long long i = vf_offsets[g]; i < vf_offsets[g + 1]; ++i) {
       const long long f = vf_faces[i];
-      best = fmin(best, face_candidate(V, cur, (int)g, F[3 * f], F[3 * f + 1], F[3 * f + 2]));
+      face_candidates(V, cur, (int)g, F[3 * f], F[3 * f + 1], F[3 * f + 2], acc);
     }
-    nxt[g] = best;
-    if (best < old) *changed = 1;
+    virtual_candidates(vc, cur, g, acc);
+    if (store(cur, nxt, g, acc)) *changed = 1;
   }
 }
 
 struct PropagateBody {
   const double* V;
-  const double* cur;
-  double* nxt;
+  Fronts cur;
+  Fronts nxt;
+  Virtual vc;
   const int* vp_offsets;  // vertex -> patches holding it (owned or ribbon)
   const int* vp_values;
+  const long long* dep_offsets;  // vertex -> the vertices whose virtual corners read it
+  const int* dep_values;
   unsigned char* next_active;
+  __device__ void activate(int v) const {
+    for (int i = vp_offsets[v]; i < vp_offsets[v + 1]; ++i) next_active[vp_values[i]] = 1;
+  }
   __device__ void operator()(int g, const Neighbours& nb, const PatchView& view) const {
-    const double old = cur[g];
-    double best = old;
+    Top2 acc = start(cur, g);
     for (int j = 0; j < nb.size(); ++j) {
       const int lf = nb.local(j);
-      best = fmin(best, face_candidate(V, cur, g, view.vertices[face_vertex(view, lf, 0)],
-                                       view.vertices[face_vertex(view, lf, 1)],
-                                       view.vertices[face_vertex(view, lf, 2)]));
+      face_candidates(V, cur, g, view.vertices[face_vertex(view, lf, 0)],
+                      view.vertices[face_vertex(view, lf, 1)],
+                      view.vertices[face_vertex(view, lf, 2)], acc);
     }
-    nxt[g] = best;
-    if (best < old)
-      for (int i = vp_offsets[g]; i < vp_offsets[g + 1]; ++i) next_active[vp_values[i]] = 1;
+    virtual_candidates(vc, cur, g, acc);
+    if (store(cur, nxt, g, acc)) {
+      // the patches that read g: its own, and (through a virtual corner, g is two rings away
+      // from the target, maybe outside the target's patch) those of its dependents
+      activate(g);
+      for (long long i = dep_offsets[g]; i < dep_offsets[g + 1]; ++i) activate(dep_values[i]);
+    }
   }
 };
 
-extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, const double* cur,
-                                             double* nxt, const int* vp_offsets,
-                                             const int* vp_values, unsigned char* next_active) {
+extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, double* cur_d1,
+                                             int* cur_l1, double* cur_d2, int* cur_l2,
+                                             double* nxt_d1, int* nxt_l1, double* nxt_d2,
+                                             int* nxt_l2, const long long* vc_offsets,
+                                             const int* vc_A, const int* vc_B,
+                                             const double* vc_a, const double* vc_b,
+                                             const double* vc_c, const int* vp_offsets,
+                                             const int* vp_values, const long long* dep_offsets,
+                                             const int* dep_values, unsigned char* next_active) {
   extern __shared__ __align__(16) unsigned char smem[];
   for_each<Query::VF>(PATCH_ARGS, smem,
-                      PropagateBody{V, cur, nxt, vp_offsets, vp_values, next_active});
+                      PropagateBody{V, Fronts{cur_d1, cur_l1, cur_d2, cur_l2},
+                                    Fronts{nxt_d1, nxt_l1, nxt_d2, nxt_l2},
+                                    Virtual{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c},
+                                    vp_offsets, vp_values, dep_offsets, dep_values, next_active});
 }

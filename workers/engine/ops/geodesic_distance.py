@@ -1,11 +1,36 @@
-"""``geodesic_distance``: distance along the surface from source vertices, by the heat method or
-by parallel front propagation (``method``).
+"""``geodesic_distance``: distance along the surface from source vertices, by parallel front
+propagation (``method: propagation``, the default) or by the heat method (``method: heat``).
 
 Propagation (``workers/engine/propagation.py``) iterates the fast-marching triangle update on all
-vertices at once until nothing changes: GPU-native (no linear solve; on the GPU it runs on the
-patched path with RXMesh's active-set filter when the mesh can be patched, else one thread per
-vertex over the global VF CSR), identical on both backends, first-order accurate. The heat method
-below is smoother and solves two sparse systems (one of them on the host's SuperLU).
+vertices at once until nothing changes, with Kimmel and Sethian's unfolding across the opposite
+edge for sharper angles and two source fronts kept per vertex (so several sources do not mix):
+GPU-native (no linear solve; on the GPU it runs on the patched path with RXMesh's active-set
+filter when the mesh can be patched, else one thread per vertex over the global VF CSR),
+identical on both backends, first-order accurate. The heat method below is smoother, solves two
+sparse systems (one of them on the host's SuperLU, which limits it to about a million faces) and
+is much less accurate on real meshes.
+
+Accuracy against exact polyhedral geodesics (libigl's ``exact_geodesic``, MMP) on every shared
+mesh it can run on (``python -m bench.geodesics --accuracy``; ``bench/RESULTS.md`` has the table
+per mesh), from 1 source and from 8: relative error ``|d - d*| / d*`` over the vertices that reach
+a source and are not one, its mean, its maximum, and its maximum at five mean edge lengths or more
+from every source (``d* >= 5 h``; a first-order method errs by a fraction of an edge length, a
+large fraction of the distance next to a source).
+
+=====================  ===============  ===============  ===================
+method (worst case)    mean             max              max at d* >= 5 h
+=====================  ===============  ===============  ===================
+propagation            0.59 %           7.0 %            6.4 %
+heat, time_factor 1    8.7 %            124 %            79 %
+heat, time_factor 4    17 %             188 %            29 %
+=====================  ===============  ===============  ===================
+
+Propagation's worst cases: fandisk from 8 sources (6.4 % too short at 5.1 h from a source by the
+CAD model's sharp creases; every other mesh and source set stays within 4.5 % at d* >= 5 h) and
+7.0 % next to a source. Left out: beetle and suzanne (non-manifold edges: libigl's exact geodesic
+aborts), meshes of fewer than 100 vertices, and cow from 8 sources, where libigl's answer is
+longer than an edge path at 42 vertices. The heat method also goes negative next to a source
+on rx-cloth and rx-giraffe (a few vertices, down to -0.002).
 
 Design (Crane, Weischedel and Wardetzky, "Geodesics in heat", ACM TOG 2013)
 --------------------------------------------------------------------------
@@ -48,7 +73,8 @@ gets less than 1e-300 of heat are refused with ``op.heat_underflow``, and a larg
 from the face's ``u`` divided by its largest value, so ``|grad u|^2`` does not underflow first
 (it would below ``u ~ 1e-154``).
 
-Accuracy, measured against the exact great-circle distance on the test suite's unit spheres
+Heat method accuracy on spheres, measured against the exact great-circle distance on the test
+suite's unit spheres
 (centred, mean radius 1), from five seeded source vertices each, one at a time: the error
 relative to the largest distance pi, and the relative error ``|d - d_exact| / d_exact`` at the
 vertices at least 0.5 (a few edge lengths) from the source.
@@ -63,7 +89,12 @@ rx-el_topo_sphere_1280 (642)     4.0 %    1.3 %     10.4 %    2.6 %
 
 These are the method's own errors at this resolution (potpourri3d's heat solver, geometry-central,
 without its intrinsic-Delaunay option, gives the same distances to 7e-5); ``time_factor = 4``
-halves them on these coarse meshes.
+halves them on these coarse meshes, but not on the other shared meshes (table above).
+
+Heat at scale. The heat step stays on the host, so the heat method suits a million faces or
+fewer; propagation is the method for larger meshes (``python -m bench.geodesics --sizes`` times
+both). A GPU heat step would have to keep each vertex's heat to its own relative precision
+across hundreds of orders of magnitude, which a normwise Krylov residual does not give.
 """
 
 from __future__ import annotations
@@ -102,10 +133,16 @@ class Params(OpParams):
         "1024.",
     )
     method: Literal["heat", "propagation"] = Field(
-        "heat",
-        description="heat: Crane et al.'s heat method (smooth; one linear solve on the host). "
-        "propagation: parallel fast-marching updates iterated to a fixed point (GPU-native, "
-        "first-order accurate, exact 0 at the sources, same numbers on CPU and GPU).",
+        "propagation",
+        description="propagation (default): parallel fast-marching updates iterated to a fixed "
+        "point, with Kimmel-Sethian unfolding across the opposite edge and two source fronts "
+        "kept per vertex (GPU-native, any size, exact 0 at the sources, same numbers on CPU and "
+        "GPU). Measured against exact polyhedral geodesics on the shared test meshes, from 1 and "
+        "from 8 sources: mean relative error at most 0.6 %, max 7 % next to a source and 6.4 % "
+        "(4.5 % on all but one mesh) five edge lengths or more from the sources. heat: Crane et "
+        "al.'s heat method (smooth; one linear solve on the host, a million faces or fewer): on "
+        "the same meshes mean relative error up to 8.7 %, max up to 124 % next to a source and "
+        "79 % farther at time_factor 1; a larger time_factor is no better on these meshes.",
     )
     time_factor: float = Field(
         1.0,
@@ -393,29 +430,33 @@ def _heat_cupy(mesh: TriMesh, p: Params) -> OpResult:
 
 OP = Operation(
     name="geodesic_distance",
-    summary="Distance along the surface from source vertices (heat method or front propagation).",
+    summary="Distance along the surface from source vertices (front propagation, or the heat "
+    "method).",
     description="""
     Distance along the surface from the ``sources`` (vertex ids) to every vertex: 0 at the
     sources, ``inf`` where no source can be reached (another component, or only across faces of
     zero area). A source beyond the vertex count is refused as ``op.source_out_of_range``, one
     on no face of positive area as ``op.source_not_on_surface``.
 
+    ``propagation`` (the default): the fast-marching triangle update applied to all vertices at
+    once until no distance changes, with Kimmel and Sethian's unfolding across the opposite edge
+    at sharp angles and the two nearest source fronts kept per vertex (so several sources do not
+    mix). No linear solve, any size, exactly 0 at the sources, the same numbers on CPU and GPU
+    (on the GPU it runs patched with an active set when the mesh can be patched). Against exact
+    polyhedral geodesics (libigl's MMP) on the shared test meshes, from 1 and from 8 sources:
+    mean relative error at most 0.6 %; maximum 7 % next to a source and 6.4 % five edge lengths
+    or more away (4.5 % on every mesh but one CAD model with sharp creases).
+
     ``heat``: the heat method (Crane, Weischedel and Wardetzky, "Geodesics in heat", 2013). Heat
     diffuses from the sources for a time ``t = time_factor * h^2`` (``h`` the mean edge length;
     cotangent Laplacian, lumped mass), its normalized gradient gives the direction of the
     distance in every face, and a Poisson solve pinned to 0 at the sources recovers the
-    distance. Smooth; against exact great-circle distances on coarse unit spheres (386 and 642
-    vertices) the error is about 1.3 % of pi on average and 4 % at most, and ``time_factor = 4``
-    halves it. The heat system is solved by sparse LU on the host on either backend, which
-    limits the method to about a million faces (32 s for 1.1 million on an H100 host). Where the
-    heat underflows double precision (a reachable vertex several hundred mean edge lengths from
-    every source) the step is refused as ``op.heat_underflow``; a larger ``time_factor`` reaches
-    farther.
-
-    ``propagation``: the fast-marching triangle update applied to all vertices at once until no
-    distance changes. First-order accurate (less smooth than ``heat``), exactly 0 at the
-    sources, no linear solve, the same numbers on CPU and GPU; on the GPU it runs patched with
-    an active set when the mesh can be patched.
+    distance. Smooth, but on the same meshes its mean relative error reaches 8.7 % and its
+    maximum 124 % next to a source (79 % farther) at ``time_factor = 1``; a larger time factor
+    is no better there. The heat system is solved by sparse LU on the host on either backend,
+    which limits the method to about a million faces. Where the heat underflows double
+    precision (a reachable vertex several hundred mean edge lengths from every source) the step
+    is refused as ``op.heat_underflow``; a larger ``time_factor`` reaches farther.
     """,
     kind=OpKind.static,
     params=Params,
@@ -435,9 +476,10 @@ OP = Operation(
     "(iterations run, path: numpy, global or patched, and on the patched path patches and "
     "patch_runs, the patch launches that ran)",
     test_variants=(
-        {"sources": [0]},
-        {"sources": [0, 2], "time_factor": 4.0},
-        {"sources": [0, 2], "method": "propagation"},
+        {"sources": [0]},  # the default: propagation
+        {"sources": [0], "method": "heat"},
+        {"sources": [0, 2], "method": "heat", "time_factor": 4.0},
+        {"sources": [0, 2]},  # two sources: both fronts kept per vertex
     ),
     tolerances={"geodesic_distance": Tolerance(atol=1e-4, rtol=1e-4)},
 )
