@@ -23,6 +23,7 @@ when a method returns something that is not a distance (NaN, negative, not 0 at 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +39,7 @@ from workers.engine.mesh import TriMesh
 from workers.engine.reindex import weld
 
 ROOT = Path(__file__).resolve().parent.parent
-MESHES = ROOT.parent / "shared" / "meshes"
+MESHES = Path(os.environ.get("TESSERA_MESHES", ROOT.parent / "shared" / "meshes"))
 
 #: the methods compared: label -> the op's parameters besides the sources
 METHODS: dict[str, dict[str, Any]] = {
