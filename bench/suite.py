@@ -30,6 +30,7 @@ def host_exclusions() -> tuple[list[str], list[str]]:
     args, why = [], []
     if not Path("/usr/bin/chromium").exists() or importlib.util.find_spec("playwright") is None:
         args.append("--ignore=tests/service/test_page.py")
+        args.append("--ignore=tests/service/test_page_tools.py")
         args.append("--ignore=tests/service/test_docs_page.py")
         why.append("page and /docs tests (no Chromium/Playwright)")
     elif not (ROOT / "node_modules" / "swagger-ui-dist").is_dir():

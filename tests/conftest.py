@@ -181,11 +181,16 @@ class Workers:
         self.logdir = logdir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str) -> subprocess.Popen[bytes]:
+    def start(self, name: str, *, cpu_only: bool = False) -> subprocess.Popen[bytes]:
+        """Start a worker; ``cpu_only`` hides every GPU from it (a CPU-only deployment, also
+        on a GPU host)."""
+        env = settings_env(self.settings)
+        if cpu_only:
+            env["CUDA_VISIBLE_DEVICES"] = ""
         with open(self.logdir / f"{name}.log", "ab") as log:
             p = subprocess.Popen(
                 [sys.executable, "-m", "workers", "--name", name],
-                env=settings_env(self.settings),
+                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=ROOT,

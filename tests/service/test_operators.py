@@ -100,7 +100,7 @@ def test_a_real_worker_registers_fails_an_impossible_gpu_job_once_and_logs_its_s
 ):
     queued = submit(client, spec_text=spec("weld", "stats", device="gpu")).json()
     ok = submit(client, spec_text=spec("weld", "stats")).json()
-    workers.start("w1")
+    workers.start("w1", cpu_only=True)
     job = wait(client, queued["url"], timeout=60)
     # no worker offers a GPU: failed at its first run, not retried max_attempts times
     assert job["state"] == "failed" and job["error"]["code"] == "backend.unavailable"
@@ -123,7 +123,7 @@ def test_a_cpu_worker_hands_a_gpu_job_back_while_a_gpu_worker_is_known(client, w
     q = client.app.state.queue
     q.heartbeat("w-gpu", GPU)  # a GPU worker (busy elsewhere, say): the job is accepted
     job = submit(client, spec_text=spec("stats", device="gpu")).json()
-    workers.start("w1")
+    workers.start("w1", cpu_only=True)
     deadline = time.time() + 30
     while int((rec := q.get(job["id"])).get("releases") or 0) < 1:
         assert time.time() < deadline, rec
