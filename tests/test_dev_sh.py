@@ -30,11 +30,17 @@ def checkout(tmp_path: Path) -> tuple[Path, Path, Path]:
     for exe in ("python", "tessera"):
         (venv / "bin" / exe).write_text(FAKE.format(log=log))
         (venv / "bin" / exe).chmod(0o755)
+    # `test` installs Debian's chromium where it is missing (a host without it, as the offline
+    # GPU host): an apt-get that only writes down its call
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin" / "apt-get").write_text(FAKE.format(log=log))
+    (tmp_path / "sbin" / "apt-get").chmod(0o755)
     return repo, venv, log
 
 
 def dev_sh(repo: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, TESSERA_VENV=str(venv), TESSERA_REDIS_URL="redis://127.0.0.1:1/0")
+    env["PATH"] = f"{venv.parent / 'sbin'}{os.pathsep}{env['PATH']}"
     return subprocess.run(
         ["sh", str(repo / "dev.sh"), *args], env=env, capture_output=True, text=True, timeout=60
     )

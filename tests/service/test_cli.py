@@ -268,7 +268,12 @@ def test_up_refuses_a_port_in_use_and_stops_its_components_when_told_during_star
     assert proc.returncode != 0 and "cannot serve on" in out and "Tessera is up" not in out
     # SIGTERM while Redis and the workers start: nothing is left running
     proc = _up(_free_port(), tmp_path / "b", start_new_session=True)
-    time.sleep(1.0)
+    # once it handles signals (it says so when its Redis is up), while the workers start
+    deadline = time.time() + 30
+    seen = ""
+    while "started a private redis-server" not in seen:
+        assert time.time() < deadline and proc.poll() is None, seen
+        seen += proc.stdout.readline()
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
