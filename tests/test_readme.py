@@ -120,7 +120,8 @@ def test_the_readme_runs_as_written(service, tmp_path):
     (work / ".venv").symlink_to(environment(tmp_path))  # where ./dev.sh puts it in a clone
     venv = work / ".venv"
     env = {k: v for k, v in os.environ.items() if k not in ("TESSERA_URL", "TESSERA_API_KEY")}
-    env["PYTHONPATH"] = str(ROOT)  # the checkout's code, whatever the environment installed
+    # the checkout's code, whatever the environment installed (and what the host put there)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
 
     def own_port(text: str) -> str:
         return text.replace("127.0.0.1:8000", f"127.0.0.1:{service}")
