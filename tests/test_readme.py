@@ -105,10 +105,11 @@ def environment(tmp_path: Path) -> Path:
             return venv
     bin_ = tmp_path / "env" / "bin"
     bin_.mkdir(parents=True)
-    (bin_ / "python3").symlink_to(sys.executable)
-    (bin_ / "python").symlink_to(sys.executable)
-    (bin_ / "tessera").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m service.cli "$@"\n')
-    (bin_ / "tessera").chmod(0o755)
+    # scripts, not symlinks: a symlink to a venv's interpreter starts outside that venv (Python
+    # looks for pyvenv.cfg beside the name it was started by) and misses its packages
+    for name, run in (("python3", ""), ("python", ""), ("tessera", " -m service.cli")):
+        (bin_ / name).write_text(f'#!/bin/sh\nexec "{sys.executable}"{run} "$@"\n')
+        (bin_ / name).chmod(0o755)
     return bin_.parent
 
 
