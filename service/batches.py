@@ -35,7 +35,7 @@ from workers.settings import Settings
 
 from .errors import ProblemError
 from .schemas import JobCreate
-from .submission import check_pipeline, parse_spec
+from .submission import check_pipeline, earlier_id, parse_spec
 
 #: a batch is cut into at least this many chunks per live worker (while its chunks may hold
 #: ``batch_chunk_items`` items), so that the workers share it evenly
@@ -279,7 +279,7 @@ def accept_batch(
     if idempotency_key:
         prev = batches.idempotent_batch(idempotency_key)
         if prev is not None:
-            return AcceptedBatch(_earlier(prev, digest), True)
+            return AcceptedBatch(earlier_id(prev, digest, "batch_id"), True)
     spec, spec_dict = check_spec(spec_text, settings.default_deadline_seconds)
     members = members_of(files, settings)
     fmt = spec.output.format
@@ -339,7 +339,7 @@ def accept_batch(
         body_hash=digest,
     )
     if dup is not None:
-        return AcceptedBatch(_earlier(dup, digest), True)
+        return AcceptedBatch(earlier_id(dup, digest, "batch_id"), True)
     for chunk in chunks:
         store.put_chunks(
             members_key(chunk.job),
@@ -376,15 +376,3 @@ def accept_batch(
 
 def _error(code: str, message: str, **detail: Any) -> dict[str, Any]:
     return {"state": "failed", "error": {"code": code, "message": message, "detail": detail}}
-
-
-def _earlier(stored: str, digest: str) -> str:
-    batch_id, _, prev_hash = stored.partition("|")
-    if prev_hash != digest:
-        raise ProblemError(
-            409,
-            "idempotency.conflict",
-            "this Idempotency-Key was used with a different request body",
-            batch_id=batch_id,
-        )
-    return batch_id

@@ -132,20 +132,21 @@ def check_idempotency(queue: JobQueue, key: str | None, digest: str) -> str | No
     prev = queue.idempotent_job(key)
     if prev is None:
         return None
-    return _earlier_job(prev, digest)
+    return earlier_id(prev, digest)
 
 
-def _earlier_job(stored: str, digest: str) -> str:
-    """The job id in an idempotency record ``"id|body hash"``; 409 when the body differs."""
-    job_id, _, prev_hash = stored.partition("|")
+def earlier_id(stored: str, digest: str, field: str = "job_id") -> str:
+    """The job's (or batch's: ``field``) id in an idempotency record ``"id|body hash"``; 409 when
+    the body differs."""
+    earlier, _, prev_hash = stored.partition("|")
     if prev_hash != digest:
         raise ProblemError(
             409,
             "idempotency.conflict",
             "this Idempotency-Key was used with a different request body",
-            job_id=job_id,
+            **{field: earlier},
         )
-    return job_id
+    return earlier
 
 
 def accept(
@@ -168,7 +169,7 @@ def accept(
     if idempotency_key:
         prev = queue.idempotent_job(idempotency_key)
         if prev is not None:
-            return Accepted(_earlier_job(prev, body_hash(spec_text, files)), True)
+            return Accepted(earlier_id(prev, body_hash(spec_text, files)), True)
         # the common case: a new key (a race with another request is settled at submit)
         hashing = _HASHER.submit(body_hash, spec_text, files)
     extra = extra or {}
@@ -230,7 +231,7 @@ def accept(
     if done.status == "duplicate" and done.duplicate:
         # another request with the same key won the race: drop ours, answer with theirs
         store.delete_prefix(job_prefix(job_id))
-        return Accepted(_earlier_job(done.duplicate, body_digest), True)
+        return Accepted(earlier_id(done.duplicate, body_digest), True)
     return Accepted(job_id, False, done.record)
 
 

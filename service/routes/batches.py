@@ -13,18 +13,15 @@ from fastapi import APIRouter, Depends, File, Form, Header, Query, Request, Uplo
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from workers.engine.backend import Device
 from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView
 from workers.queue.blobs import BlobNotFound, BlobStore
-from workers.queue.registry import gpu_refusal
 
 from ..auth import CallerDep, admit, caller
 from ..batches import accept_batch
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import BatchPublic, batch_public
-from ..submission import parse_spec
-from .jobs import body_form, content_disposition
+from .jobs import body_form, checked_spec, content_disposition
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"], dependencies=[Depends(caller)])
 
@@ -123,23 +120,7 @@ async def create_batch(
         uploads = [(filename or "batch.zip", body)] if body else []
     if not uploads:
         raise ProblemError(422, "batch.empty", "the batch holds no files")
-    parsed = parse_spec(spec)
-    if who is None and not settings.webhook_secret and parsed.callback_url:
-        raise ProblemError(
-            422,
-            "spec.webhook_unsigned",
-            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
-        )
-    if parsed.device == Device.gpu:  # as for a job: refused at once where no worker has a GPU
-        refused = await run_in_threadpool(gpu_refusal, queue)
-        if refused is not None:
-            raise ProblemError(
-                422,
-                "backend.unavailable",
-                'device "gpu" was asked for, and no worker of this deployment offers a GPU '
-                '(ask for "auto" or "cpu", or start a worker on a GPU host)',
-                **refused,
-            )
+    await checked_spec(spec, who, settings, queue)  # as for a job
     upload_bytes = sum(len(b) for _, b in uploads)
     accepted = await run_in_threadpool(
         accept_batch,

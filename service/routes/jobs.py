@@ -29,7 +29,7 @@ from workers.queue.registry import gpu_refusal
 from ..auth import CallerDep, admit, caller, is_admin
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError, problem
-from ..schemas import JobList, JobPublic, job_public, job_summary
+from ..schemas import JobCreate, JobList, JobPublic, job_public, job_summary
 from ..submission import accept, parse_spec
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=[Depends(caller)])
@@ -56,6 +56,30 @@ _BODY_FORMS: dict[str, Any] = {
     "application/json": {"schema": {"$ref": "#/components/schemas/JobCreate"}},
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
 }
+
+
+async def checked_spec(spec: str, who: str | None, settings: Any, queue: Any) -> JobCreate:
+    """The spec of a job or a batch, parsed, with the checks made before anything is stored: a
+    ``callback_url`` needs a secret to sign with, and ``device: "gpu"`` a worker that offers a
+    GPU (refused at once where this deployment's workers offer none)."""
+    parsed = parse_spec(spec)
+    if who is None and not settings.webhook_secret and parsed.callback_url:
+        raise ProblemError(
+            422,
+            "spec.webhook_unsigned",
+            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
+        )
+    if parsed.device == Device.gpu:
+        refused = await run_in_threadpool(gpu_refusal, queue)
+        if refused is not None:
+            raise ProblemError(
+                422,
+                "backend.unavailable",
+                'device "gpu" was asked for, and no worker of this deployment offers a GPU '
+                '(ask for "auto" or "cpu", or start a worker on a GPU host)',
+                **refused,
+            )
+    return parsed
 
 
 @router.post(
@@ -143,23 +167,7 @@ async def create_job(
         data = await request.body()  # the pieces as they stream in, joined once
         files = [(filename or "", data)] if data else []
     upload_s = time.time() - upload_started
-    parsed = parse_spec(spec)
-    if who is None and not settings.webhook_secret and parsed.callback_url:
-        raise ProblemError(
-            422,
-            "spec.webhook_unsigned",
-            "callback_url needs a signing secret: configure TESSERA_WEBHOOK_SECRET or API keys",
-        )
-    if parsed.device == Device.gpu:
-        refused = await run_in_threadpool(gpu_refusal, queue)
-        if refused is not None:
-            raise ProblemError(
-                422,
-                "backend.unavailable",
-                'device "gpu" was asked for, and no worker of this deployment offers a GPU '
-                '(ask for "auto" or "cpu", or start a worker on a GPU host)',
-                **refused,
-            )
+    await checked_spec(spec, who, settings, queue)
     upload_bytes = sum(len(b) for _, b in files)
     accepted = await run_in_threadpool(
         accept,
