@@ -228,7 +228,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 def add_admin(sub: Any) -> None:
     """The ``admin`` command and its subcommands."""
-    from workers.queue.jobs import JobState
+    from workers.queue.states import JobState
 
     adm = sub.add_parser(
         "admin",

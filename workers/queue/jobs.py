@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from enum import Enum
 from importlib import resources
 from typing import Any
 
@@ -21,30 +20,10 @@ import redis
 
 from ..engine.errors import WorkerLost
 from . import keys
-
-
-class JobState(str, Enum):
-    """A job's state: queued, running, then succeeded, failed or cancelled (a retried run goes
-    from running back to queued). expired: a job that ended longer ago than the results are
-    kept (shown by the API, never stored)."""
-
-    queued = "queued"
-    running = "running"
-    succeeded = "succeeded"
-    failed = "failed"
-    cancelled = "cancelled"
-    expired = "expired"
-
-    def __str__(self) -> str:
-        return self.value
-
+from .states import TERMINAL, JobState
 
 #: how long a worker's registration (what it offers) is kept after its last heartbeat
 WORKER_RECORD_SECONDS = 600
-
-#: the states a job never leaves (the record keeps them until it expires)
-TERMINAL = frozenset({JobState.succeeded, JobState.failed, JobState.cancelled})
-
 
 JSON_FIELDS = (
     "spec",
