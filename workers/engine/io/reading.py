@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import FormatError, MeshError
 from ..mesh import TriMesh
 from . import glb, gltf, ply, stl, volumes
+from ._text import spaces
 from .archive import check_member_count, gunzip, unzip_members
 from .formats import MESH_FORMATS, sniff
 from .obj import obj_dropped, read_obj
@@ -212,17 +213,6 @@ def _check_counts(data: bytes, kind: str, available: int = 0) -> None:
                 vertices=nv,
                 faces=nf,
             )
-        # every vertex has at least three numbers and every face at least four (its size and
-        # three corners): fewer words than that is a file that ends early
-        words = len(without_comments(data).split())
-        if words < 4 + 3 * nv + 4 * nf:
-            raise FormatError(
-                f"the file ends before the {nv} vertices and {nf} faces its header declares",
-                code="format.truncated",
-                vertices=nv,
-                faces=nf,
-                words=words,
-            )
 
 
 def _parse(
@@ -262,7 +252,8 @@ def _read_ply(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
 def _read_off(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     data = without_comments(data)  # for our reader and trimesh's (which loses faces to them)
     o = read_off(data)
-    if o is None:  # COFF, NOFF and the other variants: trimesh's path
+    if o is None:  # COFF, NOFF and the other variants: trimesh's path, unless the file is cut
+        _refuse_truncated_off(data)
         return _parse_trimesh(data, "off", dtype=dtype)
     return TriMesh.from_arrays(o[0], o[1], dtype=dtype)
 
@@ -277,6 +268,26 @@ def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     mesh = TriMesh.from_arrays(s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs)
     mesh.dropped = s.dropped
     return mesh
+
+
+def _refuse_truncated_off(data: bytes) -> None:
+    """Refuse an OFF (comments blanked) with fewer words than its header's counts need: every
+    vertex has at least three numbers and every face at least four (its size and three
+    corners), so fewer is a file that ends early (trimesh would read it as a smaller mesh).
+    :func:`_check_counts` has checked the header."""
+    head = data[:65536].split(None, 3)
+    nv, nf = int(head[1]), int(head[2])
+    b = np.frombuffer(data, dtype=np.uint8)
+    blank = spaces(b)
+    words = int(np.count_nonzero(~blank[1:] & blank[:-1])) + int(b.shape[0] > 0 and not blank[0])
+    if words < 4 + 3 * nv + 4 * nf:
+        raise FormatError(
+            f"the file ends before the {nv} vertices and {nf} faces its header declares",
+            code="format.truncated",
+            vertices=nv,
+            faces=nf,
+            words=words,
+        )
 
 
 #: the reader of every mesh format but NPZ (an archive: :func:`_load_zip` reads it)
