@@ -326,6 +326,12 @@ class Progress:
         self.callback = callback
         self.seen: tuple[Any, ...] | None = None
 
+    def start(self, job: str | dict[str, Any]) -> None:
+        """The record the caller already holds (``submit``'s answer) is heard first, so that a
+        job that ends before the first request is still seen queued, then ended."""
+        if isinstance(job, dict) and "state" in job:
+            self.update(job)
+
     def update(self, job: dict[str, Any]) -> None:
         key = (job.get("state"), job.get("stage"), job.get("progress"), job.get("attempts"))
         if self.callback is not None and key != self.seen:

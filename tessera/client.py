@@ -208,6 +208,7 @@ class Client:
         job_id = job_id_of(job)
         deadline = None if timeout is None else time.monotonic() + timeout
         seen = Progress(progress)
+        seen.start(job)
         waits = LongPoll(progress is not None, poll_max)
         while True:
             ask = waits.next(deadline)
@@ -479,6 +480,7 @@ class AsyncClient:
         job_id = job_id_of(job)
         deadline = None if timeout is None else time.monotonic() + timeout
         seen = Progress(progress)
+        seen.start(job)
         waits = LongPoll(progress is not None, poll_max)
         while True:
             ask = waits.next(deadline)
