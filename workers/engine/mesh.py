@@ -19,6 +19,7 @@ from .backend import array_backend, to_device, to_numpy, xp_for
 from .errors import MeshError
 
 if TYPE_CHECKING:
+    from .materials import Materials
     from .pipeline import PipelineResult
     from .topology import Topology
 
@@ -33,9 +34,26 @@ class TriMesh:
     F : (n_faces, 3) int32
         Vertex indices of each triangle, counter-clockwise seen from outside.
     vertex_attrs, face_attrs : mapping of name to array with ``n_vertices`` / ``n_faces`` rows.
+    corner_attrs : mapping of name to array of shape ``(n_faces, 3, k)``: a value per corner of
+        each face, in the order of ``F``'s columns (texture coordinates ``uv``, ``uv1``...,
+        corner normals ``normal`` where edges are hard, colours ``color``). Two faces that
+        meet at a vertex with different values there meet at a seam. See
+        :mod:`workers.engine.corners` for how operations carry them.
+    materials : the asset's materials, textures and images (:class:`~.materials.Materials`);
+        each face names its material in the face attribute ``material``.
     """
 
-    __slots__ = ("V", "F", "vertex_attrs", "face_attrs", "_topology", "source", "dropped")
+    __slots__ = (
+        "V",
+        "F",
+        "vertex_attrs",
+        "face_attrs",
+        "corner_attrs",
+        "materials",
+        "_topology",
+        "source",
+        "dropped",
+    )
 
     def __init__(
         self,
@@ -46,11 +64,15 @@ class TriMesh:
         *,
         source: str | None = None,
         _topology: Topology | None = None,
+        corner_attrs: Mapping[str, Any] | None = None,
+        materials: Materials | None = None,
     ) -> None:
         self.V = V
         self.F = F
         self.vertex_attrs: dict[str, Any] = dict(vertex_attrs or {})
         self.face_attrs: dict[str, Any] = dict(face_attrs or {})
+        self.corner_attrs: dict[str, Any] = dict(corner_attrs or {})
+        self.materials = materials
         self._topology = _topology
         self.source = source
         #: what the file it was read from held and the mesh does not carry (``{"materials": 6,
@@ -98,6 +120,7 @@ class TriMesh:
 
     def __repr__(self) -> str:
         attrs = sorted(self.vertex_attrs) + sorted(self.face_attrs)
+        attrs += [f"corner.{k}" for k in sorted(self.corner_attrs)]
         return (
             f"TriMesh({self.n_vertices} vertices, {self.n_faces} faces, {self.backend}"
             + (f", attrs={attrs}" if attrs else "")
@@ -170,6 +193,23 @@ class TriMesh:
                     raise MeshError(
                         "attribute has wrong length", code="mesh.bad_attribute", name=name
                     )
+        for name, a in self.corner_attrs.items():
+            if a.ndim != 3 or a.shape[:2] != (self.n_faces, 3):
+                raise MeshError(
+                    "corner attribute must have one row of values per corner of each face",
+                    code="mesh.bad_attribute",
+                    name=name,
+                    shape=list(a.shape),
+                )
+        if "material" in self.face_attrs and self.materials is not None and self.n_faces:
+            m = self.face_attrs["material"]
+            if int(m.min()) < 0 or int(m.max()) >= len(self.materials):
+                raise MeshError(
+                    "a face names a material the mesh does not have",
+                    code="mesh.bad_attribute",
+                    name="material",
+                    n_materials=len(self.materials),
+                )
 
     # ------------------------------------------------------------ derivation
     def with_geometry(self, V: Any) -> TriMesh:
@@ -181,6 +221,8 @@ class TriMesh:
             self.face_attrs,
             source=self.source,
             _topology=self._topology,
+            corner_attrs=self.corner_attrs,
+            materials=self.materials,
         )
 
     def with_attrs(
@@ -189,7 +231,28 @@ class TriMesh:
         """Same mesh with attributes added or replaced."""
         va = {**self.vertex_attrs, **(vertex or {})}
         fa = {**self.face_attrs, **(face or {})}
-        return TriMesh(self.V, self.F, va, fa, source=self.source, _topology=self._topology)
+        return TriMesh(
+            self.V,
+            self.F,
+            va,
+            fa,
+            source=self.source,
+            _topology=self._topology,
+            corner_attrs=self.corner_attrs,
+            materials=self.materials,
+        )
+
+    def without_corners(self) -> TriMesh:
+        """The same mesh without its corner attributes and materials (what an operation that
+        rebuilds the faces works on: :mod:`workers.engine.corners` carries them across)."""
+        return TriMesh(
+            self.V,
+            self.F,
+            self.vertex_attrs,
+            self.face_attrs,
+            source=self.source,
+            _topology=self._topology,
+        )
 
     def reindexed(
         self,
@@ -234,6 +297,8 @@ class TriMesh:
             {k: conv(v) for k, v in self.vertex_attrs.items()},
             {k: conv(v) for k, v in self.face_attrs.items()},
             source=self.source,
+            corner_attrs={k: conv(v) for k, v in self.corner_attrs.items()},
+            materials=self.materials,
         )
 
     @classmethod
@@ -259,10 +324,24 @@ class TriMesh:
 
         va = common([m.vertex_attrs for m in meshes])
         fa = common([m.face_attrs for m in meshes])
+        ca = common([m.corner_attrs for m in meshes])
+        materials = meshes[0].materials
+        if any(m.materials is not materials for m in meshes[1:]):
+            # parts with their own libraries: the material ids would clash, so none is kept
+            materials = None
+            fa.pop("material", None)
         fa["part"] = xp.concatenate(
             [xp.full(m.n_faces, i, dtype=xp.int32) for i, m in enumerate(meshes)]
         )
-        out = cls(V, F.astype(xp.int32), va, fa, source=meshes[0].source)
+        out = cls(
+            V,
+            F.astype(xp.int32),
+            va,
+            fa,
+            source=meshes[0].source,
+            corner_attrs=ca,
+            materials=materials,
+        )
         for m in meshes:  # what the files left out, added up
             for k, n in m.dropped.items():
                 out.dropped[k] = out.dropped.get(k, 0) + n

@@ -52,10 +52,18 @@ def split_named(arrays: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _arrays(mesh: TriMesh) -> list[tuple[str, np.ndarray]]:
+    """The mesh's arrays; corner attributes as ``corner.<name>``, the material library as
+    ``materials`` (its JSON) and ``file.<i>`` (its image files, in the library's order)."""
     from ..backend import to_numpy
 
     named = named_arrays(mesh.V, mesh.F, mesh.vertex_attrs, mesh.face_attrs)
-    return [(k, to_numpy(v)) for k, v in named.items()]
+    named.update({f"corner.{k}": v for k, v in mesh.corner_attrs.items()})
+    out = [(k, to_numpy(v)) for k, v in named.items()]
+    if mesh.materials is not None:
+        out.append(("materials", np.frombuffer(mesh.materials.encode(), dtype=np.uint8)))
+        for i, data in enumerate(mesh.materials.files.values()):
+            out.append((f"file.{i}", np.frombuffer(data, dtype=np.uint8)))
+    return out
 
 
 def encode_chunks(mesh: TriMesh) -> Iterator[bytes | memoryview]:
@@ -129,4 +137,15 @@ def _decode_npz(data: bytes, source: str | None) -> TriMesh:
 
 def _mesh(arrays: dict[str, np.ndarray], source: str | None) -> TriMesh:
     va, fa = split_named(arrays)
-    return TriMesh(arrays["V"], arrays["F"], va, fa, source=source)
+    ca = {k[len("corner.") :]: v for k, v in arrays.items() if k.startswith("corner.")}
+    materials = None
+    if "materials" in arrays:
+        from ..materials import Materials
+
+        doc = json.loads(arrays["materials"].tobytes())
+        names = doc.get("files", [])
+        files = {n: arrays[f"file.{i}"].tobytes() for i, n in enumerate(names)}
+        materials = Materials.from_json(doc, files)
+    return TriMesh(
+        arrays["V"], arrays["F"], va, fa, source=source, corner_attrs=ca, materials=materials
+    )
