@@ -30,6 +30,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
+
+from .backend import to_numpy
+from .mesh import TriMesh
+
 _SEAMS: ContextVar[Any | None] = ContextVar("tessera_seam_edges", default=None)
 
 
@@ -51,3 +56,232 @@ def keeping_seams(edges: Any | None) -> Iterator[None]:
         yield
     finally:
         _SEAMS.reset(token)
+
+
+# ---------------------------------------------------------------------------- carrying
+def carries(mesh: TriMesh) -> bool:
+    """Whether ``mesh`` has anything the pipeline must carry across operations."""
+    return bool(mesh.corner_attrs) or mesh.materials is not None
+
+
+def _host(a: Any) -> np.ndarray:
+    return np.asarray(to_numpy(a))
+
+
+def charts(
+    F: np.ndarray, corners: dict[str, np.ndarray], material: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each face's chart (faces joined across edges shared by exactly two faces whose corner
+    values at both ends, and whose materials, agree) and the seam edges (edges shared by two
+    faces that disagree), as ``(chart per face, (k, 2) int64 vertex pairs, smaller first)``."""
+    m = F.shape[0]
+    if m == 0:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    F = F.astype(np.int64)
+    a = F.ravel()
+    b = F[:, [1, 2, 0]].ravel()
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    n = int(F.max()) + 1
+    key = lo * n + hi
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    counts = np.diff(np.r_[starts, ks.size])
+    two = starts[counts == 2]
+    h0, h1 = order[two], order[two + 1]  # half-edges: face = h // 3, corner = h % 3
+    f0, c0 = h0 // 3, h0 % 3
+    f1, c1 = h1 // 3, h1 % 3
+    # the corner of each face at the edge's smaller-index end and at its other end
+    n0 = (c0 + 1) % 3
+    n1 = (c1 + 1) % 3
+    s0 = np.where(F[f0, c0] == lo[h0], c0, n0)
+    e0 = np.where(F[f0, c0] == lo[h0], n0, c0)
+    s1 = np.where(F[f1, c1] == lo[h1], c1, n1)
+    e1 = np.where(F[f1, c1] == lo[h1], n1, c1)
+    same = np.ones(two.size, dtype=bool)
+    for values in corners.values():
+        v = values.reshape(m, 3, -1)
+        same &= (v[f0, s0] == v[f1, s1]).all(axis=1) & (v[f0, e0] == v[f1, e1]).all(axis=1)
+    if material is not None:
+        same &= material[f0] == material[f1]
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    g = coo_matrix((np.ones(int(same.sum())), (f0[same], f1[same])), shape=(m, m))
+    _, label = connected_components(g, directed=False)
+    seams = np.stack([lo[h0[~same]], hi[h0[~same]]], axis=1)
+    return label.astype(np.int64), seams
+
+
+def closest_on_triangles(
+    p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closest points of triangles ``(a, b, c)`` to points ``p`` (rows paired), as squared
+    distances and barycentric coordinates (Ericson, Real-Time Collision Detection 5.1.5, by
+    Voronoi region: a point at a triangle's vertex gets exactly that vertex's coordinates)."""
+    ab, ac, ap = b - a, c - a, p - a
+    d1 = (ab * ap).sum(1)
+    d2 = (ac * ap).sum(1)
+    bp = p - b
+    d3 = (ab * bp).sum(1)
+    d4 = (ac * bp).sum(1)
+    cp = p - c
+    d5 = (ab * cp).sum(1)
+    d6 = (ac * cp).sum(1)
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+    n = p.shape[0]
+    w = np.zeros((n, 3))
+    done = np.zeros(n, dtype=bool)
+
+    def put(mask: np.ndarray, u: Any, v: Any, t: Any) -> None:
+        nonlocal done
+        mask = mask & ~done
+        w[mask, 0] = u[mask] if np.ndim(u) else u
+        w[mask, 1] = v[mask] if np.ndim(v) else v
+        w[mask, 2] = t[mask] if np.ndim(t) else t
+        done |= mask
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        put((d1 <= 0) & (d2 <= 0), 1.0, 0.0, 0.0)
+        put((d3 >= 0) & (d4 <= d3), 0.0, 1.0, 0.0)
+        put((d6 >= 0) & (d5 <= d6), 0.0, 0.0, 1.0)
+        t = d1 / (d1 - d3)
+        put((vc <= 0) & (d1 >= 0) & (d3 <= 0), 1 - t, t, 0.0)
+        t = d2 / (d2 - d6)
+        put((vb <= 0) & (d2 >= 0) & (d6 <= 0), 1 - t, 0.0, t)
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        put((va <= 0) & ((d4 - d3) >= 0) & ((d5 - d6) >= 0), 0.0, 1 - t, t)
+        den = va + vb + vc
+        v = vb / den
+        t = vc / den
+        put(np.ones(n, dtype=bool), 1 - v - t, v, t)
+    bad = ~np.isfinite(w).all(axis=1)  # a degenerate triangle: its first vertex
+    w[bad] = (1.0, 0.0, 0.0)
+    q = w[:, :1] * a + w[:, 1:2] * b + w[:, 2:] * c
+    return ((p - q) ** 2).sum(1), w
+
+
+#: input faces tried for each output corner and centroid (nearest by centroid)
+CANDIDATES = 16
+#: output corners handled at once (bounds the memory of the candidate arrays)
+CHUNK = 1 << 16
+
+
+def _nearest(
+    tree: Any,
+    points: np.ndarray,
+    tri: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chart: np.ndarray,
+    want: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, the input face (among its nearest by centroid, of chart ``want`` when
+    given) closest to it, and the point's barycentric coordinates on it; -1 where none of
+    the candidates is of that chart."""
+    A, B, C = tri
+    k = min(CANDIDATES, A.shape[0])
+    face = np.full(points.shape[0], -1, dtype=np.int64)
+    bary = np.zeros((points.shape[0], 3))
+    for s in range(0, points.shape[0], CHUNK):
+        p = points[s : s + CHUNK]
+        _, cand = tree.query(p, k=k)
+        cand = cand.reshape(p.shape[0], k)
+        rows = np.repeat(p, k, axis=0)
+        flat = cand.ravel()
+        d2, w = closest_on_triangles(rows, A[flat], B[flat], C[flat])
+        d2 = d2.reshape(p.shape[0], k)
+        if want is not None:
+            d2 = np.where(chart[cand] == want[s : s + CHUNK, None], d2, np.inf)
+        best = np.argmin(d2, axis=1)
+        ok = np.isfinite(d2[np.arange(p.shape[0]), best])
+        pick = np.arange(p.shape[0]) * k + best
+        face[s : s + CHUNK] = np.where(ok, cand[np.arange(p.shape[0]), best], -1)
+        bary[s : s + CHUNK] = w.reshape(-1, 3)[pick]
+    return face, bary
+
+
+def transfer(before: TriMesh, after: TriMesh) -> TriMesh:
+    """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
+    attributes, materials and the face attributes it dropped taken from ``before``'s surface,
+    chart by chart (see the module docstring)."""
+    from scipy.spatial import cKDTree
+
+    V0 = _host(before.V).astype(np.float64)
+    F0 = _host(before.F).astype(np.int64)
+    V1 = _host(after.V).astype(np.float64)
+    F1 = _host(after.F).astype(np.int64)
+    corners = {k: _host(v) for k, v in before.corner_attrs.items()}
+    material = before.face_attrs.get("material")
+    material = None if material is None else _host(material)
+    chart, _ = charts(F0, corners, material)
+    tri = (V0[F0[:, 0]], V0[F0[:, 1]], V0[F0[:, 2]])
+    tree = cKDTree((tri[0] + tri[1] + tri[2]) / 3.0)
+    centre = V1[F1].mean(axis=1)
+    home, _ = _nearest(tree, centre, tri, chart, None)
+    corner_pos = V1[F1.ravel()]
+    want = np.repeat(chart[home], 3)
+    face, bary = _nearest(tree, corner_pos, tri, chart, want)
+    miss = face < 0  # no candidate of the chart near the corner: the centroid's face, clamped
+    if miss.any():
+        f = np.repeat(home, 3)[miss]
+        _, w = closest_on_triangles(corner_pos[miss], tri[0][f], tri[1][f], tri[2][f])
+        face[miss], bary[miss] = f, w
+    xp = after.xp
+    out_corners: dict[str, Any] = {}
+    for name, values in corners.items():
+        v = values.reshape(values.shape[0], 3, -1).astype(np.float64)
+        got = (v[face] * bary[:, :, None]).sum(axis=1)
+        if name == "normal" or name.startswith("normal"):
+            norm = np.linalg.norm(got, axis=1, keepdims=True)
+            got = np.where(norm > 0, got / np.where(norm > 0, norm, 1.0), got)
+        got = got.reshape(F1.shape[0], 3, *values.shape[2:]).astype(values.dtype)
+        out_corners[name] = xp.asarray(got)
+    face_attrs = dict(after.face_attrs)
+    for name, a in before.face_attrs.items():
+        if name not in face_attrs:
+            face_attrs[name] = xp.asarray(_host(a)[home])
+    out = TriMesh(
+        after.V,
+        after.F,
+        after.vertex_attrs,
+        face_attrs,
+        source=after.source,
+        _topology=after._topology,
+        corner_attrs=out_corners,
+        materials=before.materials,
+    )
+    out.dropped = after.dropped
+    return out
+
+
+def carry(before: TriMesh, after: TriMesh) -> TriMesh:
+    """``after`` with what ``before`` carried: kept as it is where the faces are the same,
+    transferred from the surface where they changed."""
+    if not carries(before):
+        return after
+    if after.corner_attrs.keys() >= before.corner_attrs.keys() and (
+        after.materials is not None or before.materials is None
+    ):
+        return after  # carried by the operation itself (same faces)
+    same = after.F is before.F or (
+        after.F.shape == before.F.shape and bool(after.xp.array_equal(after.F, before.F))
+    )
+    if same:
+        kept = after.with_attrs()
+        kept.corner_attrs = {**before.corner_attrs, **after.corner_attrs}
+        kept.materials = after.materials or before.materials
+        fa = {k: v for k, v in before.face_attrs.items() if k not in kept.face_attrs}
+        kept.face_attrs.update(fa)
+        kept.dropped = after.dropped
+        return kept
+    return transfer(before, after)
+
+
+def seams_of(mesh: TriMesh) -> Any:
+    """The seam edges of ``mesh`` on its backend (see :func:`charts`)."""
+    F = _host(mesh.F)
+    corners = {k: _host(v) for k, v in mesh.corner_attrs.items()}
+    material = mesh.face_attrs.get("material")
+    _, seams = charts(F, corners, None if material is None else _host(material))
+    return mesh.xp.asarray(seams)

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import backend as _backend
+from . import corners as _corners
 from . import progress as _progress
 from .backend import sync
 from .errors import MeshError, SpecError
@@ -161,8 +162,15 @@ def run_pipeline(
             mesh = mesh.to(impl_backend)
         faces_in = mesh.n_faces
         t0 = time.perf_counter()
-        with _progress.step(progress, i / n, (i + 1) / n, step.op.name):
+        carrying = _corners.carries(mesh) and step.op.kind is not OpKind.source
+        seams = _corners.seams_of(mesh) if carrying and step.op.kind is OpKind.dynamic else None
+        with (
+            _progress.step(progress, i / n, (i + 1) / n, step.op.name),
+            _corners.keeping_seams(seams),
+        ):
             out = step.op.implementation(impl_backend)(mesh, step.params)
+            if carrying:
+                out.mesh = _corners.carry(mesh, out.mesh)
         sync(out.mesh)
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())

@@ -1,0 +1,178 @@
+"""Corner attributes (texture coordinates) and materials carried through operations: kept exactly
+where the faces are kept, transferred chart by chart where they are rebuilt, and a textured
+asset still looks right with its texture afterwards (colours sampled through the result's UVs
+against colours at the nearest point of the input, found by libigl)."""
+
+from __future__ import annotations
+
+import igl
+import numpy as np
+import pytest
+import trimesh
+
+from tests.conftest import ASSETS
+from workers.engine.corners import charts, closest_on_triangles, seams_of
+from workers.engine.materials import Materials
+from workers.engine.mesh import TriMesh
+
+
+def _duck() -> tuple[TriMesh, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The duck as trimesh reads it (an independent reader: vertices split at seams), with its
+    UVs per corner, one material, and the texture as an RGB array."""
+    s = trimesh.load(ASSETS / "Duck.glb", force="mesh", process=False)
+    V = np.asarray(s.vertices, np.float32)
+    F = np.asarray(s.faces, np.int32)
+    uv = np.asarray(s.visual.uv, np.float32)
+    image = np.asarray(s.visual.material.baseColorTexture.convert("RGB")).astype(np.float64)
+    mesh = TriMesh(
+        V,
+        F,
+        face_attrs={"material": np.zeros(F.shape[0], np.int32)},
+        corner_attrs={"uv": uv[F]},
+        materials=Materials(["duck"], {"materials": [{"name": "duck"}]}),
+    )
+    return mesh, V, F, uv, image
+
+
+def _colour(image: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    h, w = image.shape[:2]
+    x = np.clip((uv[:, 0] % 1.0) * w, 0, w - 1).astype(int)
+    y = np.clip((uv[:, 1] % 1.0) * h, 0, h - 1).astype(int)
+    return image[y, x]
+
+
+def _colour_error(out: TriMesh, V, F, uv, image, seed: int = 0) -> np.ndarray:
+    """Per random point of each output face: the mean absolute difference (0-255 per channel)
+    between the texture seen through the output's UVs and the texture at the input surface's
+    nearest point."""
+    rng = np.random.default_rng(seed)
+    Vo, Fo = np.asarray(out.V, np.float64), np.asarray(out.F)
+    C = np.asarray(out.corner_attrs["uv"], np.float64)
+    w = rng.dirichlet([1, 1, 1], size=Fo.shape[0])
+    p = (Vo[Fo] * w[:, :, None]).sum(1)
+    q = (C * w[:, :, None]).sum(1)
+    _, tid, cp = igl.point_mesh_squared_distance(p, V.astype(np.float64), F.astype(np.int64))
+    tri = V.astype(np.float64)[F[tid]]
+    bc = trimesh.triangles.points_to_barycentric(tri, cp)
+    truth = (uv[F[tid]] * bc[:, :, None]).sum(1)
+    return np.abs(_colour(image, q) - _colour(image, truth)).mean(axis=1)
+
+
+def _corner_sets(mesh: TriMesh) -> set:
+    """Each face as the set of its (position, uv) corners, rounded: order-free comparison."""
+    V, F = np.asarray(mesh.V), np.asarray(mesh.F)
+    uv = np.asarray(mesh.corner_attrs["uv"])
+    return {
+        frozenset(tuple(np.round(np.r_[V[F[f, c]], uv[f, c]], 5)) for c in range(3))
+        for f in range(F.shape[0])
+    }
+
+
+def test_charts_and_seams_of_a_cube_with_six_uv_islands():
+    cube = trimesh.creation.box()
+    V = np.asarray(cube.vertices, np.float32)
+    F = np.asarray(cube.faces, np.int32)
+    normal = np.asarray(cube.face_normals)
+    side = np.argmax(np.abs(normal), axis=1) * 2 + (normal.max(axis=1) > 0.5)
+    uv = np.zeros((F.shape[0], 3, 2), np.float32)
+    uv[:, :, 0] = side[:, None] / 6.0  # each side its own island
+    uv[:, :, 1] = V[F][:, :, 0] + V[F][:, :, 1]
+    label, seams = charts(F, {"uv": uv}, None)
+    assert len(set(label)) == 6
+    assert all(len(set(label[side == s])) == 1 for s in range(6))
+    assert seams.shape == (12, 2)  # every edge of the cube, none of the diagonals
+    mesh = TriMesh(V, F, corner_attrs={"uv": uv})
+    assert np.array_equal(np.asarray(seams_of(mesh)), seams)
+    one = np.zeros_like(uv)
+    assert len(set(charts(F, {"uv": one}, None)[0])) == 1
+    material = (side >= 3).astype(np.int32)
+    assert len(set(charts(F, {"uv": one}, material)[0])) == 2
+
+
+def test_closest_points_match_libigl():
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.normal(size=(500, 3)) for _ in range(3))
+    p = rng.normal(size=(500, 3)) * 2
+    d2, w = closest_on_triangles(p, a, b, c)
+    assert np.allclose(w.sum(1), 1.0) and (w >= -1e-12).all()
+    for i in range(0, 500, 25):
+        V = np.stack([a[i], b[i], c[i]])
+        ref, _, _ = igl.point_mesh_squared_distance(p[i : i + 1], V, np.array([[0, 1, 2]]))
+        assert d2[i] == pytest.approx(ref[0], rel=1e-9, abs=1e-12)
+    # a point at a vertex gets exactly that vertex's coordinates
+    _, w = closest_on_triangles(b[:10], a[:10], b[:10], c[:10])
+    assert np.array_equal(w, np.tile([0.0, 1.0, 0.0], (10, 1)))
+
+
+def test_weld_keeps_every_corner_exactly_and_smoothing_keeps_them_as_they_are():
+    mesh, *_ = _duck()
+    welded = mesh.run(["weld"], device="cpu").mesh
+    assert welded.n_vertices < mesh.n_vertices and welded.n_faces == mesh.n_faces
+    assert _corner_sets(welded) == _corner_sets(mesh)
+    assert welded.materials is mesh.materials
+    assert np.array_equal(welded.face_attrs["material"], mesh.face_attrs["material"])
+    assert len(set(charts(np.asarray(welded.F), welded.corner_attrs, None)[0])) > 1
+    smooth = welded.run(["laplacian_smooth"], device="cpu").mesh
+    assert np.array_equal(smooth.corner_attrs["uv"], welded.corner_attrs["uv"])
+
+
+@pytest.mark.parametrize(
+    "pipeline, mean",
+    [
+        (["weld", ("decimate", {"target_ratio": 0.5})], 2.5),
+        (["weld", "isotropic_remesh"], 2.5),
+        (["weld", "subdivide"], 1.0),
+        (["weld", ("collapse_short_edges", {"threshold": 0.8})], 2.5),
+        (["weld", "delaunay_flip"], 2.5),
+    ],
+    ids=["decimate-50%", "remesh", "loop", "collapse", "flip"],
+)
+def test_a_rebuilt_mesh_still_looks_right_with_its_texture(pipeline, mean):
+    mesh, V, F, uv, image = _duck()
+    out = mesh.run(pipeline, device="cpu").mesh
+    assert out.materials is mesh.materials
+    assert out.corner_attrs["uv"].shape == (out.n_faces, 3, 2)
+    assert out.face_attrs["material"].shape == (out.n_faces,)
+    error = _colour_error(out, V, F, uv, image)
+    assert error.mean() < mean, error.mean()
+    assert np.percentile(error, 95) < 10.0
+    # the charts (texture islands) survive: no face is stretched across the atlas
+    welded = mesh.run(["weld"], device="cpu").mesh
+    n_before = len(set(charts(np.asarray(welded.F), welded.corner_attrs, None)[0]))
+    n_after = len(set(charts(np.asarray(out.F), out.corner_attrs, None)[0]))
+    assert n_after == n_before
+
+
+def test_without_charts_faces_would_straddle_seams(monkeypatch):
+    """The colour check above can fail: with every face in one chart, a corner on a seam takes
+    its UV from whichever island is nearest, and faces straddle the atlas."""
+    import workers.engine.corners as corners
+
+    mesh, V, F, uv, image = _duck()
+    pipeline = ["weld", ("decimate", {"target_ratio": 0.5})]
+    good = _colour_error(mesh.run(pipeline, device="cpu").mesh, V, F, uv, image)
+    real = corners.charts
+
+    def one_chart(F, c, m):
+        label, seams = real(F, c, m)
+        return np.zeros_like(label), seams
+
+    monkeypatch.setattr(corners, "charts", one_chart)
+    bad = _colour_error(mesh.run(pipeline, device="cpu").mesh, V, F, uv, image)
+    assert bad.mean() > 2 * good.mean()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "pipeline", [["weld", ("decimate", {"target_ratio": 0.5})], ["weld"]], ids=["decimate", "weld"]
+)
+def test_the_gpu_carries_the_corners_the_host_carries(pipeline):
+    mesh, V, F, uv, image = _duck()
+    host = mesh.run(pipeline, device="cpu").mesh
+    dev = mesh.run(pipeline, device="gpu").mesh
+    assert dev.backend == "cupy" and dev.materials is mesh.materials
+    assert dev.n_faces == host.n_faces
+    back = dev.to("numpy")
+    if pipeline == ["weld"]:
+        assert _corner_sets(back) == _corner_sets(host)
+    assert _colour_error(back, V, F, uv, image).mean() < 2.5
