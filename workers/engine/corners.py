@@ -201,10 +201,11 @@ def _nearest(
     return face, bary
 
 
-def transfer(before: TriMesh, after: TriMesh) -> TriMesh:
+def transfer(before: TriMesh, after: TriMesh) -> tuple[TriMesh, np.ndarray]:
     """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
     attributes, materials and the face attributes it dropped taken from ``before``'s surface,
-    chart by chart (see the module docstring)."""
+    chart by chart (see the module docstring); and for each of its faces, the face of ``before``
+    nearest to its centroid (whose chart it is in)."""
     from scipy.spatial import cKDTree
 
     V0 = _host(before.V).astype(np.float64)
@@ -252,18 +253,19 @@ def transfer(before: TriMesh, after: TriMesh) -> TriMesh:
         materials=before.materials,
     )
     out.dropped = after.dropped
-    return out
+    return out, home
 
 
-def carry(before: TriMesh, after: TriMesh) -> TriMesh:
+def carry(before: TriMesh, after: TriMesh) -> tuple[TriMesh, dict[str, Any] | None]:
     """``after`` with what ``before`` carried: kept as it is where the faces are the same,
-    transferred from the surface where they changed."""
+    transferred from the surface where they changed; with, when they changed and there are
+    texture coordinates, what the change did to the texture (:func:`texture_report`)."""
     if not carries(before):
-        return after
+        return after, None
     if after.corner_attrs.keys() >= before.corner_attrs.keys() and (
         after.materials is not None or before.materials is None
     ):
-        return after  # carried by the operation itself (same faces)
+        return after, None  # carried by the operation itself (same faces)
     same = after.F is before.F or (
         after.F.shape == before.F.shape and bool(after.xp.array_equal(after.F, before.F))
     )
@@ -274,8 +276,9 @@ def carry(before: TriMesh, after: TriMesh) -> TriMesh:
         fa = {k: v for k, v in before.face_attrs.items() if k not in kept.face_attrs}
         kept.face_attrs.update(fa)
         kept.dropped = after.dropped
-        return kept
-    return transfer(before, after)
+        return kept, None
+    out, home = transfer(before, after)
+    return out, texture_report(before, out, home)
 
 
 def seams_of(mesh: TriMesh) -> Any:
@@ -285,3 +288,73 @@ def seams_of(mesh: TriMesh) -> Any:
     material = mesh.face_attrs.get("material")
     _, seams = charts(F, corners, None if material is None else _host(material))
     return mesh.xp.asarray(seams)
+
+
+def _face_stretch(
+    V: np.ndarray, F: np.ndarray, uv: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per face: the L2 texture stretch (Sander et al. 2001: the root mean square of the lengths
+    on the surface that unit lengths in the texture become), the signed texture area and the 3D
+    area."""
+    q1, q2, q3 = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    s1, t1 = uv[:, 0, 0], uv[:, 0, 1]
+    s2, t2 = uv[:, 1, 0], uv[:, 1, 1]
+    s3, t3 = uv[:, 2, 0], uv[:, 2, 1]
+    signed = ((s2 - s1) * (t3 - t1) - (s3 - s1) * (t2 - t1)) / 2.0
+    area3 = np.linalg.norm(np.cross(q2 - q1, q3 - q1), axis=1) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        two = 2.0 * signed[:, None]
+        Ss = (q1 * (t2 - t3)[:, None] + q2 * (t3 - t1)[:, None] + q3 * (t1 - t2)[:, None]) / two
+        St = (q1 * (s3 - s2)[:, None] + q2 * (s1 - s3)[:, None] + q3 * (s2 - s1)[:, None]) / two
+        l2 = np.sqrt(((Ss * Ss).sum(1) + (St * St).sum(1)) / 2.0)
+    return l2, signed, area3
+
+
+def _weighted_quantile(x: np.ndarray, w: np.ndarray, q: float) -> float:
+    order = np.argsort(x)
+    c = np.cumsum(w[order])
+    return float(x[order][min(np.searchsorted(c, q * c[-1]), x.size - 1)])
+
+
+def uv_measures(mesh: TriMesh, name: str = "uv") -> dict[str, Any] | None:
+    """How the texture lies on ``mesh``: the L2 texture stretch of its faces, normalised so that
+    a map that only scales gives 1.0 everywhere (the surface's median and 95th percentile by 3D
+    area), and the faces with no texture area. None without the corner attribute ``name``."""
+    if name not in mesh.corner_attrs:
+        return None
+    V = _host(mesh.V).astype(np.float64)
+    F = _host(mesh.F).astype(np.int64)
+    uv = _host(mesh.corner_attrs[name]).astype(np.float64)[:, :, :2]
+    l2, signed, area3 = _face_stretch(V, F, uv)
+    ok = (signed != 0) & (area3 > 0) & np.isfinite(l2)
+    out: dict[str, Any] = {"faces_without_texture_area": int((~ok).sum())}
+    if not ok.any():
+        return {**out, "stretch_median": None, "stretch_p95": None}
+    norm = l2[ok] * np.sqrt(np.abs(signed[ok]).sum() / area3[ok].sum())
+    out["stretch_median"] = round(_weighted_quantile(norm, area3[ok], 0.5), 4)
+    out["stretch_p95"] = round(_weighted_quantile(norm, area3[ok], 0.95), 4)
+    return out
+
+
+def texture_report(before: TriMesh, after: TriMesh, home: np.ndarray) -> dict[str, Any] | None:
+    """What an operation that rebuilt the faces did to the texture (the first UV set): the
+    stretch before and after (:func:`uv_measures`) and the faces whose texture is mirrored
+    against the input face they lie on (a fold: the texture seen from behind)."""
+    if "uv" not in before.corner_attrs:
+        return None
+    _, s0, _ = _face_stretch(
+        _host(before.V).astype(np.float64),
+        _host(before.F).astype(np.int64),
+        _host(before.corner_attrs["uv"]).astype(np.float64)[:, :, :2],
+    )
+    _, s1, _ = _face_stretch(
+        _host(after.V).astype(np.float64),
+        _host(after.F).astype(np.int64),
+        _host(after.corner_attrs["uv"]).astype(np.float64)[:, :, :2],
+    )
+    folded = (np.sign(s1) * np.sign(s0[home])) < 0
+    return {
+        "before": uv_measures(before),
+        "after": uv_measures(after),
+        "folded_faces": int(folded.sum()),
+    }

@@ -170,7 +170,9 @@ def run_pipeline(
         ):
             out = step.op.implementation(impl_backend)(mesh, step.params)
             if carrying:
-                out.mesh = _corners.carry(mesh, out.mesh)
+                out.mesh, texture = _corners.carry(mesh, out.mesh)
+                if texture is not None:
+                    out.report = {**out.report, "texture": texture}
         sync(out.mesh)
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())
