@@ -9,7 +9,10 @@ One round (:func:`collapse_round`):
 1. **eligible edges**: one or two faces, no locked end (non-manifold vertex, vertex of a
    non-manifold edge or of a face with a repeated vertex, all measured on the input), and with
    ``preserve_boundary`` no boundary edge and no edge with both ends on the boundary; when only
-   one end is on the boundary that end survives and stays where it is.
+   one end is on the boundary that end survives and stays where it is. A *pinned* end (a vertex
+   of a texture seam, :mod:`.seams`) is treated like such a boundary end, whatever
+   ``preserve_boundary`` says: it survives and stays; an edge with two pinned ends, or with
+   ``preserve_boundary`` a pinned end and a boundary end, is not eligible.
 2. **plan** (the operation's part): for each candidate the new position, the parameter ``t``
    along the edge for interpolating attributes, and a priority (smaller first).
 3. **preconditions**, checked per candidate on the current mesh (:func:`check_candidates`):
@@ -35,7 +38,10 @@ manifold (the link condition), the orientation of every surviving face is kept, 
 removes one vertex, three edges and two faces (interior) or one vertex, two edges and one face
 (boundary), so the Euler characteristic of every component is preserved and no component
 vanishes; with ``preserve_boundary`` no boundary vertex moves and no boundary edge changes. Locked
-vertices (non-manifold input) never move or merge; only manifold parts are simplified.
+vertices (non-manifold input) never move or merge; only manifold parts are simplified. Pinned
+vertices never move and are never removed, so an edge between two of them (a seam edge) is never
+collapsed and stays an edge: a collapse never removes an edge but the collapsed one and the one
+it merges with (``b-c`` into ``a-c``, which keeps ``a-c``).
 """
 
 from __future__ import annotations
@@ -65,7 +71,9 @@ class CollapseState:
     ``X (n, 3) float64`` positions (centred, see the ops), ``F (m, 3) int64`` faces, ``A (n, k)
     float64`` stacked vertex attributes or None, ``origin (m,) int64`` the input face each face
     is, ``locked (n,) bool`` vertices that never move or merge, ``Q (n, 10) float64`` per-vertex
-    quadrics (decimation) or None: summed when two vertices merge."""
+    quadrics (decimation) or None: summed when two vertices merge, ``pinned (n,) bool`` vertices
+    that never move and are never removed but may take a neighbour collapsing onto them (seam
+    vertices), or None."""
 
     X: Any
     F: Any
@@ -73,6 +81,7 @@ class CollapseState:
     origin: Any
     locked: Any
     Q: Any = None
+    pinned: Any = None
 
     @property
     def xp(self) -> ModuleType:
@@ -113,7 +122,7 @@ class Candidates:
 @dataclass
 class Eligible:
     """Edges that may be collapsed this round, oriented: ``a`` survives, ``b`` goes. ``snap``:
-    ``a`` is on the boundary and ``b`` is not, so ``a`` must stay where it is."""
+    ``a`` must stay where it is (it is pinned, or on the boundary and ``b`` is not)."""
 
     edge: Any
     a: Any
@@ -156,7 +165,8 @@ def boundary_vertex_mask(topo: Topology) -> Any:
 def eligible_edges(
     state: CollapseState, topo: Topology, bnd_v: Any, preserve_boundary: bool
 ) -> Eligible:
-    """Edges with one or two faces and no locked end, oriented so that a boundary end survives."""
+    """Edges with one or two faces and no locked end, oriented so that a pinned end, else a
+    boundary end, survives."""
     xp = state.xp
     EV = topo.EV.astype(xp.int64)
     efc = topo.edge_face_count
@@ -165,12 +175,22 @@ def eligible_edges(
     bu, bv = bnd_v[u], bnd_v[v]
     if preserve_boundary:
         ok &= (efc == 2) & ~(bu & bv)
+    pinned = state.pinned
+    if pinned is not None:
+        pu, pv = pinned[u], pinned[v]
+        ok &= ~(pu & pv)
+        if preserve_boundary:
+            ok &= ~((pu & bv) | (pv & bu))
     e = xp.nonzero(ok)[0]
     u, v, bu, bv = u[e], v[e], bu[e], bv[e]
     swap = bv & ~bu  # the boundary end survives
+    snap = bu ^ bv
+    if pinned is not None:
+        pu, pv = pinned[u], pinned[v]
+        swap = pv | (swap & ~pu)  # a pinned end survives before a boundary one
+        snap |= pu | pv
     a = xp.where(swap, v, u)
     b = xp.where(swap, u, v)
-    snap = bu ^ bv
     return Eligible(e, a, b, snap, efc[e] == 1)
 
 
@@ -306,7 +326,7 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     remap = xp.arange(n, dtype=xp.int64)
     remap[b] = a
     F = remap[state.F[keep]]
-    return CollapseState(X, F, A, state.origin[keep], state.locked, Q)
+    return CollapseState(X, F, A, state.origin[keep], state.locked, Q, state.pinned)
 
 
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]

@@ -15,6 +15,7 @@ from ..dynamic.collapse import (
     finish,
     locked_vertices,
 )
+from ..dynamic.seams import key_vertices, seam_keys
 from ..mesh import TriMesh
 from ..topology import Topology
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
@@ -23,7 +24,8 @@ from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
     """``(state, shift, layout)``: positions in float64 moved by ``-shift`` (the bounding-box
     centre of the used vertices, so quadrics and cross products lose no digits far from the
-    origin), vertex attributes stacked, non-manifold vertices locked."""
+    origin), vertex attributes stacked, non-manifold vertices locked, the vertices of the seam
+    edges being kept (:func:`~workers.engine.dynamic.seams.seam_keys`) pinned."""
     xp = mesh.xp
     used = mesh.used_vertices()
     X = mesh.V.astype(xp.float64)
@@ -33,7 +35,14 @@ def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
     F = mesh.F.astype(xp.int64)
     locked = locked_vertices(xp, mesh.topology, F, mesh.n_vertices)
     origin = xp.arange(mesh.n_faces, dtype=xp.int64)
-    return CollapseState(X - shift, F, A, origin, locked), shift, layout
+    seams = seam_keys(xp, F, mesh.n_vertices)
+    pinned = key_vertices(xp, seams, mesh.n_vertices) if seams.shape[0] else None
+    return CollapseState(X - shift, F, A, origin, locked, pinned=pinned), shift, layout
+
+
+def pinned_count(state: CollapseState) -> int:
+    """Vertices kept where they are for the seams (0 without seams)."""
+    return 0 if state.pinned is None else int(state.pinned.sum())
 
 
 def run_rounds(

@@ -37,7 +37,7 @@ from ..dynamic.quadrics import (
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ..topology import Topology
-from ._collapse import initial_state, result_mesh, run_rounds
+from ._collapse import initial_state, pinned_count, result_mesh, run_rounds
 from .registry import Operation, OpKind, OpParams, OpResult
 
 #: share of the eligible edges (cheapest first) that are candidates in a round
@@ -172,6 +172,7 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
         "faces_after": out.n_faces,
         **log.report(),
         "locked_vertices": int(state.locked.sum()),
+        "seam_vertices_locked": pinned_count(state),
         "stopped": stopped,
     }
     return OpResult(out, report)
@@ -226,7 +227,7 @@ OP = Operation(
     cupy=_cupy,
     reports="target_faces, vertices_before, faces_before, vertices_after, faces_after, rounds, "
     "collapses, collapses_per_round, rejected (per reason: link, long_edge, fold, degenerate), "
-    "locked_vertices, stopped (target, max_error, blocked, max_rounds)",
+    "locked_vertices, seam_vertices_locked, stopped (target, max_error, blocked, max_rounds)",
     test_variants=(
         {},
         {"target_ratio": 0.1, "preserve_boundary": False},
