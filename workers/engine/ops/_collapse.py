@@ -113,10 +113,16 @@ def run_rounds(
 
 def result_mesh(mesh: TriMesh, state: CollapseState, shift: Any, layout: list[Any]) -> TriMesh:
     """The output mesh: unused vertices dropped, positions in the input's dtype, interpolated
-    vertex attributes, face attributes of the surviving faces."""
+    vertex attributes, face attributes of the surviving faces. Pinned vertices keep the input's
+    positions bit for bit (not the working copy's ``X + shift``, which may differ in the last
+    bit)."""
     xp = mesh.xp
-    X, F, A, _ = finish(state)
-    out = mesh.reindexed((X + shift).astype(mesh.V.dtype), F, face_take=state.origin)
+    X, F, A, take = finish(state)
+    V = (X + shift).astype(mesh.V.dtype)
+    if state.pinned is not None:
+        pin = state.pinned[take]
+        V[pin] = mesh.V[take[pin]]
+    out = mesh.reindexed(V, F, face_take=state.origin)
     out.vertex_attrs = {} if A is None else unstack_vertex_attrs(xp, A, layout)
     return out
 

@@ -1,0 +1,333 @@
+"""Dynamic operations keep texture seams (``corners.seam_edges``): remesh splits them at midpoints
+and never collapses or flips them, decimate and collapse_short_edges keep every seam edge between
+the same two unmoved vertices, delaunay_flip never flips one. Every check here also runs without
+the seams and must then fail, so it measures what the seams changed.
+
+The operations are called directly (``op.numpy`` / ``op.cupy``) inside ``keeping_seams``, as the
+pipeline runs them for a mesh with corner attributes."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components, dijkstra
+
+from tests.workers.engine.shapes import grid, stats, welded
+from workers.engine import MeshError, TriMesh
+from workers.engine.backend import to_numpy
+from workers.engine.corners import keeping_seams
+from workers.engine.ops import OPS
+
+
+# ------------------------------------------------------------------------------ seams
+def _edges(F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(EV (E, 2) sorted, faces (E, 2))`` of the edges with exactly two faces."""
+    a = F.ravel()
+    b = F[:, [1, 2, 0]].ravel()
+    EV = np.sort(np.stack([a, b], axis=1), axis=1)
+    face = np.repeat(np.arange(F.shape[0]), 3)
+    order = np.lexsort((EV[:, 1], EV[:, 0]))
+    EV, face = EV[order], face[order]
+    key = EV[:, 0] * (F.max() + 1) + EV[:, 1]
+    first = np.r_[True, key[1:] != key[:-1]]
+    start = np.nonzero(first)[0]
+    count = np.diff(np.r_[start, key.shape[0]])
+    two = start[count == 2]
+    return EV[two], np.stack([face[two], face[two + 1]], axis=1)
+
+
+def plane_seam(m: TriMesh, axis: int = 0, at: float = 0.5) -> np.ndarray:
+    """The edges between the faces whose centroid lies below the plane ``x[axis]`` = the
+    ``at`` quantile of the centroids and those above it: where a chart boundary runs."""
+    V, F = np.asarray(m.V, np.float64), np.asarray(m.F, np.int64)
+    c = V[F].mean(axis=1)[:, axis]
+    side = c < np.quantile(c, at)
+    EV, faces = _edges(F)
+    return EV[side[faces[:, 0]] != side[faces[:, 1]]]
+
+
+def path_seam(m: TriMesh, a: int, b: int) -> np.ndarray:
+    """The edges of the shortest edge path from vertex ``a`` to ``b`` (an open seam line)."""
+    V, F = np.asarray(m.V, np.float64), np.asarray(m.F, np.int64)
+    EV, _ = _edges(F)
+    w = np.linalg.norm(V[EV[:, 0]] - V[EV[:, 1]], axis=1)
+    n = m.n_vertices
+    G = coo_matrix((np.r_[w, w], (np.r_[EV[:, 0], EV[:, 1]], np.r_[EV[:, 1], EV[:, 0]])), (n, n))
+    _, pred = dijkstra(G.tocsr(), indices=a, return_predecessors=True)
+    out, v = [], b
+    while v != a:
+        out.append((min(v, pred[v]), max(v, pred[v])))
+        v = pred[v]
+    return np.asarray(out, dtype=np.int64)
+
+
+def seams_of(m: TriMesh) -> np.ndarray:
+    """A closed chart boundary and an open seam line crossing it (junctions, ends, and on an open
+    mesh a seam that runs into the boundary)."""
+    V = np.asarray(m.V, np.float64)
+    lo, hi = int(np.argmin(V[:, 1])), int(np.argmax(V[:, 1]))
+    both = np.concatenate([plane_seam(m), path_seam(m, lo, hi)])
+    return np.unique(both, axis=0)
+
+
+# ------------------------------------------------------------------------------ checks
+def _edge_set(F: np.ndarray) -> set[tuple[int, int]]:
+    E = np.sort(np.concatenate([F[:, [0, 1]], F[:, [1, 2]], F[:, [2, 0]]]), axis=1)
+    return set(map(tuple, np.unique(E, axis=0).tolist()))
+
+
+def kept_seams(m: TriMesh, seams: np.ndarray, out: TriMesh, *, split: bool) -> list[str]:
+    """What is wrong with ``out``'s seams (empty: every seam kept). Every input seam edge ``a-b``
+    must be a chain of output edges from ``a``'s position to ``b``'s (both unchanged, exactly)
+    through output vertices on the segment: a single edge unless ``split``, else pieces on the
+    segment that cover it in order."""
+    V0 = np.asarray(m.V)
+    Vo = np.asarray(to_numpy(out.V))
+    Fo = np.asarray(to_numpy(out.F), np.int64)
+    at = {tuple(p): i for i, p in enumerate(Vo.tolist())}
+    edges = _edge_set(Fo)
+    V64 = Vo.astype(np.float64)
+    scale = float(np.linalg.norm(V64.max(axis=0) - V64.min(axis=0)))
+    problems = []
+    for a, b in seams.tolist():
+        ia, ib = at.get(tuple(V0[a].tolist())), at.get(tuple(V0[b].tolist()))
+        if ia is None or ib is None:
+            problems.append(f"seam {a}-{b}: an end moved or went")
+            continue
+        if not split:
+            if (min(ia, ib), max(ia, ib)) not in edges:
+                problems.append(f"seam {a}-{b}: no longer an edge")
+            continue
+        P, Q = V64[ia], V64[ib]
+        d = Q - P
+        t = (V64 - P) @ d / (d @ d)
+        off = np.linalg.norm(V64 - P - t[:, None] * d, axis=1)
+        on = np.nonzero((t > -1e-9) & (t < 1 + 1e-9) & (off <= 1e-6 * scale))[0]
+        chain = on[np.argsort(t[on])]
+        if chain[0] != ia or chain[-1] != ib:
+            problems.append(f"seam {a}-{b}: the vertices on it do not end at its ends")
+            continue
+        for u, v in zip(chain[:-1], chain[1:], strict=True):
+            if (min(u, v), max(u, v)) not in edges:
+                problems.append(f"seam {a}-{b}: no edge between its pieces {u}-{v}")
+    return problems
+
+
+def chart_count(F: np.ndarray, seam_edges: set[tuple[int, int]]) -> int:
+    """Components of the faces joined across every two-face edge that is not a seam."""
+    EV, faces = _edges(F)
+    cut = np.asarray([tuple(e) in seam_edges for e in EV.tolist()], dtype=bool)
+    f0, f1 = faces[~cut, 0], faces[~cut, 1]
+    m = F.shape[0]
+    G = coo_matrix((np.ones(f0.shape[0]), (f0, f1)), (m, m))
+    return int(connected_components(G, directed=False)[0])
+
+
+def output_seam_edges(m: TriMesh, seams: np.ndarray, out: TriMesh) -> set[tuple[int, int]]:
+    """The output edges lying on an input seam segment (both ends on it)."""
+    V0 = np.asarray(m.V, np.float64)
+    Vo = np.asarray(to_numpy(out.V), np.float64)
+    scale = float(np.linalg.norm(Vo.max(axis=0) - Vo.min(axis=0)))
+    found = set()
+    for a, b in seams.tolist():
+        P, d = V0[a], V0[b] - V0[a]
+        t = (Vo - P) @ d / (d @ d)
+        off = np.linalg.norm(Vo - P - t[:, None] * d, axis=1)
+        on = np.nonzero((t > -1e-9) & (t < 1 + 1e-9) & (off <= 1e-6 * scale))[0]
+        chain = on[np.argsort(t[on])]
+        found |= {(min(u, v), max(u, v)) for u, v in zip(chain[:-1], chain[1:], strict=True)}
+    return found & _edge_set(np.asarray(to_numpy(out.F), np.int64))
+
+
+def assert_valid_around_seams(m: TriMesh, out: TriMesh) -> None:
+    s0, s = stats(m), stats(out)
+    for k in ("euler_characteristic", "components", "non_manifold_edges", "boundary_loops"):
+        assert s[k] == s0[k], k
+    assert s["degenerate_faces"] == 0 and s["unused_vertices"] == 0
+    if s0["manifold"]:
+        assert s["manifold"]
+
+
+def _run(name: str, mesh: TriMesh, params: dict[str, Any], seams: np.ndarray | None) -> Any:
+    op = OPS.get(name)
+    with keeping_seams(seams):
+        return op.numpy(mesh, op.parse_params(params))
+
+
+# ------------------------------------------------------------------------------ remesh
+REMESH = [("rx-sphere3.obj", 0.6), ("rx-cloth.obj", 0.6), ("spot.obj", 1.5)]
+
+
+@functools.cache
+def _remeshed(name: str, L: float, with_seams: bool) -> tuple[TriMesh, np.ndarray, Any]:
+    m = welded(name)
+    seams = seams_of(m)
+    params = {"target_edge_length": L, "iterations": 3}
+    return m, seams, _run("isotropic_remesh", m, params, seams if with_seams else None)
+
+
+@pytest.mark.parametrize(("name", "L"), REMESH)
+def test_remesh_splits_seams_and_keeps_them(name: str, L: float) -> None:
+    m, seams, res = _remeshed(name, L, True)
+    out, rep = res.mesh, res.report
+    assert kept_seams(m, seams, out, split=True) == []
+    assert_valid_around_seams(m, out)
+    assert rep["seam_edges"] == seams.shape[0]
+    assert rep["splits"] > 0 and rep["collapses"] > 0 and rep["flips"] > 0
+    # the charts the seams cut the surface into are the input's
+    F0 = np.asarray(m.F, np.int64)
+    seam_set = set(map(tuple, seams.tolist()))
+    n_charts = chart_count(F0, seam_set)
+    assert n_charts >= 2
+    assert chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out)) == n_charts
+
+
+@pytest.mark.parametrize(("name", "L"), REMESH)
+def test_remesh_without_seams_loses_them(name: str, L: float) -> None:
+    m, seams, res = _remeshed(name, L, False)
+    assert len(kept_seams(m, seams, res.mesh, split=True)) > 0.5 * seams.shape[0]
+    assert res.report["seam_edges"] == 0
+
+
+def test_remesh_refines_seams() -> None:
+    """A target well below the seam edges' length splits them: the halves stay seams and are
+    split again."""
+    m = welded("rx-sphere3.obj")
+    seams = plane_seam(m)
+    out = _run("isotropic_remesh", m, {"target_edge_length": 0.3, "iterations": 2}, seams).mesh
+    assert kept_seams(m, seams, out, split=True) == []
+    assert len(output_seam_edges(m, seams, out)) >= 3 * seams.shape[0]
+
+
+# ------------------------------------------------------------------------------ collapses
+COLLAPSE_CASES = [
+    ("decimate", "spot.obj", {"target_ratio": 0.2}),
+    ("decimate", "rx-cloth.obj", {"target_ratio": 0.2, "preserve_boundary": False}),
+    ("decimate", "rx-sphere3.obj", {"target_faces": 100}),
+    ("collapse_short_edges", "spot.obj", {"threshold": 1.2}),
+    ("collapse_short_edges", "rx-cloth.obj", {"threshold": 1.5, "preserve_boundary": False}),
+]
+
+
+@pytest.mark.parametrize(("op_name", "name", "params"), COLLAPSE_CASES)
+def test_collapses_keep_every_seam_edge(op_name: str, name: str, params: dict) -> None:
+    m = welded(name)
+    seams = seams_of(m)
+    res = _run(op_name, m, params, seams)
+    out, rep = res.mesh, res.report
+    assert kept_seams(m, seams, out, split=False) == []
+    assert_valid_around_seams(m, out)
+    n_pinned = np.unique(seams).shape[0]
+    assert rep["seam_vertices_locked"] == n_pinned
+    assert rep["collapses"] > 0 and out.n_faces < 0.8 * m.n_faces
+    # the seams cut the surface into the input's charts (where the boundary may move, a chart
+    # running along it may be pinched in two at a seam vertex)
+    n_charts = chart_count(np.asarray(m.F, np.int64), set(map(tuple, seams.tolist())))
+    n_out = chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out))
+    if params.get("preserve_boundary", True):
+        assert n_out == n_charts
+    else:
+        assert n_out >= n_charts
+    # without the seams the same run loses many of them
+    free = _run(op_name, m, params, None)
+    assert len(kept_seams(m, seams, free.mesh, split=False)) > 0.3 * seams.shape[0]
+    assert free.report["seam_vertices_locked"] == 0
+
+
+def test_decimate_collapses_onto_seam_vertices() -> None:
+    """Pinned vertices take their neighbours: the mesh near a seam still simplifies."""
+    m = welded("spot.obj")
+    seams = plane_seam(m)
+    out = _run("decimate", m, {"target_ratio": 0.1}, seams).mesh
+    assert kept_seams(m, seams, out, split=False) == []
+    seam_v = np.unique(seams)
+    # the input seam vertices' one-rings hold many vertices that went
+    ring0 = {v for e in _edge_set(np.asarray(m.F, np.int64)) for v in e if set(e) & set(seam_v)}
+    kept_pos = {tuple(p) for p in np.asarray(out.V).tolist()}
+    V0 = np.asarray(m.V)
+    gone = [v for v in ring0 - set(seam_v.tolist()) if tuple(V0[v].tolist()) not in kept_pos]
+    assert len(gone) > 0.5 * len(ring0 - set(seam_v.tolist()))
+
+
+# ------------------------------------------------------------------------------ flips
+def test_delaunay_flip_never_flips_a_seam() -> None:
+    m = grid(12, jitter=0.24, seed=3)
+    op = OPS.get("delaunay_flip")
+    p = op.parse_params({})
+    free = op.numpy(m, p)
+    before = _edge_set(np.asarray(m.F, np.int64))
+    flipped = np.asarray(sorted(before - _edge_set(np.asarray(free.mesh.F, np.int64))))
+    assert flipped.shape[0] >= 10
+    seams = flipped[::2]
+    with keeping_seams(seams):
+        res = op.numpy(m, p)
+    after = _edge_set(np.asarray(res.mesh.F, np.int64))
+    assert set(map(tuple, seams.tolist())) <= after
+    assert res.report["blocked"]["seam"] > 0 and res.report["seam_edges"] == seams.shape[0]
+    assert res.report["flips"] > 0
+    assert free.report["blocked"]["seam"] == 0
+
+
+# ------------------------------------------------------------------------------ bad seams
+@pytest.mark.parametrize(
+    "op_name", ["isotropic_remesh", "decimate", "collapse_short_edges", "delaunay_flip"]
+)
+@pytest.mark.parametrize(
+    "seams", [np.array([[0, 10_000]]), np.array([[3, 3]]), np.array([0, 1, 2]), "not an edge"]
+)
+def test_seams_that_are_not_edges_are_refused(op_name: str, seams: Any) -> None:
+    m = welded("rx-sphere3.obj")
+    if isinstance(seams, str):
+        E = _edge_set(np.asarray(m.F, np.int64))
+        seams = np.array([[a, b] for a in range(m.n_vertices) for b in (a + 1,) if (a, b) not in E])
+        seams = seams[:1]
+    with pytest.raises(MeshError) as ei:
+        _run(op_name, m, {}, seams)
+    assert ei.value.code == "mesh.seam_edges_invalid"
+
+
+def test_no_seams_and_empty_seams_agree() -> None:
+    m = welded("rx-sphere3.obj")
+    a = _run("decimate", m, {"target_ratio": 0.3}, None)
+    b = _run("decimate", m, {"target_ratio": 0.3}, np.zeros((0, 2), np.int64))
+    np.testing.assert_array_equal(np.asarray(a.mesh.F), np.asarray(b.mesh.F))
+    assert a.report == b.report
+
+
+# ------------------------------------------------------------------------------ GPU
+GPU_CASES = [
+    ("isotropic_remesh", "rx-sphere3.obj", {"target_edge_length": 0.6, "iterations": 2}),
+    ("isotropic_remesh", "rx-cloth.obj", {"iterations": 2}),
+    ("decimate", "spot.obj", {"target_ratio": 0.2}),
+    ("decimate", "rx-cloth.obj", {"target_ratio": 0.2, "preserve_boundary": False}),
+    ("collapse_short_edges", "spot.obj", {"threshold": 1.2}),
+    ("delaunay_flip", "rx-cloth.obj", {}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("op_name", "name", "params"), GPU_CASES)
+def test_gpu_keeps_seams_like_the_twin(op_name: str, name: str, params: dict) -> None:
+    m = welded(name)
+    seams = seams_of(m)
+    op = OPS.get(op_name)
+    p = op.parse_params(params)
+    with keeping_seams(seams):
+        ref = op.numpy(m, p)
+        got = op.cupy(m.to("cupy"), p)
+    assert got.mesh.backend == "cupy"
+    out = got.mesh.to("numpy")
+    split = op_name == "isotropic_remesh"
+    assert kept_seams(m, seams, out, split=split) == []
+    assert_valid_around_seams(m, out)
+    for k in ("seam_edges", "seam_vertices_locked"):
+        assert got.report.get(k) == ref.report.get(k), k
+    F0 = np.asarray(m.F, np.int64)
+    n_charts = chart_count(F0, set(map(tuple, seams.tolist())))
+    assert chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out)) == n_charts
+    if op_name == "delaunay_flip":
+        assert set(map(tuple, seams.tolist())) <= _edge_set(np.asarray(out.F, np.int64))
