@@ -16,7 +16,8 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 
-from tests.workers.engine.shapes import grid, stats, welded
+from tests.conftest import ASSETS
+from tests.workers.engine.shapes import grid, mesh, stats, welded
 from workers.engine import MeshError, TriMesh
 from workers.engine.backend import to_numpy
 from workers.engine.corners import keeping_seams
@@ -72,6 +73,35 @@ def seams_of(m: TriMesh) -> np.ndarray:
     lo, hi = int(np.argmin(V[:, 1])), int(np.argmax(V[:, 1]))
     both = np.concatenate([plane_seam(m), path_seam(m, lo, hi)])
     return np.unique(both, axis=0)
+
+
+@functools.cache
+def duck() -> tuple[TriMesh, np.ndarray]:
+    """Duck.glb's mesh welded by position, and its UV seams: the edges whose two faces give an
+    end different texture coordinates (the glTF file splits its vertices there)."""
+    import trimesh
+
+    path = ASSETS / "Duck.glb"
+    if not path.is_file():
+        pytest.fail(f"asset {path} missing: set TESSERA_ASSETS to the shared/assets folder")
+    (g,) = trimesh.load(path, process=False).geometry.values()
+    Fs = np.asarray(g.faces, np.int64)
+    uv = np.asarray(g.visual.uv, np.float64)
+    P, inv = np.unique(np.asarray(g.vertices, np.float64), axis=0, return_inverse=True)
+    F = inv.ravel()[Fs]
+    # every face side: welded ends (lo, hi) and the texture coordinates at each
+    a, b = F.ravel(), F[:, [1, 2, 0]].ravel()
+    ua, ub = uv[Fs.ravel()], uv[Fs[:, [1, 2, 0]].ravel()]
+    up = a < b
+    uv_lo = np.where(up[:, None], ua, ub)
+    uv_hi = np.where(up[:, None], ub, ua)
+    key = np.minimum(a, b) * P.shape[0] + np.maximum(a, b)
+    order = np.argsort(key, kind="stable")
+    pair = key[order][1:] == key[order][:-1]
+    s0, s1 = order[:-1][pair], order[1:][pair]
+    differ = (uv_lo[s0] != uv_lo[s1]).any(axis=1) | (uv_hi[s0] != uv_hi[s1]).any(axis=1)
+    seams = np.stack([np.minimum(a, b)[s0[differ]], np.maximum(a, b)[s0[differ]]], axis=1)
+    return mesh(P, F), seams
 
 
 # ------------------------------------------------------------------------------ checks
@@ -272,6 +302,29 @@ def test_delaunay_flip_never_flips_a_seam() -> None:
     assert free.report["blocked"]["seam"] == 0
 
 
+# ------------------------------------------------------------------------------ a real asset
+@pytest.mark.parametrize(
+    ("op_name", "params"),
+    [
+        ("decimate", {"target_ratio": 0.2}),
+        ("collapse_short_edges", {"threshold": 1.0}),
+        ("isotropic_remesh", {"iterations": 3}),
+        ("delaunay_flip", {}),
+    ],
+)
+def test_duck_keeps_its_uv_seams(op_name: str, params: dict) -> None:
+    m, seams = duck()
+    F0 = np.asarray(m.F, np.int64)
+    n_charts = chart_count(F0, set(map(tuple, seams.tolist())))
+    assert seams.shape[0] > 100 and n_charts > 5  # the duck's atlas: several charts
+    out = _run(op_name, m, params, seams).mesh
+    assert kept_seams(m, seams, out, split=op_name == "isotropic_remesh") == []
+    assert_valid_around_seams(m, out)
+    assert chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out)) == n_charts
+    free = _run(op_name, m, params, None).mesh
+    assert len(kept_seams(m, seams, free, split=op_name == "isotropic_remesh")) > 10
+
+
 # ------------------------------------------------------------------------------ bad seams
 @pytest.mark.parametrize(
     "op_name", ["isotropic_remesh", "decimate", "collapse_short_edges", "delaunay_flip"]
@@ -306,14 +359,15 @@ GPU_CASES = [
     ("decimate", "rx-cloth.obj", {"target_ratio": 0.2, "preserve_boundary": False}),
     ("collapse_short_edges", "spot.obj", {"threshold": 1.2}),
     ("delaunay_flip", "rx-cloth.obj", {}),
+    ("decimate", "Duck.glb", {"target_ratio": 0.2}),
+    ("isotropic_remesh", "Duck.glb", {"iterations": 2}),
 ]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("op_name", "name", "params"), GPU_CASES)
 def test_gpu_keeps_seams_like_the_twin(op_name: str, name: str, params: dict) -> None:
-    m = welded(name)
-    seams = seams_of(m)
+    m, seams = duck() if name == "Duck.glb" else (welded(name), seams_of(welded(name)))
     op = OPS.get(op_name)
     p = op.parse_params(params)
     with keeping_seams(seams):
