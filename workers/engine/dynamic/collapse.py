@@ -12,7 +12,9 @@ One round (:func:`collapse_round`):
    one end is on the boundary that end survives and stays where it is. A *pinned* end (a vertex
    of a texture seam, :mod:`.seams`) is treated like such a boundary end, whatever
    ``preserve_boundary`` says: it survives and stays; an edge with two pinned ends, or with
-   ``preserve_boundary`` a pinned end and a boundary end, is not eligible.
+   ``preserve_boundary`` a pinned end and a boundary end, is not eligible, unless the state
+   carries its seam edges and the edge runs inside one seam line (:func:`seam_line_edges`):
+   then either end may go onto the other, which stays (two candidates).
 2. **plan** (the operation's part): for each candidate the new position, the parameter ``t``
    along the edge for interpolating attributes, and a priority (smaller first).
 3. **preconditions**, checked per candidate on the current mesh (:func:`check_candidates`):
@@ -39,9 +41,10 @@ removes one vertex, three edges and two faces (interior) or one vertex, two edge
 (boundary), so the Euler characteristic of every component is preserved and no component
 vanishes; with ``preserve_boundary`` no boundary vertex moves and no boundary edge changes. Locked
 vertices (non-manifold input) never move or merge; only manifold parts are simplified. Pinned
-vertices never move and are never removed, so an edge between two of them (a seam edge) is never
-collapsed and stays an edge: a collapse never removes an edge but the collapsed one and the one
-it merges with (``b-c`` into ``a-c``, which keeps ``a-c``).
+vertices never move and are never removed (but along a seam line), so an edge between two of
+them (a seam edge) is never collapsed (but along its line) and stays an edge: a collapse never
+removes an edge but the collapsed one and the one it merges with (``b-c`` into ``a-c``, which
+keeps ``a-c``). Along a seam line ``a-b-c``, ``b`` going onto ``a`` leaves the seam ``a-c``.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from typing import Any
 
 from ..graph import scatter_min
 from ..topology import Topology
+from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import blocked_by, edge_local_minima, gather_rows, priority_keys
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
@@ -73,7 +77,8 @@ class CollapseState:
     is, ``locked (n,) bool`` vertices that never move or merge, ``Q (n, 10) float64`` per-vertex
     quadrics (decimation) or None: summed when two vertices merge, ``pinned (n,) bool`` vertices
     that never move and are never removed but may take a neighbour collapsing onto them (seam
-    vertices), or None."""
+    vertices), or None; ``seams (K,)`` sorted int64 keys of the seam edges (current vertex ids)
+    where collapses may run along seam lines (:func:`seam_line_edges`), else None."""
 
     X: Any
     F: Any
@@ -82,6 +87,7 @@ class CollapseState:
     locked: Any
     Q: Any = None
     pinned: Any = None
+    seams: Any = None
 
     @property
     def xp(self) -> ModuleType:
@@ -176,8 +182,12 @@ def eligible_edges(
     if preserve_boundary:
         ok &= (efc == 2) & ~(bu & bv)
     pinned = state.pinned
+    along = None
     if pinned is not None:
         pu, pv = pinned[u], pinned[v]
+        if state.seams is not None:
+            along = (efc == 2) & ~state.locked[u] & ~state.locked[v]
+            along &= seam_line_edges(xp, state.seams, EV, bnd_v)
         ok &= ~(pu & pv)
         if preserve_boundary:
             ok &= ~((pu & bv) | (pv & bu))
@@ -191,7 +201,43 @@ def eligible_edges(
         snap |= pu | pv
     a = xp.where(swap, v, u)
     b = xp.where(swap, u, v)
-    return Eligible(e, a, b, snap, efc[e] == 1)
+    el = Eligible(e, a, b, snap, efc[e] == 1)
+    if along is None:
+        return el
+    # along a seam line: either end may go onto the other (two candidates per edge)
+    s = xp.nonzero(along)[0]
+    sa, sb = EV[s, 0], EV[s, 1]
+    on = xp.ones(2 * int(s.shape[0]), dtype=bool)
+    return Eligible(
+        xp.concatenate([el.edge, s, s]),
+        xp.concatenate([el.a, sa, sb]),
+        xp.concatenate([el.b, sb, sa]),
+        xp.concatenate([el.snap, on]),
+        xp.concatenate([el.boundary_edge, ~on]),
+    )
+
+
+def seam_line_edges(xp: ModuleType, seams: Any, EV: Any, bnd_v: Any) -> Any:
+    """(E,) bool: the edges ``EV`` along which a collapse keeps the seams ``seams`` (sorted int64
+    keys) a set of lines through the same junctions: the edge is a seam edge, both ends are on
+    exactly two seam edges (inside one seam line: no junction, no end of a line) and off the
+    boundary, and the ends' other seam neighbours differ (the line is not a loop of three edges,
+    which a collapse would close into two coincident edges). Collapsing ``b`` onto ``a`` then
+    turns the seam ``a-b-c`` into ``a-c``."""
+    n = int(bnd_v.shape[0])
+    if seams.shape[0] == 0:
+        return xp.zeros(EV.shape[0], dtype=bool)
+    lo, hi = seams >> SHIFT, seams & ((1 << SHIFT) - 1)
+    ends = xp.concatenate([lo, hi])
+    degree = xp.bincount(ends, minlength=n)
+    # the sum of each vertex's seam neighbours: at a vertex on two seam edges, the one that is
+    # not ``x`` is the sum less ``x`` (float64 sums of ids below 2^31 are exact)
+    nsum = xp.rint(xp.bincount(ends, weights=xp.concatenate([hi, lo]), minlength=n))
+    nsum = nsum.astype(xp.int64)
+    u, v = EV[:, 0], EV[:, 1]
+    is_seam = edge_lookup(xp, seams, (u << SHIFT) | v)[0]
+    inner = (degree[u] == 2) & (degree[v] == 2) & ~bnd_v[u] & ~bnd_v[v]
+    return is_seam & inner & (nsum[u] - v != nsum[v] - u)
 
 
 def check_candidates(
@@ -326,7 +372,12 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     remap = xp.arange(n, dtype=xp.int64)
     remap[b] = a
     F = remap[state.F[keep]]
-    return CollapseState(X, F, A, state.origin[keep], state.locked, Q, state.pinned)
+    seams = state.seams
+    if seams is not None and seams.shape[0]:
+        # b -> a in the seam keys: a-b goes, b-c becomes a-c
+        lo, hi = remap[seams >> SHIFT], remap[seams & ((1 << SHIFT) - 1)]
+        seams = xp.unique(edge_keys(xp, lo[lo != hi], hi[lo != hi]))
+    return CollapseState(X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams)
 
 
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]

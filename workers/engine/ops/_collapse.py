@@ -21,11 +21,14 @@ from ..topology import Topology
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 
 
-def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
+def initial_state(
+    mesh: TriMesh, *, seam_lines: bool = False
+) -> tuple[CollapseState, Any, list[Any]]:
     """``(state, shift, layout)``: positions in float64 moved by ``-shift`` (the bounding-box
     centre of the used vertices, so quadrics and cross products lose no digits far from the
     origin), vertex attributes stacked, non-manifold vertices locked, the vertices of the seam
-    edges being kept (:func:`~workers.engine.dynamic.seams.seam_keys`) pinned."""
+    edges being kept (:func:`~workers.engine.dynamic.seams.seam_keys`) pinned. ``seam_lines``:
+    collapses may also run along the seam lines (the state carries the seam keys)."""
     xp = mesh.xp
     used = mesh.used_vertices()
     X = mesh.V.astype(xp.float64)
@@ -37,12 +40,21 @@ def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
     origin = xp.arange(mesh.n_faces, dtype=xp.int64)
     seams = seam_keys(xp, F, mesh.n_vertices)
     pinned = key_vertices(xp, seams, mesh.n_vertices) if seams.shape[0] else None
-    return CollapseState(X - shift, F, A, origin, locked, pinned=pinned), shift, layout
+    lines = seams if seam_lines and pinned is not None else None
+    state = CollapseState(X - shift, F, A, origin, locked, pinned=pinned, seams=lines)
+    return state, shift, layout
 
 
-def pinned_count(state: CollapseState) -> int:
-    """Vertices kept where they are for the seams (0 without seams)."""
-    return 0 if state.pinned is None else int(state.pinned.sum())
+def seam_counts(state: CollapseState) -> tuple[int, int]:
+    """``(kept, removed)``: the seam vertices still in the mesh (where they were) and those
+    collapsed along a seam line; ``(0, 0)`` without seams."""
+    if state.pinned is None:
+        return 0, 0
+    xp = state.xp
+    used = xp.zeros(state.n_vertices, dtype=bool)
+    used[state.F.ravel()] = True
+    kept = int((state.pinned & used).sum())
+    return kept, int(state.pinned.sum()) - kept
 
 
 def run_rounds(

@@ -22,7 +22,7 @@ from ..dynamic.collapse import Candidates, CollapseState, Eligible
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ..topology import Topology
-from ._collapse import initial_state, mean_edge_length, pinned_count, result_mesh, run_rounds
+from ._collapse import initial_state, mean_edge_length, result_mesh, run_rounds, seam_counts
 from .registry import Operation, OpKind, OpParams, OpResult
 
 
@@ -111,7 +111,7 @@ def collapse_short_edges(mesh: TriMesh, p: Params) -> OpResult:
         **log.report(),
         "short_edges_left": left,
         "locked_vertices": int(state.locked.sum()),
-        "seam_vertices_locked": pinned_count(state),
+        "seam_vertices_locked": seam_counts(state)[0],
         "stopped": "goal" if stopped == "blocked" and left == 0 else stopped,
     }
     return OpResult(out, report)

@@ -17,7 +17,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 
 from tests.conftest import ASSETS
-from tests.workers.engine.shapes import grid, mesh, stats, welded
+from tests.workers.engine.shapes import boundary_mask, grid, mesh, stats, welded
 from workers.engine import MeshError, TriMesh
 from workers.engine.backend import to_numpy
 from workers.engine.corners import keeping_seams
@@ -147,6 +147,73 @@ def kept_seams(m: TriMesh, seams: np.ndarray, out: TriMesh, *, split: bool) -> l
     return problems
 
 
+def seam_lines(m: TriMesh, seams: np.ndarray) -> list[tuple[list[int], bool]]:
+    """The seam graph cut into lines: ``(vertices in order, closed)``, each running between two
+    fixed vertices (a junction, an end of a seam, a boundary vertex) or round a loop."""
+    nbrs: dict[int, list[int]] = {}
+    for a, b in seams.tolist():
+        nbrs.setdefault(a, []).append(b)
+        nbrs.setdefault(b, []).append(a)
+    bnd = set(np.nonzero(boundary_mask(m))[0].tolist())
+    fixed = {v for v, nb in nbrs.items() if len(nb) != 2 or v in bnd}
+    seen: set[tuple[int, int]] = set()
+    lines = []
+    for start in sorted(fixed) + sorted(set(nbrs) - fixed):
+        for nxt in nbrs[start]:
+            if (start, nxt) in seen:
+                continue
+            line, prev, v = [start], start, nxt
+            seen |= {(start, nxt), (nxt, start)}
+            while v not in fixed and v != start:
+                line.append(v)
+                a, b = nbrs[v]
+                prev, v = v, (b if a == prev else a)
+                seen |= {(prev, v), (v, prev)}
+            closed = v == start and start not in fixed
+            lines.append((line if closed else [*line, v], closed))
+    return lines
+
+
+def kept_seam_lines(
+    m: TriMesh, seams: np.ndarray, out: TriMesh
+) -> tuple[list[str], set[tuple[int, int]], float]:
+    """Seams simplified along their lines: ``(problems, output seam edges, largest deviation)``.
+    Every fixed vertex of every line is still an output vertex where it was; the line's
+    surviving vertices (unmoved) follow each other along output edges, a loop keeps three at
+    least; the deviation is the distance of each removed vertex from the output segment that
+    replaced it, over the bounding-box diagonal."""
+    V0 = np.asarray(m.V)
+    Vo = np.asarray(to_numpy(out.V))
+    at = {tuple(p): i for i, p in enumerate(Vo.tolist())}
+    edges = _edge_set(np.asarray(to_numpy(out.F), np.int64))
+    V64 = V0.astype(np.float64)
+    diag = float(np.linalg.norm(V64.max(axis=0) - V64.min(axis=0)))
+    problems, kept, worst = [], set(), 0.0
+    for line, closed in seam_lines(m, seams):
+        ends = [] if closed else [line[0], line[-1]]
+        if any(tuple(V0[v].tolist()) not in at for v in ends):
+            problems.append(f"line {line[0]}..{line[-1]}: an end moved or went")
+            continue
+        alive = [i for i, v in enumerate(line) if tuple(V0[v].tolist()) in at]
+        if closed:
+            if len(alive) < 3:
+                problems.append(f"loop at {line[0]}: {len(alive)} vertices left")
+                continue
+            alive = [*alive, alive[0] + len(line)]
+        ring = line + line if closed else line
+        for i, j in zip(alive[:-1], alive[1:], strict=True):
+            u, v = at[tuple(V0[ring[i]].tolist())], at[tuple(V0[ring[j]].tolist())]
+            if (min(u, v), max(u, v)) not in edges:
+                problems.append(f"line {line[0]}..{line[-1]}: no edge {ring[i]}-{ring[j]}")
+            kept.add((min(u, v), max(u, v)))
+            P, d = V64[ring[i]], V64[ring[j]] - V64[ring[i]]
+            for k in range(i + 1, j):
+                x = V64[ring[k]] - P
+                t = np.clip(x @ d / (d @ d), 0.0, 1.0)
+                worst = max(worst, float(np.linalg.norm(x - t * d)) / diag)
+    return problems, kept, worst
+
+
 def chart_count(F: np.ndarray, seam_edges: set[tuple[int, int]]) -> int:
     """Components of the faces joined across every two-face edge that is not a seam."""
     EV, faces = _edges(F)
@@ -171,6 +238,19 @@ def output_seam_edges(m: TriMesh, seams: np.ndarray, out: TriMesh) -> set[tuple[
         chain = on[np.argsort(t[on])]
         found |= {(min(u, v), max(u, v)) for u, v in zip(chain[:-1], chain[1:], strict=True)}
     return found & _edge_set(np.asarray(to_numpy(out.F), np.int64))
+
+
+def check_seams(
+    op_name: str, params: dict, m: TriMesh, seams: np.ndarray, out: TriMesh
+) -> tuple[list[str], set[tuple[int, int]]]:
+    """``(problems, output seam edges)`` by what the operation promises: decimate (with
+    ``simplify_seams``) keeps the seam lines, remesh splits the seam edges, the others keep each
+    one as it was."""
+    if op_name == "decimate" and params.get("simplify_seams", True):
+        problems, kept, _ = kept_seam_lines(m, seams, out)
+        return problems, kept
+    split = op_name == "isotropic_remesh"
+    return kept_seams(m, seams, out, split=split), output_seam_edges(m, seams, out)
 
 
 def assert_valid_around_seams(m: TriMesh, out: TriMesh) -> None:
@@ -235,44 +315,72 @@ def test_remesh_refines_seams() -> None:
 
 # ------------------------------------------------------------------------------ collapses
 COLLAPSE_CASES = [
-    ("decimate", "spot.obj", {"target_ratio": 0.2}),
+    ("decimate", "spot.obj", {"target_ratio": 0.2, "simplify_seams": False}),
     ("decimate", "rx-cloth.obj", {"target_ratio": 0.2, "preserve_boundary": False}),
-    ("decimate", "rx-sphere3.obj", {"target_faces": 100}),
+    ("decimate", "rx-sphere3.obj", {"target_faces": 100, "simplify_seams": False}),
+    ("decimate", "rx-sphere3.obj", {"target_faces": 60}),
+    ("decimate", "spot.obj", {"target_ratio": 0.05}),
     ("collapse_short_edges", "spot.obj", {"threshold": 1.2}),
     ("collapse_short_edges", "rx-cloth.obj", {"threshold": 1.5, "preserve_boundary": False}),
 ]
 
 
 @pytest.mark.parametrize(("op_name", "name", "params"), COLLAPSE_CASES)
-def test_collapses_keep_every_seam_edge(op_name: str, name: str, params: dict) -> None:
+def test_collapses_keep_the_seams(op_name: str, name: str, params: dict) -> None:
     m = welded(name)
     seams = seams_of(m)
     res = _run(op_name, m, params, seams)
     out, rep = res.mesh, res.report
-    assert kept_seams(m, seams, out, split=False) == []
+    problems, out_seams = check_seams(op_name, params, m, seams, out)
+    assert problems == []
     assert_valid_around_seams(m, out)
     n_pinned = np.unique(seams).shape[0]
-    assert rep["seam_vertices_locked"] == n_pinned
+    removed = rep.get("seam_vertices_removed", 0)
+    assert rep["seam_vertices_locked"] + removed == n_pinned
+    if op_name == "decimate" and params.get("simplify_seams", True):
+        assert rep["stopped"] == "target"
+        # a line bends by little: the removed vertices lie near the segments that replaced them
+        assert kept_seam_lines(m, seams, out)[2] < 0.05
+    else:
+        assert removed == 0 and kept_seams(m, seams, out, split=False) == []
     assert rep["collapses"] > 0 and out.n_faces < 0.8 * m.n_faces
     # the seams cut the surface into the input's charts (where the boundary may move, a chart
     # running along it may be pinched in two at a seam vertex)
     n_charts = chart_count(np.asarray(m.F, np.int64), set(map(tuple, seams.tolist())))
-    n_out = chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out))
+    n_out = chart_count(np.asarray(out.F, np.int64), out_seams)
     if params.get("preserve_boundary", True):
         assert n_out == n_charts
     else:
         assert n_out >= n_charts
     # without the seams the same run loses many of them
     free = _run(op_name, m, params, None)
+    assert len(check_seams(op_name, params, m, seams, free.mesh)[0]) > 0
     assert len(kept_seams(m, seams, free.mesh, split=False)) > 0.3 * seams.shape[0]
     assert free.report["seam_vertices_locked"] == 0
+
+
+def test_decimate_goes_further_along_seam_lines() -> None:
+    """Locked seam vertices leave a strong decimation blocked; collapses along the seam lines
+    reach the target and keep the lines' junctions and ends."""
+    m, seams = duck()
+    locked = _run("decimate", m, {"target_ratio": 0.05, "simplify_seams": False}, seams)
+    lines = _run("decimate", m, {"target_ratio": 0.05}, seams)
+    assert locked.report["stopped"] == "blocked" and lines.report["stopped"] == "target"
+    assert lines.mesh.n_faces < 0.7 * locked.mesh.n_faces
+    assert locked.report["seam_vertices_removed"] == 0
+    assert lines.report["seam_vertices_removed"] > 0.3 * np.unique(seams).shape[0]
+    problems, out_seams, worst = kept_seam_lines(m, seams, lines.mesh)
+    assert problems == [] and worst < 0.05
+    n_charts = chart_count(np.asarray(m.F, np.int64), set(map(tuple, seams.tolist())))
+    assert chart_count(np.asarray(lines.mesh.F, np.int64), out_seams) == n_charts
+    assert_valid_around_seams(m, lines.mesh)
 
 
 def test_decimate_collapses_onto_seam_vertices() -> None:
     """Pinned vertices take their neighbours: the mesh near a seam still simplifies."""
     m = welded("spot.obj")
     seams = plane_seam(m)
-    out = _run("decimate", m, {"target_ratio": 0.1}, seams).mesh
+    out = _run("decimate", m, {"target_ratio": 0.1, "simplify_seams": False}, seams).mesh
     assert kept_seams(m, seams, out, split=False) == []
     seam_v = np.unique(seams)
     # the input seam vertices' one-rings hold many vertices that went
@@ -318,11 +426,12 @@ def test_duck_keeps_its_uv_seams(op_name: str, params: dict) -> None:
     n_charts = chart_count(F0, set(map(tuple, seams.tolist())))
     assert seams.shape[0] > 100 and n_charts > 5  # the duck's atlas: several charts
     out = _run(op_name, m, params, seams).mesh
-    assert kept_seams(m, seams, out, split=op_name == "isotropic_remesh") == []
+    problems, out_seams = check_seams(op_name, params, m, seams, out)
+    assert problems == []
     assert_valid_around_seams(m, out)
-    assert chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out)) == n_charts
+    assert chart_count(np.asarray(out.F, np.int64), out_seams) == n_charts
     free = _run(op_name, m, params, None).mesh
-    assert len(kept_seams(m, seams, free, split=op_name == "isotropic_remesh")) > 10
+    assert len(check_seams(op_name, params, m, seams, free)[0]) > 10
 
 
 # ------------------------------------------------------------------------------ bad seams
@@ -355,7 +464,8 @@ def test_no_seams_and_empty_seams_agree() -> None:
 GPU_CASES = [
     ("isotropic_remesh", "rx-sphere3.obj", {"target_edge_length": 0.6, "iterations": 2}),
     ("isotropic_remesh", "rx-cloth.obj", {"iterations": 2}),
-    ("decimate", "spot.obj", {"target_ratio": 0.2}),
+    ("decimate", "spot.obj", {"target_ratio": 0.2, "simplify_seams": False}),
+    ("decimate", "spot.obj", {"target_ratio": 0.05}),
     ("decimate", "rx-cloth.obj", {"target_ratio": 0.2, "preserve_boundary": False}),
     ("collapse_short_edges", "spot.obj", {"threshold": 1.2}),
     ("delaunay_flip", "rx-cloth.obj", {}),
@@ -375,13 +485,18 @@ def test_gpu_keeps_seams_like_the_twin(op_name: str, name: str, params: dict) ->
         got = op.cupy(m.to("cupy"), p)
     assert got.mesh.backend == "cupy"
     out = got.mesh.to("numpy")
-    split = op_name == "isotropic_remesh"
-    assert kept_seams(m, seams, out, split=split) == []
+    problems, out_seams = check_seams(op_name, params, m, seams, out)
+    assert problems == []
     assert_valid_around_seams(m, out)
-    for k in ("seam_edges", "seam_vertices_locked"):
-        assert got.report.get(k) == ref.report.get(k), k
+    assert got.report.get("seam_edges") == ref.report.get("seam_edges")
+    if "seam_vertices_locked" in ref.report:
+        kept_removed = [
+            r["seam_vertices_locked"] + r.get("seam_vertices_removed", 0)
+            for r in (ref.report, got.report)
+        ]
+        assert kept_removed[0] == kept_removed[1] == np.unique(seams).shape[0]
     n_charts = chart_count(np.asarray(m.F, np.int64), set(map(tuple, seams.tolist())))
-    n_out = chart_count(np.asarray(out.F, np.int64), output_seam_edges(m, seams, out))
+    n_out = chart_count(np.asarray(out.F, np.int64), out_seams)
     assert n_out == n_charts if params.get("preserve_boundary", True) else n_out >= n_charts
     if op_name == "delaunay_flip":
         assert set(map(tuple, seams.tolist())) <= _edge_set(np.asarray(out.F, np.int64))
