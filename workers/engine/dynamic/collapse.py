@@ -232,7 +232,8 @@ def seam_line_edges(xp: ModuleType, seams: Any, EV: Any, bnd_v: Any) -> Any:
     degree = xp.bincount(ends, minlength=n)
     # the sum of each vertex's seam neighbours: at a vertex on two seam edges, the one that is
     # not ``x`` is the sum less ``x`` (float64 sums of ids below 2^31 are exact)
-    nsum = xp.rint(xp.bincount(ends, weights=xp.concatenate([hi, lo]), minlength=n))
+    other = xp.concatenate([hi, lo]).astype(xp.float64)
+    nsum = xp.rint(xp.bincount(ends, weights=other, minlength=n))
     nsum = nsum.astype(xp.int64)
     u, v = EV[:, 0], EV[:, 1]
     is_seam = edge_lookup(xp, seams, (u << SHIFT) | v)[0]

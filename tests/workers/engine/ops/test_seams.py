@@ -376,6 +376,42 @@ def test_decimate_goes_further_along_seam_lines() -> None:
     assert_valid_around_seams(m, lines.mesh)
 
 
+def test_decimate_keeps_small_charts() -> None:
+    """Seam loops of three and four edges (charts of one face and of two) keep a face at least:
+    a collapse along a loop of three would close it into two coincident edges."""
+    m = welded("rx-sphere3.obj")
+    F = np.asarray(m.F, np.int64)
+    EV, faces = _edges(F)
+    f = int(faces[0, 0])
+    # one chart: face f alone; another: the two faces of an edge far from it
+    far = int(
+        np.argmax(
+            np.linalg.norm(
+                np.asarray(m.V)[EV].mean(axis=1) - np.asarray(m.V)[F[f]].mean(axis=0), axis=1
+            )
+        )
+    )
+    pair = set(faces[far].tolist())
+    seams = [
+        e for e, (g, h) in zip(EV.tolist(), faces.tolist(), strict=True) if (g == f) != (h == f)
+    ]
+    seams += [
+        e
+        for e, (g, h) in zip(EV.tolist(), faces.tolist(), strict=True)
+        if (g in pair) != (h in pair)
+    ]
+    seams = np.unique(np.asarray(seams, np.int64), axis=0)
+    assert seams.shape[0] == 7
+    res = _run("decimate", m, {"target_faces": 4}, seams)
+    problems, out_seams, _ = kept_seam_lines(m, seams, res.mesh)
+    assert problems == []
+    n_charts = chart_count(F, set(map(tuple, seams.tolist())))
+    assert n_charts == 3
+    assert chart_count(np.asarray(res.mesh.F, np.int64), out_seams) == n_charts
+    assert res.report["seam_vertices_removed"] == 1  # the loop of four becomes one of three
+    assert_valid_around_seams(m, res.mesh)
+
+
 def test_decimate_collapses_onto_seam_vertices() -> None:
     """Pinned vertices take their neighbours: the mesh near a seam still simplifies."""
     m = welded("spot.obj")
