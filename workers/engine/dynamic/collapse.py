@@ -78,7 +78,7 @@ class CollapseState:
     quadrics (decimation) or None: summed when two vertices merge, ``pinned (n,) bool`` vertices
     that never move and are never removed but may take a neighbour collapsing onto them (seam
     vertices), or None; ``seams (K,)`` sorted int64 keys of the seam edges (current vertex ids)
-    where collapses may run along seam lines (:func:`seam_line_edges`), else None."""
+    or None; ``seam_lines``: collapses may run along seam lines (:func:`seam_line_edges`)."""
 
     X: Any
     F: Any
@@ -88,6 +88,7 @@ class CollapseState:
     Q: Any = None
     pinned: Any = None
     seams: Any = None
+    seam_lines: bool = False
 
     @property
     def xp(self) -> ModuleType:
@@ -185,7 +186,7 @@ def eligible_edges(
     along = None
     if pinned is not None:
         pu, pv = pinned[u], pinned[v]
-        if state.seams is not None:
+        if state.seams is not None and state.seam_lines:
             along = (efc == 2) & ~state.locked[u] & ~state.locked[v]
             along &= seam_line_edges(xp, state.seams, EV, bnd_v)
         ok &= ~(pu & pv)
@@ -378,7 +379,9 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
         # b -> a in the seam keys: a-b goes, b-c becomes a-c
         lo, hi = remap[seams >> SHIFT], remap[seams & ((1 << SHIFT) - 1)]
         seams = xp.unique(edge_keys(xp, lo[lo != hi], hi[lo != hi]))
-    return CollapseState(X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams)
+    return CollapseState(
+        X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines
+    )
 
 
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]

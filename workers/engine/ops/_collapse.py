@@ -15,7 +15,7 @@ from ..dynamic.collapse import (
     finish,
     locked_vertices,
 )
-from ..dynamic.seams import key_vertices, seam_keys
+from ..dynamic.seams import key_vertices, record_kept, seam_keys
 from ..mesh import TriMesh
 from ..topology import Topology
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
@@ -40,8 +40,16 @@ def initial_state(
     origin = xp.arange(mesh.n_faces, dtype=xp.int64)
     seams = seam_keys(xp, F, mesh.n_vertices)
     pinned = key_vertices(xp, seams, mesh.n_vertices) if seams.shape[0] else None
-    lines = seams if seam_lines and pinned is not None else None
-    state = CollapseState(X - shift, F, A, origin, locked, pinned=pinned, seams=lines)
+    state = CollapseState(
+        X - shift,
+        F,
+        A,
+        origin,
+        locked,
+        pinned=pinned,
+        seams=seams if pinned is not None else None,
+        seam_lines=seam_lines,
+    )
     return state, shift, layout
 
 
@@ -127,13 +135,17 @@ def result_mesh(mesh: TriMesh, state: CollapseState, shift: Any, layout: list[An
     """The output mesh: unused vertices dropped, positions in the input's dtype, interpolated
     vertex attributes, face attributes of the surviving faces. Pinned vertices keep the input's
     positions bit for bit (not the working copy's ``X + shift``, which may differ in the last
-    bit)."""
+    bit); the result's seams are recorded (:func:`~workers.engine.dynamic.seams.record_kept`)."""
     xp = mesh.xp
     X, F, A, take = finish(state)
     V = (X + shift).astype(mesh.V.dtype)
     if state.pinned is not None:
         pin = state.pinned[take]
         V[pin] = mesh.V[take[pin]]
+    renum = xp.full(state.n_vertices, -1, dtype=xp.int64)
+    renum[take] = xp.arange(int(take.shape[0]), dtype=xp.int64)
+    seams = xp.zeros(0, dtype=xp.int64) if state.seams is None else state.seams
+    record_kept(xp, seams, renum)
     out = mesh.reindexed(V, F, face_take=state.origin)
     out.vertex_attrs = {} if A is None else unstack_vertex_attrs(xp, A, layout)
     return out

@@ -181,7 +181,7 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
     if not p.preserve_boundary and topo.boundary_edges.shape[0]:
         sides = topo.ef_sides[topo.ef_offsets[topo.boundary_edges]]
         Q = Q + boundary_quadrics(xp, state.X, state.F, sides, state.n_vertices, BOUNDARY_WEIGHT)
-    if state.seams is not None:
+    if state.seams is not None and state.seam_lines:
         Q = Q + seam_quadrics(state, topo)
     state.Q = Q
     max_cost = None if p.max_error is None else (p.max_error * diag) ** 2

@@ -38,7 +38,7 @@ from ..dynamic.flip import (
     opposite_angle_sums,
     select_flips,
 )
-from ..dynamic.seams import seam_keys
+from ..dynamic.seams import record_kept, seam_keys
 from ..mesh import TriMesh
 from .registry import Operation, OpKind, OpParams, OpResult
 
@@ -99,6 +99,7 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
     counts = xp.bincount(why, minlength=len(REASONS) + 1)
     blocked = {name: int(counts[i]) for i, name in enumerate(REASONS) if i not in (0, BOUNDARY)}
     blocked["no_improvement"] = int(counts[len(REASONS)])
+    record_kept(xp, seams)
     out = TriMesh(
         mesh.V, F.astype(xp.int32), mesh.vertex_attrs, mesh.face_attrs, source=mesh.source
     )

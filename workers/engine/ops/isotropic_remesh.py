@@ -56,7 +56,7 @@ from ..dynamic._edges import Surface, compact_vertices, edge_table
 from ..dynamic.flip import valence_flip_round
 from ..dynamic.relax import SurfaceProjector, tangential_relax
 from ..dynamic.remesh_collapse import collapse_short_edges_rounds
-from ..dynamic.seams import key_vertices, seam_keys
+from ..dynamic.seams import key_vertices, record_kept, seam_keys
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
 from ..geometry import face_areas64
@@ -169,7 +169,7 @@ def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any,
         locked |= key_vertices(xp, seams, mesh.n_vertices)
         feature = xp.unique(xp.concatenate([feature, seams]))
     A, layout = stack_vertex_attrs(mesh)
-    S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, feature)
+    S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, feature, seams)
     return S, layout, E, int(seams.shape[0])
 
 
@@ -263,6 +263,9 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
     progress.report(ITERATIONS_SPAN[1], "attributes and quality")
     F, kept = compact_vertices(xp, S.F, S.n_vertices)
     V = S.V[kept]
+    renum = xp.full(S.n_vertices, -1, dtype=xp.int64)
+    renum[kept] = xp.arange(int(kept.shape[0]), dtype=xp.int64)
+    record_kept(xp, S.seam, renum)
     # attributes: sampled on the input face nearest each output vertex / face centroid
     out = mesh.reindexed(V.astype(mesh.V.dtype), F.astype(xp.int32), face_take=S.face_src)
     if S.A is not None:

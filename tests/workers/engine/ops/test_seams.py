@@ -21,6 +21,7 @@ from tests.workers.engine.shapes import boundary_mask, grid, mesh, stats, welded
 from workers.engine import MeshError, TriMesh
 from workers.engine.backend import to_numpy
 from workers.engine.corners import keeping_seams
+from workers.engine.dynamic.seams import recording_kept
 from workers.engine.ops import OPS
 
 
@@ -262,10 +263,24 @@ def assert_valid_around_seams(m: TriMesh, out: TriMesh) -> None:
         assert s["manifold"]
 
 
+def recorded(box: list[Any]) -> set[tuple[int, int]] | None:
+    """The seams one operation recorded (:func:`recording_kept`) as a set of pairs, None when
+    it recorded none."""
+    assert len(box) <= 1
+    if not box:
+        return None
+    pairs = np.asarray(to_numpy(box[0]), np.int64)
+    assert pairs.ndim == 2 and pairs.shape[1] == 2 and (pairs[:, 0] < pairs[:, 1]).all()
+    return set(map(tuple, pairs.tolist()))
+
+
 def _run(name: str, mesh: TriMesh, params: dict[str, Any], seams: np.ndarray | None) -> Any:
+    """The op's result, with ``kept``: the output seams it recorded (None without seams)."""
     op = OPS.get(name)
-    with keeping_seams(seams):
-        return op.numpy(mesh, op.parse_params(params))
+    with keeping_seams(seams), recording_kept() as box:
+        res = op.numpy(mesh, op.parse_params(params))
+    res.kept = recorded(box)
+    return res
 
 
 # ------------------------------------------------------------------------------ remesh
@@ -285,6 +300,7 @@ def test_remesh_splits_seams_and_keeps_them(name: str, L: float) -> None:
     m, seams, res = _remeshed(name, L, True)
     out, rep = res.mesh, res.report
     assert kept_seams(m, seams, out, split=True) == []
+    assert res.kept == output_seam_edges(m, seams, out)
     assert_valid_around_seams(m, out)
     assert rep["seam_edges"] == seams.shape[0]
     assert rep["splits"] > 0 and rep["collapses"] > 0 and rep["flips"] > 0
@@ -333,6 +349,7 @@ def test_collapses_keep_the_seams(op_name: str, name: str, params: dict) -> None
     out, rep = res.mesh, res.report
     problems, out_seams = check_seams(op_name, params, m, seams, out)
     assert problems == []
+    assert res.kept == out_seams  # what the op says its seams are is where they are
     assert_valid_around_seams(m, out)
     n_pinned = np.unique(seams).shape[0]
     removed = rep.get("seam_vertices_removed", 0)
@@ -354,6 +371,7 @@ def test_collapses_keep_the_seams(op_name: str, name: str, params: dict) -> None
         assert n_out >= n_charts
     # without the seams the same run loses many of them
     free = _run(op_name, m, params, None)
+    assert free.kept is None
     assert len(check_seams(op_name, params, m, seams, free.mesh)[0]) > 0
     assert len(kept_seams(m, seams, free.mesh, split=False)) > 0.3 * seams.shape[0]
     assert free.report["seam_vertices_locked"] == 0
@@ -370,7 +388,7 @@ def test_decimate_goes_further_along_seam_lines() -> None:
     assert locked.report["seam_vertices_removed"] == 0
     assert lines.report["seam_vertices_removed"] > 0.3 * np.unique(seams).shape[0]
     problems, out_seams, worst = kept_seam_lines(m, seams, lines.mesh)
-    assert problems == [] and worst < 0.05
+    assert problems == [] and worst < 0.05 and lines.kept == out_seams
     n_charts = chart_count(np.asarray(m.F, np.int64), set(map(tuple, seams.tolist())))
     assert chart_count(np.asarray(lines.mesh.F, np.int64), out_seams) == n_charts
     assert_valid_around_seams(m, lines.mesh)
@@ -404,7 +422,7 @@ def test_decimate_keeps_small_charts() -> None:
     assert seams.shape[0] == 7
     res = _run("decimate", m, {"target_faces": 4}, seams)
     problems, out_seams, _ = kept_seam_lines(m, seams, res.mesh)
-    assert problems == []
+    assert problems == [] and res.kept == out_seams
     n_charts = chart_count(F, set(map(tuple, seams.tolist())))
     assert n_charts == 3
     assert chart_count(np.asarray(res.mesh.F, np.int64), out_seams) == n_charts
@@ -437,10 +455,10 @@ def test_delaunay_flip_never_flips_a_seam() -> None:
     flipped = np.asarray(sorted(before - _edge_set(np.asarray(free.mesh.F, np.int64))))
     assert flipped.shape[0] >= 10
     seams = flipped[::2]
-    with keeping_seams(seams):
-        res = op.numpy(m, p)
+    res = _run("delaunay_flip", m, {}, seams)
     after = _edge_set(np.asarray(res.mesh.F, np.int64))
     assert set(map(tuple, seams.tolist())) <= after
+    assert res.kept == set(map(tuple, seams.tolist()))
     assert res.report["blocked"]["seam"] > 0 and res.report["seam_edges"] == seams.shape[0]
     assert res.report["flips"] > 0
     assert free.report["blocked"]["seam"] == 0
@@ -461,9 +479,10 @@ def test_duck_keeps_its_uv_seams(op_name: str, params: dict) -> None:
     F0 = np.asarray(m.F, np.int64)
     n_charts = chart_count(F0, set(map(tuple, seams.tolist())))
     assert seams.shape[0] > 100 and n_charts > 5  # the duck's atlas: several charts
-    out = _run(op_name, m, params, seams).mesh
+    res = _run(op_name, m, params, seams)
+    out = res.mesh
     problems, out_seams = check_seams(op_name, params, m, seams, out)
-    assert problems == []
+    assert problems == [] and res.kept == out_seams
     assert_valid_around_seams(m, out)
     assert chart_count(np.asarray(out.F, np.int64), out_seams) == n_charts
     free = _run(op_name, m, params, None).mesh
@@ -518,11 +537,12 @@ def test_gpu_keeps_seams_like_the_twin(op_name: str, name: str, params: dict) ->
     p = op.parse_params(params)
     with keeping_seams(seams):
         ref = op.numpy(m, p)
-        got = op.cupy(m.to("cupy"), p)
+        with recording_kept() as box:
+            got = op.cupy(m.to("cupy"), p)
     assert got.mesh.backend == "cupy"
     out = got.mesh.to("numpy")
     problems, out_seams = check_seams(op_name, params, m, seams, out)
-    assert problems == []
+    assert problems == [] and recorded(box) == out_seams
     assert_valid_around_seams(m, out)
     assert got.report.get("seam_edges") == ref.report.get("seam_edges")
     if "seam_vertices_locked" in ref.report:
