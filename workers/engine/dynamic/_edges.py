@@ -217,7 +217,9 @@ class Surface:
     ``V (n, 3)`` float64; ``F (m, 3)`` int64; ``A (n, k)`` float64 stacked vertex attributes or
     ``None``; ``face_src (m,)`` int64 the input face each face descends from (its attributes);
     ``locked (n,)`` bool vertices that never move nor disappear (boundary, non-manifold, feature);
-    ``feature (K,)`` sorted int64 keys of the feature edges."""
+    ``feature (K,)`` sorted int64 keys of the feature edges; ``seam (S,)`` sorted int64 keys of
+    the texture seam edges among them (kept apart so the result can tell where its seams are), or
+    None."""
 
     V: Any
     F: Any
@@ -225,6 +227,7 @@ class Surface:
     face_src: Any
     locked: Any
     feature: Any
+    seam: Any = None
 
     @property
     def n_vertices(self) -> int:

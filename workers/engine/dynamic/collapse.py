@@ -9,7 +9,12 @@ One round (:func:`collapse_round`):
 1. **eligible edges**: one or two faces, no locked end (non-manifold vertex, vertex of a
    non-manifold edge or of a face with a repeated vertex, all measured on the input), and with
    ``preserve_boundary`` no boundary edge and no edge with both ends on the boundary; when only
-   one end is on the boundary that end survives and stays where it is.
+   one end is on the boundary that end survives and stays where it is. A *pinned* end (a vertex
+   of a texture seam, :mod:`.seams`) is treated like such a boundary end, whatever
+   ``preserve_boundary`` says: it survives and stays; an edge with two pinned ends, or with
+   ``preserve_boundary`` a pinned end and a boundary end, is not eligible, unless the state
+   carries its seam edges and the edge runs inside one seam line (:func:`seam_line_edges`):
+   then either end may go onto the other, which stays (two candidates).
 2. **plan** (the operation's part): for each candidate the new position, the parameter ``t``
    along the edge for interpolating attributes, and a priority (smaller first).
 3. **preconditions**, checked per candidate on the current mesh (:func:`check_candidates`):
@@ -35,7 +40,11 @@ manifold (the link condition), the orientation of every surviving face is kept, 
 removes one vertex, three edges and two faces (interior) or one vertex, two edges and one face
 (boundary), so the Euler characteristic of every component is preserved and no component
 vanishes; with ``preserve_boundary`` no boundary vertex moves and no boundary edge changes. Locked
-vertices (non-manifold input) never move or merge; only manifold parts are simplified.
+vertices (non-manifold input) never move or merge; only manifold parts are simplified. Pinned
+vertices never move and are never removed (but along a seam line), so an edge between two of
+them (a seam edge) is never collapsed (but along its line) and stays an edge: a collapse never
+removes an edge but the collapsed one and the one it merges with (``b-c`` into ``a-c``, which
+keeps ``a-c``). Along a seam line ``a-b-c``, ``b`` going onto ``a`` leaves the seam ``a-c``.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from typing import Any
 
 from ..graph import scatter_min
 from ..topology import Topology
+from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import blocked_by, edge_local_minima, gather_rows, priority_keys
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
@@ -65,7 +75,10 @@ class CollapseState:
     ``X (n, 3) float64`` positions (centred, see the ops), ``F (m, 3) int64`` faces, ``A (n, k)
     float64`` stacked vertex attributes or None, ``origin (m,) int64`` the input face each face
     is, ``locked (n,) bool`` vertices that never move or merge, ``Q (n, 10) float64`` per-vertex
-    quadrics (decimation) or None: summed when two vertices merge."""
+    quadrics (decimation) or None: summed when two vertices merge, ``pinned (n,) bool`` vertices
+    that never move and are never removed but may take a neighbour collapsing onto them (seam
+    vertices), or None; ``seams (K,)`` sorted int64 keys of the seam edges (current vertex ids)
+    or None; ``seam_lines``: collapses may run along seam lines (:func:`seam_line_edges`)."""
 
     X: Any
     F: Any
@@ -73,6 +86,9 @@ class CollapseState:
     origin: Any
     locked: Any
     Q: Any = None
+    pinned: Any = None
+    seams: Any = None
+    seam_lines: bool = False
 
     @property
     def xp(self) -> ModuleType:
@@ -113,7 +129,7 @@ class Candidates:
 @dataclass
 class Eligible:
     """Edges that may be collapsed this round, oriented: ``a`` survives, ``b`` goes. ``snap``:
-    ``a`` is on the boundary and ``b`` is not, so ``a`` must stay where it is."""
+    ``a`` must stay where it is (it is pinned, or on the boundary and ``b`` is not)."""
 
     edge: Any
     a: Any
@@ -156,7 +172,8 @@ def boundary_vertex_mask(topo: Topology) -> Any:
 def eligible_edges(
     state: CollapseState, topo: Topology, bnd_v: Any, preserve_boundary: bool
 ) -> Eligible:
-    """Edges with one or two faces and no locked end, oriented so that a boundary end survives."""
+    """Edges with one or two faces and no locked end, oriented so that a pinned end, else a
+    boundary end, survives."""
     xp = state.xp
     EV = topo.EV.astype(xp.int64)
     efc = topo.edge_face_count
@@ -165,13 +182,64 @@ def eligible_edges(
     bu, bv = bnd_v[u], bnd_v[v]
     if preserve_boundary:
         ok &= (efc == 2) & ~(bu & bv)
+    pinned = state.pinned
+    along = None
+    if pinned is not None:
+        pu, pv = pinned[u], pinned[v]
+        if state.seams is not None and state.seam_lines:
+            along = (efc == 2) & ~state.locked[u] & ~state.locked[v]
+            along &= seam_line_edges(xp, state.seams, EV, bnd_v)
+        ok &= ~(pu & pv)
+        if preserve_boundary:
+            ok &= ~((pu & bv) | (pv & bu))
     e = xp.nonzero(ok)[0]
     u, v, bu, bv = u[e], v[e], bu[e], bv[e]
     swap = bv & ~bu  # the boundary end survives
+    snap = bu ^ bv
+    if pinned is not None:
+        pu, pv = pinned[u], pinned[v]
+        swap = pv | (swap & ~pu)  # a pinned end survives before a boundary one
+        snap |= pu | pv
     a = xp.where(swap, v, u)
     b = xp.where(swap, u, v)
-    snap = bu ^ bv
-    return Eligible(e, a, b, snap, efc[e] == 1)
+    el = Eligible(e, a, b, snap, efc[e] == 1)
+    if along is None:
+        return el
+    # along a seam line: either end may go onto the other (two candidates per edge)
+    s = xp.nonzero(along)[0]
+    sa, sb = EV[s, 0], EV[s, 1]
+    on = xp.ones(2 * int(s.shape[0]), dtype=bool)
+    return Eligible(
+        xp.concatenate([el.edge, s, s]),
+        xp.concatenate([el.a, sa, sb]),
+        xp.concatenate([el.b, sb, sa]),
+        xp.concatenate([el.snap, on]),
+        xp.concatenate([el.boundary_edge, ~on]),
+    )
+
+
+def seam_line_edges(xp: ModuleType, seams: Any, EV: Any, bnd_v: Any) -> Any:
+    """(E,) bool: the edges ``EV`` along which a collapse keeps the seams ``seams`` (sorted int64
+    keys) a set of lines through the same junctions: the edge is a seam edge, both ends are on
+    exactly two seam edges (inside one seam line: no junction, no end of a line) and off the
+    boundary, and the ends' other seam neighbours differ (the line is not a loop of three edges,
+    which a collapse would close into two coincident edges). Collapsing ``b`` onto ``a`` then
+    turns the seam ``a-b-c`` into ``a-c``."""
+    n = int(bnd_v.shape[0])
+    if seams.shape[0] == 0:
+        return xp.zeros(EV.shape[0], dtype=bool)
+    lo, hi = seams >> SHIFT, seams & ((1 << SHIFT) - 1)
+    ends = xp.concatenate([lo, hi])
+    degree = xp.bincount(ends, minlength=n)
+    # the sum of each vertex's seam neighbours: at a vertex on two seam edges, the one that is
+    # not ``x`` is the sum less ``x`` (float64 sums of ids below 2^31 are exact)
+    other = xp.concatenate([hi, lo]).astype(xp.float64)
+    nsum = xp.rint(xp.bincount(ends, weights=other, minlength=n))
+    nsum = nsum.astype(xp.int64)
+    u, v = EV[:, 0], EV[:, 1]
+    is_seam = edge_lookup(xp, seams, (u << SHIFT) | v)[0]
+    inner = (degree[u] == 2) & (degree[v] == 2) & ~bnd_v[u] & ~bnd_v[v]
+    return is_seam & inner & (nsum[u] - v != nsum[v] - u)
 
 
 def check_candidates(
@@ -306,7 +374,14 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     remap = xp.arange(n, dtype=xp.int64)
     remap[b] = a
     F = remap[state.F[keep]]
-    return CollapseState(X, F, A, state.origin[keep], state.locked, Q)
+    seams = state.seams
+    if seams is not None and seams.shape[0]:
+        # b -> a in the seam keys: a-b goes, b-c becomes a-c
+        lo, hi = remap[seams >> SHIFT], remap[seams & ((1 << SHIFT) - 1)]
+        seams = xp.unique(edge_keys(xp, lo[lo != hi], hi[lo != hi]))
+    return CollapseState(
+        X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines
+    )
 
 
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]

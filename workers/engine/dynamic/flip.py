@@ -18,7 +18,9 @@ Preconditions, per edge (checked here, never assumed):
 * ``feature``: the dihedral angle between the two faces exceeds ``feature_angle``;
 * ``exists``: ``c-d`` is already an edge (the flip would make a duplicate, non-manifold edge);
 * ``fold``: a new face would be degenerate (area below ``1e-10`` of its longest side squared) or its
-  normal would point against either old face's normal (a fold-over, or a non-convex quad).
+  normal would point against either old face's normal (a fold-over, or a non-convex quad);
+* ``seam``: the edge is one of the caller's ``seams`` (texture seams: a flip would make two faces
+  that straddle two charts of the atlas).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from ._edges import (
 )
 
 #: reason codes of :func:`flip_quads`; 0 means the flip is allowed
-REASONS = ("ok", "boundary", "feature", "exists", "fold")
-OK, BOUNDARY, FEATURE, EXISTS, FOLD = range(5)
+REASONS = ("ok", "boundary", "feature", "exists", "fold", "seam")
+OK, BOUNDARY, FEATURE, EXISTS, FOLD, SEAM = range(6)
 
 #: degrees: a valence flip may lower the smallest angle of its quad only while it stays above this
 MIN_ANGLE = 10.0
@@ -64,10 +66,18 @@ class Quads:
     reason: Any
 
 
-def flip_quads(xp: ModuleType, V: Any, F: Any, E: EdgeTable, feature_angle: float = 180.0) -> Quads:
+def flip_quads(
+    xp: ModuleType,
+    V: Any,
+    F: Any,
+    E: EdgeTable,
+    feature_angle: float = 180.0,
+    seams: Any | None = None,
+) -> Quads:
     """The quad around every edge and whether it may be flipped (``V`` float64, ``F`` int64).
 
-    ``feature_angle`` in degrees; 180 turns the feature test off."""
+    ``feature_angle`` in degrees; 180 turns the feature test off. ``seams``: sorted int64 keys of
+    edges never flipped (reason ``seam``, before any other but ``boundary``), or None."""
     m2 = E.count == 2
     s0 = E.s0
     s1 = xp.where(m2, E.s1, E.s0)
@@ -77,6 +87,8 @@ def flip_quads(xp: ModuleType, V: Any, F: Any, E: EdgeTable, feature_angle: floa
     d = opposite_corner(F, s1)
     interior = m2 & (p == b) & (q == a) & (c != d)
     reason = xp.where(interior, OK, BOUNDARY)
+    if seams is not None and seams.shape[0]:
+        reason = xp.where((reason == OK) & edge_lookup(xp, seams, E.key)[0], SEAM, reason)
     Pa, Pb, Pc, Pd = V[a], V[b], V[c], V[d]
     n0 = xp.cross(Pb - Pa, Pc - Pa)
     n1 = xp.cross(Pa - Pb, Pd - Pb)

@@ -189,10 +189,8 @@ def apply_collapses(xp: ModuleType, S: Surface, u: Any, w: Any, P: Any) -> Surfa
     alive[u] = False
     renum = xp.cumsum(alive) - 1
     kept = xp.nonzero(alive)[0]
-    feature = S.feature
-    if feature.shape[0]:
-        lo, hi = feature >> SHIFT, feature & ((1 << SHIFT) - 1)
-        feature = xp.sort(edge_keys(xp, renum[lo], renum[hi]))
+    feature = _renumbered(xp, S.feature, renum)
+    seam = None if S.seam is None else _renumbered(xp, S.seam, renum)
     V = S.V[kept]
     V[renum[w]] = P
     return Surface(
@@ -202,7 +200,16 @@ def apply_collapses(xp: ModuleType, S: Surface, u: Any, w: Any, P: Any) -> Surfa
         S.face_src[keep],
         S.locked[kept],
         feature,
+        seam,
     )
+
+
+def _renumbered(xp: ModuleType, keys: Any, renum: Any) -> Any:
+    """Sorted edge keys after the vertex renumbering ``renum`` (their ends all survive)."""
+    if keys.shape[0] == 0:
+        return keys
+    lo, hi = keys >> SHIFT, keys & ((1 << SHIFT) - 1)
+    return xp.sort(edge_keys(xp, renum[lo], renum[hi]))
 
 
 def collapse_short_edges_rounds(

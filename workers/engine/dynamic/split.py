@@ -55,13 +55,21 @@ def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface,
     F = xp.concatenate([F, xp.stack([smid, q, r], axis=1)])
     face_src = xp.concatenate([S.face_src, S.face_src[f]])
     feature = S.feature
+    seam = S.seam
     if bool(is_feature.any()):
-        fa, fb, fm = ea[is_feature], eb[is_feature], mid[is_feature]
-        keep = ~edge_lookup(xp, E.key[acc][is_feature], feature)[0]
-        feature = xp.sort(
-            xp.concatenate([feature[keep], edge_keys(xp, fa, fm), edge_keys(xp, fm, fb)])
-        )
-    return Surface(V, F, A, face_src, locked, feature), k
+        feature = _split_keys(xp, feature, E.key[acc], ea, eb, mid, is_feature)
+        if seam is not None and seam.shape[0]:
+            is_seam = edge_lookup(xp, seam, E.key[acc])[0]
+            seam = _split_keys(xp, seam, E.key[acc], ea, eb, mid, is_seam)
+    return Surface(V, F, A, face_src, locked, feature, seam), k
+
+
+def _split_keys(xp: ModuleType, keys: Any, split: Any, ea: Any, eb: Any, mid: Any, hit: Any) -> Any:
+    """The sorted edge ``keys`` after the splits of the edges ``split`` (keys, (k,)) at the new
+    vertices ``mid``: each split edge ``a-b`` among them (``hit``) becomes ``a-m`` and ``m-b``."""
+    fa, fb, fm = ea[hit], eb[hit], mid[hit]
+    keep = ~edge_lookup(xp, split[hit], keys)[0]
+    return xp.sort(xp.concatenate([keys[keep], edge_keys(xp, fa, fm), edge_keys(xp, fm, fb)]))
 
 
 def split_long_edges(

@@ -15,15 +15,20 @@ from ..dynamic.collapse import (
     finish,
     locked_vertices,
 )
+from ..dynamic.seams import key_vertices, record_kept, seam_keys
 from ..mesh import TriMesh
 from ..topology import Topology
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 
 
-def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
+def initial_state(
+    mesh: TriMesh, *, seam_lines: bool = False
+) -> tuple[CollapseState, Any, list[Any]]:
     """``(state, shift, layout)``: positions in float64 moved by ``-shift`` (the bounding-box
     centre of the used vertices, so quadrics and cross products lose no digits far from the
-    origin), vertex attributes stacked, non-manifold vertices locked."""
+    origin), vertex attributes stacked, non-manifold vertices locked, the vertices of the seam
+    edges being kept (:func:`~workers.engine.dynamic.seams.seam_keys`) pinned. ``seam_lines``:
+    collapses may also run along the seam lines (the state carries the seam keys)."""
     xp = mesh.xp
     used = mesh.used_vertices()
     X = mesh.V.astype(xp.float64)
@@ -33,7 +38,31 @@ def initial_state(mesh: TriMesh) -> tuple[CollapseState, Any, list[Any]]:
     F = mesh.F.astype(xp.int64)
     locked = locked_vertices(xp, mesh.topology, F, mesh.n_vertices)
     origin = xp.arange(mesh.n_faces, dtype=xp.int64)
-    return CollapseState(X - shift, F, A, origin, locked), shift, layout
+    seams = seam_keys(xp, F, mesh.n_vertices)
+    pinned = key_vertices(xp, seams, mesh.n_vertices) if seams.shape[0] else None
+    state = CollapseState(
+        X - shift,
+        F,
+        A,
+        origin,
+        locked,
+        pinned=pinned,
+        seams=seams if pinned is not None else None,
+        seam_lines=seam_lines,
+    )
+    return state, shift, layout
+
+
+def seam_counts(state: CollapseState) -> tuple[int, int]:
+    """``(kept, removed)``: the seam vertices still in the mesh (where they were) and those
+    collapsed along a seam line; ``(0, 0)`` without seams."""
+    if state.pinned is None:
+        return 0, 0
+    xp = state.xp
+    used = xp.zeros(state.n_vertices, dtype=bool)
+    used[state.F.ravel()] = True
+    kept = int((state.pinned & used).sum())
+    return kept, int(state.pinned.sum()) - kept
 
 
 def run_rounds(
@@ -104,10 +133,20 @@ def run_rounds(
 
 def result_mesh(mesh: TriMesh, state: CollapseState, shift: Any, layout: list[Any]) -> TriMesh:
     """The output mesh: unused vertices dropped, positions in the input's dtype, interpolated
-    vertex attributes, face attributes of the surviving faces."""
+    vertex attributes, face attributes of the surviving faces. Pinned vertices keep the input's
+    positions bit for bit (not the working copy's ``X + shift``, which may differ in the last
+    bit); the result's seams are recorded (:func:`~workers.engine.dynamic.seams.record_kept`)."""
     xp = mesh.xp
-    X, F, A, _ = finish(state)
-    out = mesh.reindexed((X + shift).astype(mesh.V.dtype), F, face_take=state.origin)
+    X, F, A, take = finish(state)
+    V = (X + shift).astype(mesh.V.dtype)
+    if state.pinned is not None:
+        pin = state.pinned[take]
+        V[pin] = mesh.V[take[pin]]
+    renum = xp.full(state.n_vertices, -1, dtype=xp.int64)
+    renum[take] = xp.arange(int(take.shape[0]), dtype=xp.int64)
+    seams = xp.zeros(0, dtype=xp.int64) if state.seams is None else state.seams
+    record_kept(xp, seams, renum)
+    out = mesh.reindexed(V, F, face_take=state.origin)
     out.vertex_attrs = {} if A is None else unstack_vertex_attrs(xp, A, layout)
     return out
 

@@ -22,7 +22,7 @@ from ..dynamic.collapse import Candidates, CollapseState, Eligible
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ..topology import Topology
-from ._collapse import initial_state, mean_edge_length, result_mesh, run_rounds
+from ._collapse import initial_state, mean_edge_length, result_mesh, run_rounds, seam_counts
 from .registry import Operation, OpKind, OpParams, OpResult
 
 
@@ -111,6 +111,7 @@ def collapse_short_edges(mesh: TriMesh, p: Params) -> OpResult:
         **log.report(),
         "short_edges_left": left,
         "locked_vertices": int(state.locked.sum()),
+        "seam_vertices_locked": seam_counts(state)[0],
         "stopped": "goal" if stopped == "blocked" and left == 0 else stopped,
     }
     return OpResult(out, report)
@@ -145,14 +146,18 @@ OP = Operation(
 
     Manifold input stays manifold, the Euler characteristic of every component is kept, and with
     ``preserve_boundary`` the boundary is unchanged. Non-manifold parts are left alone: only
-    edges whose ends are manifold vertices are collapsed. Edges that stay short are those whose
-    collapse fails a precondition: ``short_edges_left`` counts them.
+    edges whose ends are manifold vertices are collapsed. The vertices of texture seams (edges
+    where the corner attributes, such as UVs, or the material differ) are locked like a preserved
+    boundary: they never move and are never removed (a neighbour may collapse onto them), so
+    every seam edge stays. Edges that stay short are those whose collapse fails a precondition or
+    joins two locked vertices: ``short_edges_left`` counts them.
 
     Refused with ``op.max_edge_length_too_small`` when ``max_edge_length`` does not exceed
     ``threshold``. Reports the threshold used (absolute), counts before and after, rounds,
     collapses (per round), rejections per reason (a candidate failing in several rounds counts
-    in each), ``short_edges_left``, ``locked_vertices`` and why it stopped (``goal``: no short
-    edge left; ``blocked``: the short edges left cannot be collapsed; ``max_rounds``).
+    in each), ``short_edges_left``, ``locked_vertices`` (non-manifold), ``seam_vertices_locked``
+    and why it stopped (``goal``: no short edge left; ``blocked``: the short edges left cannot
+    be collapsed; ``max_rounds``).
     """,
     kind=OpKind.dynamic,
     params=Params,
@@ -161,7 +166,7 @@ OP = Operation(
     cupy=_cupy,
     reports="threshold, vertices_before, faces_before, vertices_after, faces_after, rounds, "
     "collapses, collapses_per_round, rejected (per reason: link, long_edge, fold, degenerate), "
-    "short_edges_left, locked_vertices, stopped (goal, blocked, max_rounds)",
+    "short_edges_left, locked_vertices, seam_vertices_locked, stopped (goal, blocked, max_rounds)",
     test_variants=(
         {},
         {"threshold": 0.9, "preserve_boundary": False},

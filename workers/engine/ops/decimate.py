@@ -13,6 +13,16 @@ for about 5 % more mean error. The merged vertex's quadric is the sum of the two
 In the last round the accepted collapses are taken cheapest first until the target is met, so
 the face count lands on the target (one face above it at most).
 
+Texture seams (:func:`workers.engine.corners.seam_edges`): their vertices are pinned, never
+moved; a free neighbour may collapse onto one as onto a preserved boundary end. With
+``simplify_seams`` a seam vertex inside one seam line (two seam edges, no junction, no end, off
+the boundary) may also go onto its neighbour along the line, which stays (a half-edge collapse:
+``a-b-c`` becomes ``a-c``, still a line through the same junctions; a loop keeps three edges at
+least, :func:`workers.engine.dynamic.collapse.seam_line_edges`); the seam edges carry the planes
+through them perpendicular to their faces, weighted as a boundary's, so bending a line costs
+what it moves. Each output face therefore lies in one chart of the input's atlas, and the charts
+the seams cut the surface into stay those of the input.
+
 Alternatives: the multiple-choice scheme of Wu and Kobbelt (random edges, best of k) needs no
 ranking but no ordering either; vertex clustering (``cluster_coarsen``) is faster but keeps no
 error bound. Testing: invariants as for every collapse, the target reached, the sampled distance
@@ -26,6 +36,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..dynamic._edges import edge_keys, edge_lookup
 from ..dynamic.collapse import Candidates, CollapseState, Eligible
 from ..dynamic.quadrics import (
     boundary_quadrics,
@@ -37,7 +48,7 @@ from ..dynamic.quadrics import (
 from ..errors import OpParamsError
 from ..mesh import TriMesh
 from ..topology import Topology
-from ._collapse import initial_state, result_mesh, run_rounds
+from ._collapse import initial_state, result_mesh, run_rounds, seam_counts
 from .registry import Operation, OpKind, OpParams, OpResult
 
 #: share of the eligible edges (cheapest first) that are candidates in a round
@@ -80,6 +91,14 @@ class Params(OpParams):
     max_rounds: int = Field(
         500, ge=1, le=100_000, description="Stop after this many rounds of parallel collapses."
     )
+    simplify_seams: bool = Field(
+        True,
+        description="Let collapses run along texture seam lines (edges where the corner "
+        "attributes, such as UVs, or the material differ): a seam vertex between two seam edges "
+        "of one line, off the boundary, may go onto its neighbour on the line, which stays "
+        "where it is; bending the line costs like moving a boundary. Junctions and ends of seam "
+        "lines never move or go. When false, no seam vertex moves or goes.",
+    )
 
 
 class _Planner:
@@ -118,6 +137,20 @@ class _Planner:
         return Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep])
 
 
+def seam_quadrics(state: CollapseState, topo: Topology) -> Any:
+    """(n, 10) quadrics that hold the seam lines in place as :func:`boundary_quadrics` holds a
+    boundary: for each seam edge, the planes through it perpendicular to each of its faces,
+    weighted :data:`BOUNDARY_WEIGHT`. A collapse along a seam line then costs as much as the
+    line bends."""
+    xp = state.xp
+    EV = topo.EV.astype(xp.int64)
+    e = xp.nonzero(edge_lookup(xp, state.seams, edge_keys(xp, EV[:, 0], EV[:, 1]))[0])[0]
+    e = e[topo.edge_face_count[e] == 2]
+    first = topo.ef_offsets[e]
+    sides = xp.concatenate([topo.ef_sides[first], topo.ef_sides[first + 1]])
+    return boundary_quadrics(xp, state.X, state.F, sides, state.n_vertices, BOUNDARY_WEIGHT)
+
+
 def check_targets(p: Params) -> None:
     """One target at most (checked when the step is parsed)."""
     if p.target_faces is not None and p.target_ratio is not None:
@@ -139,7 +172,7 @@ def target_of(mesh: TriMesh, p: Params) -> int:
 def decimate(mesh: TriMesh, p: Params) -> OpResult:
     xp = mesh.xp
     target = target_of(mesh, p)
-    state, shift, layout = initial_state(mesh)
+    state, shift, layout = initial_state(mesh, seam_lines=p.simplify_seams)
     used = mesh.used_vertices()
     Xu = state.X[used]
     diag = float(xp.linalg.norm(Xu.max(axis=0) - Xu.min(axis=0))) if Xu.shape[0] else 0.0
@@ -148,6 +181,8 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
     if not p.preserve_boundary and topo.boundary_edges.shape[0]:
         sides = topo.ef_sides[topo.ef_offsets[topo.boundary_edges]]
         Q = Q + boundary_quadrics(xp, state.X, state.F, sides, state.n_vertices, BOUNDARY_WEIGHT)
+    if state.seams is not None and state.seam_lines:
+        Q = Q + seam_quadrics(state, topo)
     state.Q = Q
     max_cost = None if p.max_error is None else (p.max_error * diag) ** 2
     planner = _Planner(max_cost)
@@ -160,6 +195,7 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
         widen=planner.widen,
     )
     out = result_mesh(mesh, state, shift, layout)
+    seams_kept, seams_removed = seam_counts(state)
     if out.n_faces <= target + 1:
         stopped = "target"
     elif stopped == "blocked" and planner.over_error:
@@ -172,6 +208,8 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
         "faces_after": out.n_faces,
         **log.report(),
         "locked_vertices": int(state.locked.sum()),
+        "seam_vertices_locked": seams_kept,
+        "seam_vertices_removed": seams_removed,
         "stopped": stopped,
     }
     return OpResult(out, report)
@@ -214,9 +252,19 @@ OP = Operation(
     alone. ``max_error`` stops collapses whose error (square root of the cost) exceeds that
     fraction of the bounding-box diagonal.
 
+    Texture seams (edges where the corner attributes, such as UVs, or the material differ) are
+    kept: their vertices never move, a neighbour may collapse onto them, and with
+    ``simplify_seams`` a vertex inside a seam line may go onto its neighbour along the line
+    (junctions and ends of seam lines never go; bending a line costs like moving a boundary), so
+    the seams stay lines through the same junctions and no face spans two charts of the atlas.
+    Without ``simplify_seams`` every seam edge stays as it is, and the target may be out of
+    reach.
+
     Refused with ``op.target_ambiguous`` when both targets are given. Reports the target,
     counts before and after, rounds, collapses (per round), rejections per reason (a candidate
-    failing in several rounds counts in each), ``locked_vertices`` and why it stopped
+    failing in several rounds counts in each), ``locked_vertices`` (non-manifold),
+    ``seam_vertices_locked`` (seam vertices kept where they were), ``seam_vertices_removed``
+    (collapsed along seam lines) and why it stopped
     (``target``, ``max_error``, ``blocked``: no legal collapse left, ``max_rounds``).
     """,
     kind=OpKind.dynamic,
@@ -226,7 +274,8 @@ OP = Operation(
     cupy=_cupy,
     reports="target_faces, vertices_before, faces_before, vertices_after, faces_after, rounds, "
     "collapses, collapses_per_round, rejected (per reason: link, long_edge, fold, degenerate), "
-    "locked_vertices, stopped (target, max_error, blocked, max_rounds)",
+    "locked_vertices, seam_vertices_locked, seam_vertices_removed, stopped (target, max_error, "
+    "blocked, max_rounds)",
     test_variants=(
         {},
         {"target_ratio": 0.1, "preserve_boundary": False},

@@ -38,6 +38,7 @@ from ..dynamic.flip import (
     opposite_angle_sums,
     select_flips,
 )
+from ..dynamic.seams import record_kept, seam_keys
 from ..mesh import TriMesh
 from .registry import Operation, OpKind, OpParams, OpResult
 
@@ -68,10 +69,11 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
     F = mesh.F.astype(xp.int64)
     n, m = mesh.n_vertices, mesh.n_faces
     limit = math.pi + p.angle_tolerance
+    seams = seam_keys(xp, F, n)
     flips, rounds, before, first = 0, 0, None, 0
     while True:
         E = edge_table(xp, F)
-        Q = flip_quads(xp, V, F, E, p.feature_angle)
+        Q = flip_quads(xp, V, F, E, p.feature_angle, seams)
         old, new = opposite_angle_sums(xp, V, Q)
         bad = (Q.reason != BOUNDARY) & (old > limit)
         if before is None:
@@ -97,6 +99,7 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
     counts = xp.bincount(why, minlength=len(REASONS) + 1)
     blocked = {name: int(counts[i]) for i, name in enumerate(REASONS) if i not in (0, BOUNDARY)}
     blocked["no_improvement"] = int(counts[len(REASONS)])
+    record_kept(xp, seams)
     out = TriMesh(
         mesh.V, F.astype(xp.int32), mesh.vertex_attrs, mesh.face_attrs, source=mesh.source
     )
@@ -108,6 +111,7 @@ def delaunay(mesh: TriMesh, p: Params) -> OpResult:
         "non_delaunay_after": int(bad.sum()),
         "blocked": blocked,
         "unresolved": int(flippable.sum()),
+        "seam_edges": int(seams.shape[0]),
     }
     return OpResult(out, report)
 
@@ -134,12 +138,14 @@ OP = Operation(
     first, then edge id); an edge flips iff it owns both (deterministic, order-free). A flip is
     allowed on an interior manifold edge (two consistently oriented faces) that is not a feature
     edge (dihedral angle above ``feature_angle``), when the new edge does not exist yet and
-    neither new face is degenerate or turned against the old normals.
+    neither new face is degenerate or turned against the old normals. Texture seams (edges where
+    the corner attributes, such as UVs, or the material differ) are never flipped.
 
     Reports ``flips``, ``rounds``, ``interior_edges``, ``non_delaunay_before``,
     ``non_delaunay_after`` and, for the edges left non-Delaunay, ``blocked`` by reason
-    (``feature``, ``exists``, ``fold``, ``no_improvement``: on a curved surface the flip would not
-    lower the sum) and ``unresolved`` (still flippable when ``max_rounds`` ran out).
+    (``feature``, ``exists``, ``fold``, ``seam``, ``no_improvement``: on a curved surface the flip
+    would not lower the sum), ``unresolved`` (still flippable when ``max_rounds`` ran out) and
+    ``seam_edges`` (the texture seam edges kept).
     Boundary and non-manifold edges are not counted (they have no Delaunay condition).
     """,
     kind=OpKind.dynamic,
@@ -147,8 +153,8 @@ OP = Operation(
     numpy=_numpy,
     cupy=_cupy,
     reports="flips, rounds, interior_edges, non_delaunay_before, non_delaunay_after, blocked "
-    "(per reason: feature, exists, fold, no_improvement), unresolved (flippable edges left when "
-    "max_rounds ran out)",
+    "(per reason: feature, exists, fold, seam, no_improvement), unresolved (flippable edges left "
+    "when max_rounds ran out), seam_edges",
     test_variants=(
         {},
         {"feature_angle": 180.0, "max_rounds": 3},

@@ -30,10 +30,13 @@ Preservation: boundary vertices, non-manifold vertices and the vertices of featu
 angle above ``feature_angle``) are locked: they never move and are never removed. Boundary and
 feature edges are split (at their midpoints, so the boundary polygon and feature lines keep their
 shape, and the new vertices are locked in turn) but never collapsed or flipped; non-manifold edges
-are left alone. Hence the boundary is refined but never coarsened. The Euler characteristic is
-kept by every step. Vertex attributes are re-sampled at the end by barycentric interpolation on
-the input face nearest each output vertex; face attributes are taken from the input face nearest
-each output face's centroid.
+are left alone. Hence the boundary is refined but never coarsened. Texture seams
+(:func:`workers.engine.corners.seam_edges`: where the corner attributes or the material change)
+are feature edges too, whatever their dihedral angle: split at midpoints (the halves stay seams),
+never collapsed or flipped, their vertices locked, so every output face lies in one chart of
+the input's atlas. The Euler characteristic is kept by every step. Vertex attributes are
+re-sampled at the end by barycentric interpolation on the input face nearest each output vertex;
+face attributes are taken from the input face nearest each output face's centroid.
 
 Alternatives: the sequential half-edge loops of OpenMesh/pmp/gpytoolbox (one edge at a time, a
 queue); RXMesh's patch-local cavities in shared memory (the GPU design this mirrors with global
@@ -53,6 +56,7 @@ from ..dynamic._edges import Surface, compact_vertices, edge_table
 from ..dynamic.flip import valence_flip_round
 from ..dynamic.relax import SurfaceProjector, tangential_relax
 from ..dynamic.remesh_collapse import collapse_short_edges_rounds
+from ..dynamic.seams import key_vertices, record_kept, seam_keys
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
 from ..geometry import face_areas64
@@ -137,7 +141,10 @@ def quality(xp: ModuleType, V: Any, F: Any) -> dict[str, Any]:
     }
 
 
-def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any, Any]:
+def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any, Any, int]:
+    """The working surface, the vertex attribute layout, the input's edge table and the number
+    of seam edges kept (:func:`~workers.engine.dynamic.seams.seam_keys`): features and seams are
+    one key set, their vertices locked."""
     xp = mesh.xp
     topo = mesh.topology
     V = mesh.V.astype(xp.float64)
@@ -157,9 +164,13 @@ def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any,
         sharp = cos < math.cos(math.radians(feature_angle))
         feature = E.key[e2[sharp]]
         locked[E.EV[e2[sharp]].ravel()] = True
+    seams = seam_keys(xp, F, mesh.n_vertices)
+    if seams.shape[0]:
+        locked |= key_vertices(xp, seams, mesh.n_vertices)
+        feature = xp.unique(xp.concatenate([feature, seams]))
     A, layout = stack_vertex_attrs(mesh)
-    S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, feature)
-    return S, layout, E
+    S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, feature, seams)
+    return S, layout, E, int(seams.shape[0])
 
 
 #: the most faces a remesh may be asked to make (estimated from the area), as for subdivide
@@ -203,7 +214,7 @@ def _stretches(iteration: int, p: Params) -> dict[str, tuple[float, float]]:
 
 def remesh(mesh: TriMesh, p: Params) -> OpResult:
     xp = mesh.xp
-    S, layout, E0 = _initial_surface(mesh, p.feature_angle)
+    S, layout, E0, n_seams = _initial_surface(mesh, p.feature_angle)
     V0, F0 = S.V, S.F
     l0 = float(xp.linalg.norm(V0[E0.EV[:, 0]] - V0[E0.EV[:, 1]], axis=1).mean())
     L = p.target_edge_length * (l0 if p.relative else 1.0)
@@ -252,6 +263,9 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
     progress.report(ITERATIONS_SPAN[1], "attributes and quality")
     F, kept = compact_vertices(xp, S.F, S.n_vertices)
     V = S.V[kept]
+    renum = xp.full(S.n_vertices, -1, dtype=xp.int64)
+    renum[kept] = xp.arange(int(kept.shape[0]), dtype=xp.int64)
+    record_kept(xp, S.seam, renum)
     # attributes: sampled on the input face nearest each output vertex / face centroid
     out = mesh.reindexed(V.astype(mesh.V.dtype), F.astype(xp.int32), face_take=S.face_src)
     if S.A is not None:
@@ -275,6 +289,7 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         "vertices_after": out.n_vertices,
         "faces_after": out.n_faces,
         "feature_edges": int(S.feature.shape[0]),
+        "seam_edges": n_seams,
         "locked_vertices": int(S.locked[kept].sum()),
         **totals,
         "rounds": rounds,
@@ -306,11 +321,15 @@ OP = Operation(
     Boundary vertices, non-manifold vertices and feature vertices (on edges with a dihedral angle
     above ``feature_angle``) never move or disappear; boundary and feature edges are split at
     their midpoints but never collapsed or flipped, so the boundary and feature lines keep their
-    shape (and are refined, never coarsened). The Euler characteristic and the orientation are
-    kept. Vertex attributes are interpolated from the nearest input face, face attributes taken
-    from the input face nearest each new face's centroid.
+    shape (and are refined, never coarsened). Texture seams (edges where the corner attributes,
+    such as UVs, or the material differ) are kept the same way as feature edges. The Euler
+    characteristic and the orientation are kept. Vertex attributes are interpolated from the
+    nearest input face, face attributes taken from the input face nearest each new face's
+    centroid.
 
-    Reports the target length, counts before and after, the numbers of splits, collapses, flips,
+    Reports the target length, counts before and after, ``feature_edges`` (the output's edges
+    kept as features, seam pieces included), ``seam_edges`` (the input's texture seam edges
+    kept), the numbers of splits, collapses, flips,
     projection misses (a vertex with no input face within reach is left where it was), the rounds
     each step took in each iteration, and the
     quality before and after: edge length mean and coefficient of variation, minimum angle, mean
@@ -321,8 +340,8 @@ OP = Operation(
     numpy=_numpy,
     cupy=_cupy,
     reports="target_edge_length, input_mean_edge_length, iterations, vertices/faces before and "
-    "after, feature_edges, locked_vertices, splits, collapses, flips, projection_misses, rounds "
-    "(per step and iteration), "
+    "after, feature_edges, seam_edges, locked_vertices, splits, collapses, flips, "
+    "projection_misses, rounds (per step and iteration), "
     "quality_before and quality_after (edge_length_mean, edge_length_cv, min_angle, "
     "mean_min_angle, valence_histogram, valence_6_fraction)",
     test_variants=(
