@@ -18,9 +18,13 @@ step of a mesh that has corner attributes or materials (:func:`carry`):
   dropped) of the input face nearest to their centroid.
 - While the operation runs, :func:`seam_edges` gives it the seam edges of its input (edges where
   the two faces' corner values or materials differ, and the mesh's boundary is not among them).
-  Dynamic operations keep them: ``decimate`` and ``collapse_short_edges`` lock their vertices,
-  ``isotropic_remesh`` treats them as feature edges (split at midpoints, never collapsed or
-  flipped), ``delaunay_flip`` never flips them. So seams stay where the texture has them.
+  Dynamic operations keep them: ``collapse_short_edges`` locks their vertices, ``decimate``
+  too except along a seam line (a seam vertex between two seam edges may go onto its neighbour
+  on the line: ``simplify_seams``), ``isotropic_remesh`` treats them as feature edges (split at
+  midpoints, never collapsed or flipped), ``delaunay_flip`` never flips them. So seams stay
+  where the texture has them; and each tells the pipeline the seams of its result
+  (:func:`workers.engine.dynamic.seams.recording_kept`), whose faces then take their chart by
+  a vote of each of the result's own charts rather than face by face.
 """
 
 from __future__ import annotations
@@ -69,11 +73,15 @@ def _host(a: Any) -> np.ndarray:
 
 
 def charts(
-    F: np.ndarray, corners: dict[str, np.ndarray], material: np.ndarray | None
+    F: np.ndarray,
+    corners: dict[str, np.ndarray],
+    material: np.ndarray | None,
+    seams: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each face's chart (faces joined across edges shared by exactly two faces whose corner
-    values at both ends, and whose materials, agree) and the seam edges (edges shared by two
-    faces that disagree), as ``(chart per face, (k, 2) int64 vertex pairs, smaller first)``."""
+    values at both ends, and whose materials, agree; or, given ``seams`` as vertex pairs, across
+    every such edge that is not one of them) and the seam edges (edges shared by two faces that
+    disagree), as ``(chart per face, (k, 2) int64 vertex pairs, smaller first)``."""
     m = F.shape[0]
     if m == 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
@@ -104,6 +112,10 @@ def charts(
         same &= (v[f0, s0] == v[f1, s1]).all(axis=1) & (v[f0, e0] == v[f1, e1]).all(axis=1)
     if material is not None:
         same &= material[f0] == material[f1]
+    if seams is not None and seams.size:
+        seams = seams.astype(np.int64)
+        marked = np.isin(key[h0], np.minimum(seams[:, 0], seams[:, 1]) * n + seams.max(axis=1))
+        same &= ~marked
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -201,11 +213,16 @@ def _nearest(
     return face, bary
 
 
-def transfer(before: TriMesh, after: TriMesh) -> tuple[TriMesh, np.ndarray]:
+def transfer(
+    before: TriMesh, after: TriMesh, seams: np.ndarray | None = None
+) -> tuple[TriMesh, np.ndarray]:
     """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
     attributes, materials and the face attributes it dropped taken from ``before``'s surface,
     chart by chart (see the module docstring); and for each of its faces, the face of ``before``
-    nearest to its centroid (whose chart it is in)."""
+    nearest to its centroid. Given the result's ``seams`` (what a dynamic operation kept), the
+    result's own charts (its faces joined across every other edge) each take the input chart
+    most of their faces' centroids lie on, so that a thin face beside a seam whose centroid
+    falls just across it still takes its own side's values."""
     from scipy.spatial import cKDTree
 
     V0 = _host(before.V).astype(np.float64)
@@ -220,8 +237,20 @@ def transfer(before: TriMesh, after: TriMesh) -> tuple[TriMesh, np.ndarray]:
     tree = cKDTree((tri[0] + tri[1] + tri[2]) / 3.0)
     centre = V1[F1].mean(axis=1)
     home, _ = _nearest(tree, centre, tri, chart, None)
+    side = chart[home]
+    if seams is not None:
+        own, _ = charts(F1, {}, None, seams)
+        # the input chart under most of each output chart's faces (by count, ties to the lower)
+        pairs = own * (int(chart.max()) + 1) + side
+        uniq, count = np.unique(pairs, return_counts=True)
+        o, c = uniq // (int(chart.max()) + 1), uniq % (int(chart.max()) + 1)
+        best = np.lexsort((c, -count, o))
+        first = best[np.r_[True, o[best][1:] != o[best][:-1]]]
+        vote = np.zeros(int(own.max()) + 1, dtype=np.int64)
+        vote[o[first]] = c[first]
+        side = vote[own]
     corner_pos = V1[F1.ravel()]
-    want = np.repeat(chart[home], 3)
+    want = np.repeat(side, 3)
     face, bary = _nearest(tree, corner_pos, tri, chart, want)
     miss = face < 0  # no candidate of the chart near the corner: the centroid's face, clamped
     if miss.any():
@@ -256,10 +285,14 @@ def transfer(before: TriMesh, after: TriMesh) -> tuple[TriMesh, np.ndarray]:
     return out, home
 
 
-def carry(before: TriMesh, after: TriMesh) -> tuple[TriMesh, dict[str, Any] | None]:
+def carry(
+    before: TriMesh, after: TriMesh, seams: Any | None = None
+) -> tuple[TriMesh, dict[str, Any] | None]:
     """``after`` with what ``before`` carried: kept as it is where the faces are the same,
     transferred from the surface where they changed; with, when they changed and there are
-    texture coordinates, what the change did to the texture (:func:`texture_report`)."""
+    texture coordinates, what the change did to the texture (:func:`texture_report`).
+    ``seams``: the result's seam edges as the operation kept them, when it says (see
+    :func:`transfer`)."""
     if not carries(before):
         return after, None
     if after.corner_attrs.keys() >= before.corner_attrs.keys() and (
@@ -277,7 +310,7 @@ def carry(before: TriMesh, after: TriMesh) -> tuple[TriMesh, dict[str, Any] | No
         kept.face_attrs.update(fa)
         kept.dropped = after.dropped
         return kept, None
-    out, home = transfer(before, after)
+    out, home = transfer(before, after, None if seams is None else _host(seams))
     return out, texture_report(before, out, home)
 
 

@@ -14,6 +14,7 @@ from . import backend as _backend
 from . import corners as _corners
 from . import progress as _progress
 from .backend import sync
+from .dynamic import seams as _seams
 from .errors import MeshError, SpecError
 from .mesh import TriMesh
 from .ops import OPS, Operation, OpKind, OpParams
@@ -167,10 +168,13 @@ def run_pipeline(
         with (
             _progress.step(progress, i / n, (i + 1) / n, step.op.name),
             _corners.keeping_seams(seams),
+            _seams.recording_kept() as kept,
         ):
             out = step.op.implementation(impl_backend)(mesh, step.params)
             if carrying:
-                out.mesh, texture = _corners.carry(mesh, out.mesh)
+                xp = _backend.xp_for(impl_backend)
+                kept_seams = xp.concatenate(kept) if kept else None
+                out.mesh, texture = _corners.carry(mesh, out.mesh, kept_seams)
                 if texture is not None:
                     out.report = {**out.report, "texture": texture}
         sync(out.mesh)

@@ -134,11 +134,12 @@ def test_weld_keeps_every_corner_exactly_and_smoothing_keeps_them_as_they_are():
 @pytest.mark.parametrize(
     "pipeline, mean",
     [
-        (["weld", ("decimate", {"target_ratio": 0.5})], 2.5),
-        (["weld", "isotropic_remesh"], 2.5),
+        # measured: 0.09, 0.14, 0.28, and for the last two about as little
+        (["weld", ("decimate", {"target_ratio": 0.5})], 0.6),
+        (["weld", "isotropic_remesh"], 0.6),
         (["weld", "subdivide"], 1.0),
-        (["weld", ("collapse_short_edges", {"threshold": 0.8})], 2.5),
-        (["weld", "delaunay_flip"], 2.5),
+        (["weld", ("collapse_short_edges", {"threshold": 0.8})], 0.6),
+        (["weld", "delaunay_flip"], 0.6),
     ],
     ids=["decimate-50%", "remesh", "loop", "collapse", "flip"],
 )
@@ -178,9 +179,9 @@ def test_without_charts_faces_would_straddle_seams(monkeypatch):
     good = _colour_error(mesh.run(pipeline, device="cpu").mesh, V, F, uv, image)
     real = corners.charts
 
-    def one_chart(F, c, m):
-        label, seams = real(F, c, m)
-        return np.zeros_like(label), seams
+    def one_chart(F, c, m, seams=None):
+        label, found = real(F, c, m, seams)
+        return np.zeros_like(label), found
 
     monkeypatch.setattr(corners, "charts", one_chart)
     bad = _colour_error(mesh.run(pipeline, device="cpu").mesh, V, F, uv, image)
