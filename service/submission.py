@@ -49,9 +49,16 @@ def check_pipeline(spec: JobCreate, steps: list[Step], mesh: TriMesh) -> None:
     available.update({k: "face" for k in mesh.face_attrs})
     for step in steps:  # also refuses a step naming an attribute that is not there at that point
         available = step.op.attributes_after(step.params, available)
+    fmt = spec.output.format
+    if spec.output.compression != "none" and fmt != "glb":
+        raise SpecError(
+            "only glb output can be compressed",
+            code="spec.compression_not_supported",
+            format=fmt,
+            compression=spec.output.compression,
+        )
     if spec.output.attributes is None:
         return  # everything the format holds is written
-    fmt = spec.output.format
     for name in spec.output.attributes:
         if name not in available:
             raise SpecError(

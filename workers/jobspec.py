@@ -44,6 +44,12 @@ class OutputSpec(BaseModel):
         "out. false: write the triangles the engine holds, as STL, GLB and NPZ always do. A "
         "mesh where some group is not one simple polygon is written as triangles.",
     )
+    compression: Literal["none", "draco"] = Field(
+        "none",
+        description="draco: a GLB's triangles Draco-compressed (KHR_draco_mesh_compression; "
+        "positions quantized to 14 bits, texture coordinates to 12, normals to 10; materials "
+        "and textures as they are), often a tenth of the size; glb output only.",
+    )
     matrix_format: MatrixFormat = Field(
         "npz",
         description="File format of matrix artifacts (e.g. from laplacian_matrix): SciPy "
