@@ -16,9 +16,10 @@ with its parent's. Every primitive of every mesh a node places becomes triangles
   every primitive has it (as a mesh of the parts has one row per vertex);
 - values that belong to the corners of the triangles are kept per corner
   (:attr:`Scene.corner_attrs`, ``(m, 3, k)``): ``TEXCOORD_0``, ``TEXCOORD_1``... as ``uv``,
-  ``uv1``..., and ``NORMAL`` as ``normal`` too (so a hard edge survives a weld). A primitive
-  without a set the others have gets zeros for it (it has no texture that reads them), and
-  without normals its flat face normals;
+  ``uv1``..., and ``NORMAL`` and ``COLOR_0`` as ``normal`` and ``color`` (RGBA in ``[0, 1]``)
+  too (so a hard edge or a colour seam survives a weld). A primitive without a set the others
+  have gets zeros for it (it has no texture that reads them), without normals its flat face
+  normals, without colours white (what glTF multiplies by when there are none);
 - each primitive's ``material`` becomes the face attribute ``material`` (an index into
   :attr:`Scene.materials`, the document's materials, textures, samplers and images with the
   images' bytes, read from buffer views, ``data:`` URIs or the archive's files); primitives
@@ -587,7 +588,8 @@ class _Part(NamedTuple):
 
 def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
     """The parts' corner attributes joined: a part without a texture coordinate set the others
-    have gets zeros for it, one without normals its flat face normals."""
+    have gets zeros for it, one without normals its flat face normals, one without colours
+    white."""
     names: list[str] = []
     for p in parts:
         names += [n for n in p.corners if n not in names]
@@ -599,10 +601,17 @@ def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
                 arrays.append(p.corners[name])
             elif name == "normal":
                 arrays.append(np.repeat(_face_normals(p.V, p.F)[:, None, :], 3, axis=1))
+            elif name == "color":  # no COLOR_0: glTF's white
+                arrays.append(np.ones((p.F.shape[0], 3, 4), np.float32))
             else:
                 arrays.append(np.zeros((p.F.shape[0], 3, 2), np.float32))
         out[name] = np.concatenate(arrays)
     return out
+
+
+def corner_colors(rgba: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """RGBA bytes per vertex as the corner attribute ``color``: float32 in ``[0, 1]``."""
+    return (rgba.astype(np.float32) / np.float32(255.0))[F]
 
 
 def _face_normals(V: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -782,6 +791,7 @@ def _primitive(
         colors = _colors(_item(reader.tree, "accessors", ci), reader, ci)
         if colors.shape[0] == V.shape[0]:
             attrs["vertex_colors"] = colors
+            corners["color"] = corner_colors(colors, F)
     for name, index in attributes.items():
         if name.startswith("_") and not isinstance(draco, dict):
             a = reader.accessor(_index(index, name))

@@ -263,8 +263,10 @@ def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     if g is not None:  # one primitive shaped like the files we write: straight from the buffer
         mesh = TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
         normals = g.vertex_attrs.get("vertex_normals")
-        if normals is not None:  # as the general reader: the normals per corner too
+        if normals is not None:  # as the general reader: normals and colours per corner too
             mesh.corner_attrs["normal"] = normals[mesh.F]
+        if "vertex_colors" in g.vertex_attrs:
+            mesh.corner_attrs["color"] = gltf.corner_colors(g.vertex_attrs["vertex_colors"], mesh.F)
         mesh.dropped = gltf.dropped_by_simple(data)
         return mesh
     s = gltf.read_scene(data, resources, base)
