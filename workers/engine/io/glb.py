@@ -1,15 +1,20 @@
-"""Binary glTF (GLB): our writer, and a reader for the files shaped like the ones it writes.
+"""Binary glTF (GLB): our writers, and a reader for the files shaped like the ones they write.
 
-The writer lays out one JSON chunk and one BIN chunk: indices as ``UNSIGNED_INT``, ``POSITION``
-(with the ``min``/``max`` the specification requires), ``NORMAL`` when the mesh has
-``vertex_normals`` (unitized, as trimesh's exporter did), ``COLOR_0`` as normalized RGBA bytes for
-``vertex_colors``, and every other vertex attribute as a float32 ``_name`` accessor. The arrays
-are joined into the file's bytes with one copy; nothing is formatted per element.
+A mesh with corner attributes or materials is written by :func:`textured_glb_chunks`: one
+primitive per material, each with its own vertices split where corners differ (texture
+coordinates, normals, colours), the materials, textures, samplers and images carried as they
+were read. Any other mesh is written by :func:`glb_chunks`, which lays out one JSON chunk
+and one BIN chunk: indices as ``UNSIGNED_INT``, ``POSITION`` (with the ``min``/``max`` the
+specification requires), ``NORMAL`` when the mesh has ``vertex_normals`` (unitized, as trimesh's
+exporter did), ``COLOR_0`` as normalized RGBA bytes for ``vertex_colors``, and every other vertex
+attribute as a float32 ``_name`` accessor. The arrays are joined into the file's bytes with one
+copy; nothing is formatted per element.
 
 :func:`read_simple` reads the common case (one mesh of one triangle primitive, placed once, with
 no transform) straight from the BIN chunk and gives what trimesh's reader leads to; anything else
 (several meshes or primitives, node transforms, extensions, external buffers, sparse accessors,
-colours other than bytes) returns None and goes through trimesh.
+colours other than bytes, texture coordinates, materials) returns None and goes through the
+general reader (:mod:`.gltf`).
 """
 
 from __future__ import annotations

@@ -646,7 +646,8 @@ def read_materials(reader: _Reader, dropped: dict[str, int]) -> Materials | None
     when it has neither materials nor textures). Each image's bytes become a file of the
     library, named after the image's URI or name (else ``image<i>``), and the image refers to
     it by ``uri``; an external image not sent with the file keeps its URI and is counted in
-    ``dropped``."""
+    ``dropped``. The document's ``extensionsRequired`` is kept beside the arrays (under that
+    key) for the writer, which requires those its materials and textures still use."""
     tree = reader.tree
     gltf: dict[str, list[Any]] = {}
     for key in ("materials", "textures", "samplers", "images"):
@@ -768,7 +769,8 @@ def _primitive(
     corners: dict[str, np.ndarray] = {}
     for name, values in sorted(sets.items()):
         key = _uv_name(name)
-        if key is None:
+        if key is None:  # not a set glTF defines: nothing reads it
+            dropped["texture coordinate sets"] = dropped.get("texture coordinate sets", 0) + 1
             continue
         if values.shape != (V.shape[0], 2):
             raise _fail(
