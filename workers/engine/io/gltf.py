@@ -17,9 +17,11 @@ with its parent's. Every primitive of every mesh a node places becomes triangles
 - values that belong to the corners of the triangles are kept per corner
   (:attr:`Scene.corner_attrs`, ``(m, 3, k)``): ``TEXCOORD_0``, ``TEXCOORD_1``... as ``uv``,
   ``uv1``..., and ``NORMAL`` and ``COLOR_0`` as ``normal`` and ``color`` (RGBA in ``[0, 1]``)
-  too (so a hard edge or a colour seam survives a weld). A primitive without a set the others
-  have gets zeros for it (it has no texture that reads them), without normals its flat face
-  normals, without colours white (what glTF multiplies by when there are none);
+  too, so a hard edge or a colour seam survives a weld (``normal`` and ``color`` only where
+  the file has one, corners at one position with different values: :func:`has_seams`). A
+  primitive without a set the others have gets zeros for it (it has no texture that reads
+  them), without normals its flat face normals, without colours white (what glTF multiplies
+  by when there are none);
 - each primitive's ``material`` becomes the face attribute ``material`` (an index into
   :attr:`Scene.materials`, the document's materials, textures, samplers and images with the
   images' bytes, read from buffer views, ``data:`` URIs or the archive's files); primitives
@@ -543,6 +545,9 @@ def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str
         if len({x.shape[1:] for x in arrays}) == 1:
             attrs[name] = np.concatenate(arrays)
     corners = _corners(parts)
+    for name, vertex_name in (("normal", "vertex_normals"), ("color", "vertex_colors")):
+        if name in corners and vertex_name in attrs and not has_seams(V, F, corners[name]):
+            del corners[name]  # the vertex attribute says it all
     materials = read_materials(reader, dropped)
     face_attrs: dict[str, np.ndarray] = {}
     if materials is not None:
@@ -607,6 +612,25 @@ def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
                 arrays.append(np.zeros((p.F.shape[0], 3, 2), np.float32))
         out[name] = np.concatenate(arrays)
     return out
+
+
+def has_seams(V: np.ndarray, F: np.ndarray, values: np.ndarray) -> bool:
+    """Whether corners at the same position have different ``values`` (``(m, 3, k)``): a hard
+    edge of the normals, a seam of the colours, which only corner attributes keep through a
+    weld. Without one, the vertex attribute says everything and the corner attribute is not
+    kept (so an operation that recomputes the vertex normals leaves nothing stale beside
+    them)."""
+    if F.shape[0] == 0:
+        return False
+    P = np.ascontiguousarray(np.asarray(V, dtype=np.float64)[F].reshape(-1, 3))
+    k = values.shape[-1]
+    X = np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(-1, k))
+    both = np.concatenate(
+        [P.view(np.uint8).reshape(-1, 24), X.view(np.uint8).reshape(-1, 4 * k)], 1
+    )
+    rows = np.ascontiguousarray(both).view(np.dtype((np.void, 24 + 4 * k))).reshape(-1)
+    positions = P.view(np.dtype((np.void, 24))).reshape(-1)
+    return len(np.unique(rows)) != len(np.unique(positions))
 
 
 def corner_colors(rgba: np.ndarray, F: np.ndarray) -> np.ndarray:

@@ -263,10 +263,12 @@ def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     if g is not None:  # one primitive shaped like the files we write: straight from the buffer
         mesh = TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
         normals = g.vertex_attrs.get("vertex_normals")
-        if normals is not None:  # as the general reader: normals and colours per corner too
+        # as the general reader: normals and colours per corner too where they have seams
+        normals, colors = g.vertex_attrs.get("vertex_normals"), g.vertex_attrs.get("vertex_colors")
+        if normals is not None and gltf.has_seams(g.V, g.F, normals[g.F]):
             mesh.corner_attrs["normal"] = normals[mesh.F]
-        if "vertex_colors" in g.vertex_attrs:
-            mesh.corner_attrs["color"] = gltf.corner_colors(g.vertex_attrs["vertex_colors"], mesh.F)
+        if colors is not None and gltf.has_seams(g.V, g.F, colors[g.F]):
+            mesh.corner_attrs["color"] = gltf.corner_colors(colors, mesh.F)
         mesh.dropped = gltf.dropped_by_simple(data)
         return mesh
     s = gltf.read_scene(data, resources, base)

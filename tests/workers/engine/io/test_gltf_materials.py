@@ -66,12 +66,26 @@ def same_corners(src: TriMesh, back: TriMesh) -> None:
     np.testing.assert_array_equal(Vb[np.asarray(back.F)], V[np.asarray(src.F)][order])
     if "material" in src.face_attrs:
         np.testing.assert_array_equal(back.face_attrs["material"], material[order])
-    assert sorted(back.corner_attrs) == sorted(src.corner_attrs)
+    uvs = sorted(k for k in src.corner_attrs if k.startswith("uv"))
+    assert sorted(k for k in back.corner_attrs if k.startswith("uv")) == uvs
     for name, a in src.corner_attrs.items():
+        got = corner_values(back, name)
         if name == "normal":
-            np.testing.assert_allclose(back.corner_attrs[name], a[order], rtol=0, atol=1e-6)
+            np.testing.assert_allclose(got, a[order], rtol=0, atol=1e-6)
         else:
-            np.testing.assert_array_equal(back.corner_attrs[name], a[order])
+            np.testing.assert_array_equal(got, a[order])
+
+
+def corner_values(mesh: TriMesh, name: str) -> np.ndarray:
+    """A corner attribute's values, taken from the vertex attribute where the reader kept no
+    corner attribute (normals and colours without seams)."""
+    if name in mesh.corner_attrs:
+        return np.asarray(mesh.corner_attrs[name])
+    F = np.asarray(mesh.F)
+    if name == "normal":
+        return np.asarray(mesh.vertex_attrs["vertex_normals"])[F]
+    assert name == "color", name
+    return np.asarray(mesh.vertex_attrs["vertex_colors"])[F].astype(np.float32) / np.float32(255)
 
 
 def _same_materials(a: TriMesh, b: TriMesh) -> None:
@@ -250,7 +264,9 @@ def test_two_uv_sets_colours_transform_and_default_material(tmp_path: Path) -> N
     d.tree["images"][0]["bufferView"] = d.view(png)
     src = load_bytes(d.glb(), "made.glb")
     assert src.dropped == {}
-    assert sorted(src.corner_attrs) == ["color", "normal", "uv", "uv1"]
+    # normals all +z (no hard edge): per vertex only; colours on one primitive only: per corner
+    assert sorted(src.corner_attrs) == ["color", "uv", "uv1"]
+    assert "vertex_normals" in src.vertex_attrs and "vertex_colors" not in src.vertex_attrs
     _check_corners(src)
     assert src.materials is not None
     assert src.materials.names == ["two sets", "plain", "default"]  # glTF's default, added
@@ -346,16 +362,29 @@ def test_a_mirrored_node_keeps_each_corner_with_its_values() -> None:
 
 
 def test_the_simple_path_gives_what_the_scene_reader_gives(rich: TriMesh) -> None:
-    """A file of one primitive with normals takes the fast path; its mesh has the same
-    vertex and corner attributes as the general reader's."""
-    data = serialize(rich.with_attrs(vertex={}), "glb")
-    fast = load_bytes(data, "fast.glb")
-    scene = read_scene(data)
-    assert sorted(fast.corner_attrs) == sorted(scene.corner_attrs) == ["normal"]
-    np.testing.assert_array_equal(fast.corner_attrs["normal"], scene.corner_attrs["normal"])
-    np.testing.assert_array_equal(
-        fast.vertex_attrs["vertex_normals"], scene.vertex_attrs["vertex_normals"]
+    """A file of one primitive with normals and colours takes the fast path; its mesh has the
+    same vertex and corner attributes as the general reader's: corner normals and colours only
+    where corners at one position differ (a hard edge, a colour seam)."""
+    colors = (np.asarray(rich.V) * 100 % 255).astype(np.uint8)
+    smooth = rich.with_attrs(vertex={"vertex_colors": colors})
+    F = np.asarray(rich.F)
+    soup = TriMesh(  # every face its own vertices, with its own normal and colour: all seams
+        np.asarray(rich.V)[F].reshape(-1, 3),
+        np.arange(3 * rich.n_faces, dtype=np.int32).reshape(-1, 3),
+        {
+            "vertex_normals": np.repeat(np.asarray(rich.face_attrs["face_normals"]), 3, axis=0),
+            "vertex_colors": np.repeat(colors[F[:, 0]], 3, axis=0),
+        },
     )
+    for mesh, corners in ((smooth, []), (soup, ["color", "normal"])):
+        data = serialize(mesh, "glb")
+        fast = load_bytes(data, "fast.glb")
+        scene = read_scene(data)
+        assert sorted(fast.corner_attrs) == sorted(scene.corner_attrs) == corners
+        for name in corners:
+            np.testing.assert_array_equal(fast.corner_attrs[name], scene.corner_attrs[name])
+        for name in ("vertex_normals", "vertex_colors"):
+            np.testing.assert_array_equal(fast.vertex_attrs[name], scene.vertex_attrs[name])
 
 
 def test_large_primitives_get_32_bit_indices(tmp_path: Path) -> None:
