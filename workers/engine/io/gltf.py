@@ -546,7 +546,7 @@ def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str
             attrs[name] = np.concatenate(arrays)
     corners = _corners(parts)
     for name, vertex_name in (("normal", "vertex_normals"), ("color", "vertex_colors")):
-        if name in corners and vertex_name in attrs and not has_seams(V, F, corners[name]):
+        if name in corners and vertex_name in attrs and not has_seams(V, attrs[vertex_name]):
             del corners[name]  # the vertex attribute says it all
     materials = read_materials(reader, dropped)
     face_attrs: dict[str, np.ndarray] = {}
@@ -614,23 +614,33 @@ def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
     return out
 
 
-def has_seams(V: np.ndarray, F: np.ndarray, values: np.ndarray) -> bool:
-    """Whether corners at the same position have different ``values`` (``(m, 3, k)``): a hard
-    edge of the normals, a seam of the colours, which only corner attributes keep through a
-    weld. Without one, the vertex attribute says everything and the corner attribute is not
-    kept (so an operation that recomputes the vertex normals leaves nothing stale beside
-    them)."""
-    if F.shape[0] == 0:
+def has_seams(V: np.ndarray, values: np.ndarray) -> bool:
+    """Whether vertices at the same position (as float32, the mesh's) have different
+    ``values`` (a row each): a hard edge of the normals, a seam of the colours, which only
+    corner attributes keep through a weld. Without one, the vertex attribute says everything
+    and no corner attribute is kept beside it (so an operation that recomputes the vertex
+    normals leaves nothing stale behind). A 32-bit hash of the positions, sorted, finds the
+    few candidates that the exact comparison then looks at."""
+    n = V.shape[0]
+    if n < 2:
         return False
-    P = np.ascontiguousarray(np.asarray(V, dtype=np.float64)[F].reshape(-1, 3))
-    k = values.shape[-1]
-    X = np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(-1, k))
-    both = np.concatenate(
-        [P.view(np.uint8).reshape(-1, 24), X.view(np.uint8).reshape(-1, 4 * k)], 1
+    P = np.ascontiguousarray(np.asarray(V, dtype=np.float32) + np.float32(0.0))  # -0 is 0
+    u = P.view(np.uint32).reshape(n, 3)
+    h = u[:, 0] * np.uint32(0x9E3779B1)
+    h ^= u[:, 1] * np.uint32(0x85EBCA77)
+    h ^= u[:, 2] * np.uint32(0xC2B2AE3D)
+    s = np.sort(h)
+    repeated = s[1:][s[1:] == s[:-1]]
+    if repeated.size == 0:
+        return False
+    take = np.isin(h, repeated)
+    pos = np.ascontiguousarray(P[take]).view(np.uint8).reshape(-1, 12)
+    X = np.ascontiguousarray(values[take])
+    both = np.ascontiguousarray(
+        np.concatenate([pos, X.view(np.uint8).reshape(pos.shape[0], -1)], 1)
     )
-    rows = np.ascontiguousarray(both).view(np.dtype((np.void, 24 + 4 * k))).reshape(-1)
-    positions = P.view(np.dtype((np.void, 24))).reshape(-1)
-    return len(np.unique(rows)) != len(np.unique(positions))
+    rows = both.view(np.dtype((np.void, both.shape[1]))).reshape(-1)
+    return len(np.unique(rows)) != len(np.unique(pos.view(np.dtype((np.void, 12))).reshape(-1)))
 
 
 def corner_colors(rgba: np.ndarray, F: np.ndarray) -> np.ndarray:

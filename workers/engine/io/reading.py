@@ -265,9 +265,9 @@ def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
         normals = g.vertex_attrs.get("vertex_normals")
         # as the general reader: normals and colours per corner too where they have seams
         normals, colors = g.vertex_attrs.get("vertex_normals"), g.vertex_attrs.get("vertex_colors")
-        if normals is not None and gltf.has_seams(g.V, g.F, normals[g.F]):
+        if normals is not None and gltf.has_seams(g.V, normals):
             mesh.corner_attrs["normal"] = normals[mesh.F]
-        if colors is not None and gltf.has_seams(g.V, g.F, colors[g.F]):
+        if colors is not None and gltf.has_seams(g.V, colors):
             mesh.corner_attrs["color"] = gltf.corner_colors(colors, mesh.F)
         mesh.dropped = gltf.dropped_by_simple(data)
         return mesh
