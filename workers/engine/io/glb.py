@@ -221,7 +221,7 @@ def textured_glb_chunks(
 
     for mat, faces in groups:
         vid = F[faces].reshape(-1)
-        src, inverse, rows = _split(vid, {k: v for k, v in flat.items()}, faces)
+        src, inverse, rows = _split(vid, flat, faces)
         position = np.ascontiguousarray(V[src], dtype="<f4")
         n = position.shape[0]
         index_type = (5123, "<u2") if n <= 0xFFFF else (5125, "<u4")

@@ -262,7 +262,6 @@ def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     g = glb.read_simple(data) if data[:4] == b"glTF" else None
     if g is not None:  # one primitive shaped like the files we write: straight from the buffer
         mesh = TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
-        normals = g.vertex_attrs.get("vertex_normals")
         # as the general reader: normals and colours per corner too where they have seams
         normals, colors = g.vertex_attrs.get("vertex_normals"), g.vertex_attrs.get("vertex_colors")
         if normals is not None and gltf.has_seams(g.V, normals):

@@ -29,6 +29,7 @@ from workers.engine import TriMesh
 from workers.engine.io import load_bytes, serialize
 from workers.engine.io.formats import format_can_hold
 from workers.engine.io.gltf import read_scene, split_glb
+from workers.engine.io.stored import decode, encode
 
 VALIDATOR = ROOT / "tests" / "tools" / "validate_gltf.mjs"
 ASSET_GLBS = sorted(p.name for p in ASSETS.glob("*.glb"))
@@ -110,6 +111,8 @@ def test_assets_keep_uvs_normals_materials_and_images(name: str, tmp_path: Path)
     back = load_bytes(out, "back.glb")
     same_corners(src, back)
     _same_materials(src, back)
+    stored = decode(encode(src))  # what a job keeps between steps
+    assert serialize(stored, "glb") == out
     # one primitive per material used, each naming its material
     written, _ = split_glb(out)
     used = sorted(set(np.asarray(src.face_attrs["material"]).tolist()))
@@ -414,3 +417,15 @@ def test_glb_holds_corners_and_the_material() -> None:
     assert not format_can_hold("glb", "tangent", "corner")
     assert format_can_hold("glb", "material", "face")
     assert not format_can_hold("glb", "part", "face")
+
+
+def test_recomputed_normals_of_a_smooth_file_are_the_ones_written(rich: TriMesh) -> None:
+    """A smooth file's normals are vertex normals only (no corner normals beside them to go
+    stale): after smoothing and new normals, the written file has the new ones."""
+    read = load_bytes(serialize(rich, "glb"), "smooth.glb")
+    assert read.corner_attrs == {}
+    done = read.run([{"op": "laplacian_smooth", "iterations": 5}, "vertex_normals"]).mesh
+    new = np.asarray(done.vertex_attrs["vertex_normals"])
+    assert np.abs(new - np.asarray(read.vertex_attrs["vertex_normals"])).max() > 0.01
+    back = load_bytes(serialize(done, "glb"), "back.glb")
+    np.testing.assert_allclose(back.vertex_attrs["vertex_normals"], new, atol=1e-6)
