@@ -58,8 +58,9 @@ ensure_env() {
 }
 
 ensure_node_deps() {
-  # three.js for the browser page and Swagger UI for /docs, pinned by package-lock.json; `npm ci`
-  # again when it changes (no install scripts: both are plain files; one of swagger-ui-dist's
+  # three.js for the browser page, Swagger UI for /docs and (a dev dependency) the Khronos glTF
+  # validator the GLB tests run, pinned by package-lock.json; `npm ci` again when it changes (no
+  # install scripts: all are plain files; one of swagger-ui-dist's
   # dependencies would otherwise report the install to its vendor)
   stamp=node_modules/.tessera-installed
   if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then

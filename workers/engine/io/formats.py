@@ -37,6 +37,14 @@ def _obj_holds(name: str, element: str) -> bool:
 
 
 def _glb_holds(name: str, element: str) -> bool:
+    """Every vertex attribute; the face attribute ``material`` (a primitive per material); the
+    corner attributes ``uv``, ``uv1``... (``TEXCOORD_n``), ``normal`` and ``color``."""
+    if element == "face":
+        return name == "material"
+    if element == "corner":
+        return name in ("normal", "color") or (
+            name.startswith("uv") and (name == "uv" or name[2:].isdigit())
+        )
     return element == "vertex"
 
 
@@ -90,7 +98,9 @@ FORMATS: dict[str, Format] = {
             "model/gltf-binary",
             reads=True,
             writes=True,
-            holds="vertex attributes",
+            holds="vertex attributes, the face attribute material (one primitive per "
+            "material, with the mesh's materials, textures and images) and the corner "
+            "attributes uv, uv1... (texture coordinate sets), normal and color",
             can_hold=_glb_holds,
         ),
         Format(
@@ -121,7 +131,8 @@ MEDIA_TYPES: dict[str, str] = {n: f.media_type for n, f in FORMATS.items() if f.
 
 
 def format_can_hold(fmt: str, name: str, element: str) -> bool:
-    """Whether a file of ``fmt`` keeps the ``element`` ("vertex" or "face") attribute ``name``."""
+    """Whether a file of ``fmt`` keeps the ``element`` ("vertex", "face" or "corner")
+    attribute ``name``."""
     return FORMATS[fmt].can_hold(name, element)
 
 

@@ -1,26 +1,34 @@
-"""Binary glTF (GLB): our writer, and a reader for the files shaped like the ones it writes.
+"""Binary glTF (GLB): our writers, and a reader for the files shaped like the ones they write.
 
-The writer lays out one JSON chunk and one BIN chunk: indices as ``UNSIGNED_INT``, ``POSITION``
-(with the ``min``/``max`` the specification requires), ``NORMAL`` when the mesh has
-``vertex_normals`` (unitized, as trimesh's exporter did), ``COLOR_0`` as normalized RGBA bytes for
-``vertex_colors``, and every other vertex attribute as a float32 ``_name`` accessor. The arrays
-are joined into the file's bytes with one copy; nothing is formatted per element.
+A mesh with corner attributes or materials is written by :func:`textured_glb_chunks`: one
+primitive per material, each with its own vertices split where corners differ (texture
+coordinates, normals, colours), the materials, textures, samplers and images carried as they
+were read. Any other mesh is written by :func:`glb_chunks`, which lays out one JSON chunk
+and one BIN chunk: indices as ``UNSIGNED_INT``, ``POSITION`` (with the ``min``/``max`` the
+specification requires), ``NORMAL`` when the mesh has ``vertex_normals`` (unitized, as trimesh's
+exporter did), ``COLOR_0`` as normalized RGBA bytes for ``vertex_colors``, and every other vertex
+attribute as a float32 ``_name`` accessor. The arrays are joined into the file's bytes with one
+copy; nothing is formatted per element.
 
 :func:`read_simple` reads the common case (one mesh of one triangle primitive, placed once, with
 no transform) straight from the BIN chunk and gives what trimesh's reader leads to; anything else
 (several meshes or primitives, node transforms, extensions, external buffers, sparse accessors,
-colours other than bytes) returns None and goes through trimesh.
+colours other than bytes, texture coordinates, materials) returns None and goes through the
+general reader (:mod:`.gltf`).
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ..errors import FormatError
+
+if TYPE_CHECKING:
+    from ..materials import Materials
 
 _MAGIC = 0x46546C67  # "glTF"
 _JSON = 0x4E4F534A  # "JSON"
@@ -136,6 +144,300 @@ def glb_chunks(
         )
     head = struct.pack("<5I", _MAGIC, 2, total, len(text), _JSON)
     return [head, text, struct.pack("<2I", at, _BIN), *chunks]
+
+
+_ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
+#: the arrays of a glTF document a mesh's materials carry (``Materials.gltf``)
+_MATERIAL_KEYS = ("materials", "textures", "samplers", "images")
+
+
+def textured_glb_chunks(
+    V: np.ndarray,
+    F: np.ndarray,
+    attrs: dict[str, np.ndarray],
+    corners: dict[str, np.ndarray],
+    material: np.ndarray | None,
+    materials: Materials | None,
+    *,
+    vertex_normals_first: bool = False,
+) -> list[bytes | memoryview]:
+    """The bytes of a GLB of one mesh with one primitive per material, in pieces.
+
+    Faces are grouped by ``material`` (an index into ``materials.names``; None: one primitive
+    with glTF's default material). Each primitive has its own vertices: one per distinct
+    (vertex, corner values) among its corners, so a vertex is split where its corners' texture
+    coordinates, normals or colours differ (a seam). ``corners`` are the corner attributes to
+    write, ``(m, 3, k)``: ``uv``, ``uv1``... as ``TEXCOORD_0``, ``TEXCOORD_1``...; ``normal`` as
+    ``NORMAL`` (else the vertex attribute ``vertex_normals``, which ``vertex_normals_first``
+    prefers); ``color`` as ``COLOR_0`` (else ``vertex_colors``). Every other vertex attribute in
+    ``attrs`` is a float32 ``_name`` accessor. Indices are ``UNSIGNED_SHORT`` where a
+    primitive's vertices fit, else ``UNSIGNED_INT``. The materials, textures, samplers and images
+    are written as ``materials`` holds them, each image's file embedded in the buffer with its
+    media type. A normal of zero or non-finite length (glTF wants unit normals) is replaced by
+    its face's normal, or ``+z`` when the face has none.
+    """
+    from .gltf import image_mime_type
+
+    V = np.asarray(V)
+    F = np.asarray(F, dtype=np.int64)
+    attrs = dict(attrs)
+    corners = dict(corners)
+    vertex_normals = attrs.pop("vertex_normals", None)
+    if vertex_normals is not None and (vertex_normals_first or "normal" not in corners):
+        corners.pop("normal", None)
+    else:
+        vertex_normals = None
+    vertex_colors = attrs.pop("vertex_colors", None)
+    if "color" in corners:
+        vertex_colors = None
+    sets = _texcoord_sets(corners, F.shape[0])
+    # corner values, flat (3 m, k), in the order the key is built from
+    flat: dict[str, np.ndarray] = {}
+    for n, uv in enumerate(sets):
+        flat[f"TEXCOORD_{n}"] = np.ascontiguousarray(uv, dtype="<f4").reshape(-1, 2)
+    if "normal" in corners:
+        flat["NORMAL"] = np.ascontiguousarray(corners["normal"], dtype="<f4").reshape(-1, 3)
+    if "color" in corners:
+        c = corners["color"]
+        flat["COLOR_0"] = _rgba_bytes(np.asarray(c).reshape(-1, c.shape[-1]))
+
+    library = _library(materials)
+    groups: list[tuple[int | None, np.ndarray]]
+    if material is None or materials is None:
+        groups = [(None, np.arange(F.shape[0]))]
+    else:
+        m = np.asarray(material).astype(np.int64)
+        order = np.argsort(m, kind="stable")
+        values, starts = np.unique(m[order], return_index=True)
+        ends = [*starts[1:], order.shape[0]]
+        groups = [(int(v), order[a:b]) for v, a, b in zip(values, starts, ends, strict=True)]
+
+    blobs: list[tuple[dict[str, Any], np.ndarray, int | None]] = []
+    primitives: list[dict[str, Any]] = []
+
+    def add(accessor: dict[str, Any], a: np.ndarray, target: int | None) -> int:
+        blobs.append((accessor, a, target))
+        return len(blobs) - 1
+
+    for mat, faces in groups:
+        vid = F[faces].reshape(-1)
+        src, inverse, rows = _split(vid, flat, faces)
+        position = np.ascontiguousarray(V[src], dtype="<f4")
+        n = position.shape[0]
+        index_type = (5123, "<u2") if n <= 0xFFFF else (5125, "<u4")
+        prim: dict[str, Any] = {
+            "indices": add(
+                {"componentType": index_type[0], "type": "SCALAR"},
+                inverse.astype(index_type[1]),
+                _ELEMENT_ARRAY_BUFFER,
+            ),
+            "mode": _TRIANGLES,
+        }
+        attributes: dict[str, int] = {
+            "POSITION": add(
+                {
+                    "componentType": 5126,
+                    "type": "VEC3",
+                    "min": [float(position[:, k].min()) if n else 0.0 for k in range(3)],
+                    "max": [float(position[:, k].max()) if n else 0.0 for k in range(3)],
+                },
+                position,
+                _ARRAY_BUFFER,
+            )
+        }
+        normals = rows.get("NORMAL")
+        if normals is None and vertex_normals is not None:
+            normals = np.asarray(vertex_normals)[src]
+        if normals is not None:
+            unit = _unit_normals(normals, V, F, faces, inverse)
+            attributes["NORMAL"] = add({"componentType": 5126, "type": "VEC3"}, unit, _ARRAY_BUFFER)
+        used = _texcoords_used(library["materials"][mat]) if mat is not None else set()
+        uv_rows = [rows[f"TEXCOORD_{k}"] for k in range(len(sets))]
+        while uv_rows and len(uv_rows) - 1 not in used and not uv_rows[-1].any():
+            uv_rows.pop()  # a set this primitive never had and its material does not read
+        for k, uv in enumerate(uv_rows):
+            attributes[f"TEXCOORD_{k}"] = add(
+                {"componentType": 5126, "type": "VEC2"}, uv, _ARRAY_BUFFER
+            )
+        colors = rows.get("COLOR_0")
+        if colors is None and vertex_colors is not None:
+            colors = _rgba_bytes(np.asarray(vertex_colors)[src])
+        if colors is not None:
+            attributes["COLOR_0"] = add(
+                {"componentType": 5121, "type": "VEC4", "normalized": True}, colors, _ARRAY_BUFFER
+            )
+        for name, a in attrs.items():
+            a = np.ascontiguousarray(np.asarray(a)[src], dtype="<f4")
+            kind = {(): "SCALAR", (1,): "SCALAR", (2, 2): "MAT2", (3, 3): "MAT3", (4, 4): "MAT4"}
+            attributes["_" + name] = add(
+                {
+                    "componentType": 5126,
+                    "type": kind.get(a.shape[1:], f"VEC{a.shape[1]}" if a.ndim == 2 else "SCALAR"),
+                },
+                a,
+                _ARRAY_BUFFER,
+            )
+        prim["attributes"] = attributes
+        if mat is not None:
+            prim["material"] = mat
+        primitives.append(prim)
+
+    accessors: list[dict[str, Any]] = []
+    views: list[dict[str, int]] = []
+    chunks: list[memoryview | bytes] = []
+    at = 0
+
+    def view(data: np.ndarray | bytes, target: int | None) -> int:
+        nonlocal at
+        size = len(data) if isinstance(data, bytes) else data.nbytes
+        v = {"buffer": 0, "byteOffset": at, "byteLength": size}
+        if target is not None:
+            v["target"] = target
+        views.append(v)
+        chunks.append(data if isinstance(data, bytes) else data.data)
+        pad = -size % 4
+        if pad:
+            chunks.append(bytes(pad))
+        at += size + pad
+        return len(views) - 1
+
+    for accessor, a, target in blobs:
+        k = view(np.ascontiguousarray(a), target)
+        accessors.append({"bufferView": k, "byteOffset": 0, "count": a.shape[0], **accessor})
+    images = []
+    for image in library["images"]:
+        image = dict(image)
+        data = materials.files.get(image.get("uri", "")) if materials is not None else None
+        mime = (image_mime_type(data) or image.get("mimeType")) if data is not None else None
+        if data is not None and mime:
+            image.pop("uri")
+            image["bufferView"] = view(data, None)
+            image["mimeType"] = mime
+        images.append(image)
+    tree: dict[str, Any] = {
+        "asset": {"version": "2.0", "generator": "tessera"},
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"name": "mesh", "mesh": 0}],
+        "meshes": [{"name": "mesh", "primitives": primitives}],
+    }
+    for key in ("materials", "textures", "samplers"):
+        if library[key]:
+            tree[key] = library[key]
+    if images:
+        tree["images"] = images
+    tree.update({"accessors": accessors, "bufferViews": views, "buffers": [{"byteLength": at}]})
+    used_ext = sorted(_extensions({k: tree.get(k, []) for k in _MATERIAL_KEYS}))
+    if used_ext:
+        tree["extensionsUsed"] = used_ext
+        required = [e for e in library["extensionsRequired"] if e in used_ext]
+        if required:
+            tree["extensionsRequired"] = required
+    text = json.dumps(tree, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 4)
+    total = 12 + 8 + len(text) + 8 + at
+    if total >= 2**32:
+        raise FormatError(
+            "mesh too large for a GLB file", code="format.too_large", bytes=total, limit=2**32 - 1
+        )
+    head = struct.pack("<5I", _MAGIC, 2, total, len(text), _JSON)
+    return [head, text, struct.pack("<2I", at, _BIN), *chunks]
+
+
+def _texcoord_sets(corners: dict[str, np.ndarray], m: int) -> list[np.ndarray]:
+    """The corner attributes ``uv``, ``uv1``... as the list of ``TEXCOORD_n`` sets, a set
+    missing below the highest one filled with zeros (glTF numbers the sets without gaps)."""
+    found: dict[int, np.ndarray] = {}
+    for name, a in corners.items():
+        digits = name[2:]
+        if name.startswith("uv") and (digits == "" or digits.isdigit()):
+            found[int(digits or 0)] = a
+    if not found:
+        return []
+    return [found.get(k, np.zeros((m, 3, 2), np.float32)) for k in range(max(found) + 1)]
+
+
+def _split(
+    vid: np.ndarray, flat: dict[str, np.ndarray], faces: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The vertices of one primitive: one per distinct (vertex, corner values) row among its
+    corners (``vid``: the corners' vertex indices; ``flat``: every corner's values), ordered by
+    vertex. Returns each new vertex's source vertex, the corners' new vertex indices and the new
+    vertices' corner values."""
+    corner = (faces[:, None] * 3 + np.arange(3)).reshape(-1)  # rows of ``flat``
+    if not flat:
+        src, inverse = np.unique(vid, return_inverse=True)
+        return src, inverse.reshape(-1), {}
+    cols = [vid.astype(">i8").view(np.uint8).reshape(-1, 8)]  # big-endian: sorts by vertex
+    for a in flat.values():
+        rows = np.ascontiguousarray(a[corner])
+        cols.append(rows.view(np.uint8).reshape(rows.shape[0], -1))
+    key = np.ascontiguousarray(np.concatenate(cols, axis=1))
+    key = key.view(np.dtype((np.void, key.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return vid[first], inverse.reshape(-1), {k: a[corner[first]] for k, a in flat.items()}
+
+
+def _unit_normals(
+    normals: np.ndarray, V: np.ndarray, F: np.ndarray, faces: np.ndarray, inverse: np.ndarray
+) -> np.ndarray:
+    """Unit normals for a primitive's vertices; a row of zero or non-finite length takes the
+    normal of a face it is a corner of, or ``+z``."""
+    unit = unit_rows(np.asarray(normals)).astype("<f4", copy=False)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(np.einsum("ij,ij->i", unit, unit) - 1.0) < 1e-3)
+    if bad.any():
+        unit = np.array(unit)
+        corner_of = np.empty(unit.shape[0], np.int64)
+        corner_of[inverse] = np.repeat(faces, 3)  # a face each vertex is a corner of
+        tri = V[F[corner_of[bad]]].astype(np.float64)
+        n = unit_rows(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]))
+        n[~(np.abs(np.einsum("ij,ij->i", n, n) - 1.0) < 1e-3)] = (0.0, 0.0, 1.0)
+        unit[bad] = n
+    return unit
+
+
+def _library(materials: Materials | None) -> dict[str, list[Any]]:
+    """The materials' glTF arrays (a material for each name, at least), never None."""
+    gltf = materials.gltf if materials is not None else {}
+    out = {k: list(gltf.get(k, [])) for k in (*_MATERIAL_KEYS, "extensionsRequired")}
+    if materials is not None:
+        out["materials"] += [{"name": n} for n in materials.names[len(out["materials"]) :]]
+    return out
+
+
+def _texcoords_used(node: Any, key: str = "") -> set[int]:
+    """The texture coordinate sets a material's textures read (``texCoord``, 0 when absent; a
+    ``KHR_texture_transform`` may name another)."""
+    out: set[int] = set()
+    if isinstance(node, dict):
+        if key.endswith("Texture") and "index" in node:
+            out.add(node.get("texCoord", 0))
+            ext = node.get("extensions")
+            t = ext.get("KHR_texture_transform") if isinstance(ext, dict) else None
+            if isinstance(t, dict) and "texCoord" in t:
+                out.add(t["texCoord"])
+        for k, v in node.items():
+            out |= _texcoords_used(v, str(k))
+    elif isinstance(node, list):
+        for v in node:
+            out |= _texcoords_used(v, key)
+    return out
+
+
+def _extensions(node: Any) -> set[str]:
+    """The names of the extensions used anywhere in a piece of glTF JSON."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        ext = node.get("extensions")
+        if isinstance(ext, dict):
+            out |= {str(k) for k in ext}
+        for v in node.values():
+            out |= _extensions(v)
+    elif isinstance(node, list):
+        for v in node:
+            out |= _extensions(v)
+    return out
 
 
 def _indices(F: np.ndarray) -> np.ndarray:
@@ -269,10 +571,10 @@ def _simple_tree(tree: dict[str, Any]) -> bool:
     if "targets" in p or "extensions" in p:
         return False
     for name in p.get("attributes", {}):
-        if name not in ("POSITION", "NORMAL", "COLOR_0") and not (
-            name.startswith("_") or name.startswith("TEXCOORD_")
-        ):
-            return False
+        if name not in ("POSITION", "NORMAL", "COLOR_0") and not name.startswith("_"):
+            return False  # texture coordinates, tangents, skins: the general reader's
+    if "material" in p or any(tree.get(k) for k in ("materials", "textures", "images")):
+        return False  # materials and their textures: the general reader's
     if "POSITION" not in p["attributes"]:
         return False
     scenes = tree.get("scenes", [])

@@ -12,9 +12,21 @@ with its parent's. Every primitive of every mesh a node places becomes triangles
 - a node whose transform has a negative determinant (a mirror) has its triangles' order reversed,
   so they keep facing outwards (glTF 2.0, section 3.7.4);
 - ``NORMAL`` moves by the inverse transpose and is re-unitized, ``COLOR_0`` becomes RGBA bytes,
-  our writer's ``_name`` attributes come back under ``name``; an attribute is kept when every
-  primitive has it (as a mesh of the parts has one row per vertex); texture coordinates,
-  tangents, materials and textures are not carried yet and are counted in :attr:`Scene.dropped`;
+  our writer's ``_name`` attributes come back under ``name``; a vertex attribute is kept when
+  every primitive has it (as a mesh of the parts has one row per vertex);
+- values that belong to the corners of the triangles are kept per corner
+  (:attr:`Scene.corner_attrs`, ``(m, 3, k)``): ``TEXCOORD_0``, ``TEXCOORD_1``... as ``uv``,
+  ``uv1``..., and ``NORMAL`` and ``COLOR_0`` as ``normal`` and ``color`` (RGBA in ``[0, 1]``)
+  too, so a hard edge or a colour seam survives a weld (``normal`` and ``color`` only where
+  the file has one, corners at one position with different values: :func:`has_seams`). A
+  primitive without a set the others have gets zeros for it (it has no texture that reads
+  them), without normals its flat face normals, without colours white (what glTF multiplies
+  by when there are none);
+- each primitive's ``material`` becomes the face attribute ``material`` (an index into
+  :attr:`Scene.materials`, the document's materials, textures, samplers and images with the
+  images' bytes, read from buffer views, ``data:`` URIs or the archive's files); primitives
+  without one get glTF's default material, added at the end of the list;
+- tangents, skin joints and weights are not carried and are counted in :attr:`Scene.dropped`;
 - ``KHR_draco_mesh_compression`` primitives are decoded with DracoPy, ``EXT_meshopt_compression``
   buffer views with meshoptimizer's decoders (with its octahedral, quaternion and exponential
   filters), and ``KHR_mesh_quantization``'s integer attributes are read as the accessor says
@@ -40,6 +52,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from ..errors import FormatError, MeshError
+from ..materials import Materials
 from .glb import _COMPONENTS, _SHAPES, unit_rows
 
 #: decompressed views and zero-filled accessors may hold this many times the file's bytes
@@ -53,13 +66,17 @@ _SIGNED = {"i1", "<i2"}
 
 class Scene(NamedTuple):
     """What :func:`read_scene` read: positions ``V (n, 3) float64``, triangles ``F (m, 3)
-    int64``, vertex attributes, and what was left out (``{"lines and points": 2, "animations":
-    1}``, empty when nothing was)."""
+    int64``, vertex attributes, what was left out (``{"lines and points": 2, "animations":
+    1}``, empty when nothing was), corner attributes (``(m, 3, k)`` float32), face attributes
+    (``material``) and the materials (None when the document has none)."""
 
     V: np.ndarray
     F: np.ndarray
     vertex_attrs: dict[str, np.ndarray]
     dropped: dict[str, int]
+    corner_attrs: dict[str, np.ndarray] = {}
+    face_attrs: dict[str, np.ndarray] = {}
+    materials: Materials | None = None
 
 
 def _fail(message: str, code: str = "format.parse_error", **detail: Any) -> FormatError:
@@ -151,24 +168,16 @@ class _Reader:
             data = self.binary
         elif not isinstance(uri, str):
             raise _fail("glTF buffer uri is not text", buffer=i)
-        elif uri.startswith("data:"):
-            head, _, payload = uri.partition(",")
-            if not head.endswith(";base64"):
-                raise _fail("glTF data uri is not base64", buffer=i)
-            try:
-                data = base64.b64decode(payload, validate=True)
-            except (binascii.Error, ValueError):
-                raise _fail("glTF data uri is not valid base64", buffer=i) from None
         else:
-            path = posixpath.normpath(posixpath.join(posixpath.dirname(self.base), unquote(uri)))
-            if self.resources is None or path not in self.resources:
+            found = self.uri(uri, f"buffer {i}")
+            if found is None:
                 raise _fail(
                     f"the glTF's buffer '{uri[:100]}' was not sent with it: send the .gltf with "
                     "its .bin (and textures) in a zip, or the asset as one GLB",
                     code="format.gltf_missing_buffer",
                     uri=uri[:200],
                 )
-            data = self.resources[path]
+            data = found
         length = _index(b.get("byteLength", len(data)), "buffer byteLength")
         if length > len(data):
             raise _fail(
@@ -180,6 +189,22 @@ class _Reader:
             )
         self._buffers[i] = data
         return data
+
+    def uri(self, uri: str, what: str) -> bytes | None:
+        """The bytes a URI names: a ``data:`` URI's, or the archive's file at that path
+        relative to the ``.gltf`` (None when it was not sent)."""
+        if uri.startswith("data:"):
+            head, _, payload = uri.partition(",")
+            if not head.endswith(";base64"):
+                raise _fail(f"glTF data uri of {what} is not base64")
+            try:
+                return base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError):
+                raise _fail(f"glTF data uri of {what} is not valid base64") from None
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(self.base), unquote(uri)))
+        if self.resources is None or path not in self.resources:
+            return None
+        return self.resources[path]
 
     def view(self, i: int) -> bytes:
         if i in self._views:
@@ -410,7 +435,9 @@ def _triangles(flat: np.ndarray, mode: int) -> np.ndarray:
 
 def _draco(
     reader: _Reader, ext: dict[str, Any]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict[str, np.ndarray]]:
+    """Positions, triangles, normals (None when absent) and the texture coordinate sets
+    (``{"TEXCOORD_0": (n, 2)}``, by the extension's attribute ids) of a Draco primitive."""
     import DracoPy
 
     data = reader.view(_index(ext.get("bufferView"), "Draco bufferView"))
@@ -425,7 +452,20 @@ def _draco(
     N = getattr(mesh, "normals", None)
     N = np.asarray(N, dtype=np.float64).reshape(-1, 3) if N is not None and len(N) else None
     reader._spend(V.nbytes + F.nbytes, "Draco primitive")
-    return V, F, N if N is not None and N.shape == V.shape else None
+    ids = ext.get("attributes") if isinstance(ext.get("attributes"), dict) else {}
+    sets: dict[str, np.ndarray] = {}
+    for name, uid in ids.items():
+        if not (isinstance(name, str) and name.startswith("TEXCOORD_")):
+            continue
+        found = mesh.get_attribute_by_unique_id(_index(uid, "Draco attribute id"))
+        data = None if found is None else found.get("data")
+        if data is None:
+            raise _fail(
+                f"the Draco primitive has no attribute {uid} for {name[:20]}",
+                code="format.gltf_draco",
+            )
+        sets[name] = np.asarray(data, dtype=np.float64).reshape(V.shape[0], -1)
+    return V, F, N if N is not None and N.shape == V.shape else None, sets
 
 
 def _colors(a: dict[str, Any], reader: _Reader, index: int) -> np.ndarray:
@@ -478,11 +518,8 @@ def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str
         )
     total = len(data) + sum(len(r) for r in (resources or {}).values())
     reader = _Reader(tree, binary, resources, base, max(_MIN_BUDGET, MAX_EXPANSION * total))
-    dropped: dict[str, int] = {}
-    for key in ("materials", "textures", "animations", "skins", "cameras"):
-        if isinstance(tree.get(key), list) and tree[key]:
-            dropped[key] = len(tree[key])
-    parts: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
+    dropped = _dropped_keys(tree)
+    parts: list[_Part] = []
     for mesh_index, world in _placements(tree):
         mesh = _item(tree, "meshes", mesh_index)
         primitives = mesh.get("primitives", [])
@@ -498,21 +535,215 @@ def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str
         if dropped.get("lines and points"):
             raise MeshError("mesh has no faces", code="mesh.no_faces")
         raise MeshError("mesh has no vertices", code="mesh.empty")
-    offsets = np.cumsum([0] + [V.shape[0] for V, _, _ in parts])
-    V = np.concatenate([V for V, _, _ in parts])
-    F = np.concatenate([F + offsets[k] for k, (_, F, _) in enumerate(parts)])
-    common = set.intersection(*(set(a) for _, _, a in parts))
+    offsets = np.cumsum([0] + [p.V.shape[0] for p in parts])
+    V = np.concatenate([p.V for p in parts])
+    F = np.concatenate([p.F + offsets[k] for k, p in enumerate(parts)])
+    common = set.intersection(*(set(p.attrs) for p in parts))
     attrs: dict[str, np.ndarray] = {}
-    for name in [n for n in parts[0][2] if n in common]:
-        arrays = [a[name] for _, _, a in parts]
+    for name in [n for n in parts[0].attrs if n in common]:
+        arrays = [p.attrs[name] for p in parts]
         if len({x.shape[1:] for x in arrays}) == 1:
             attrs[name] = np.concatenate(arrays)
-    return Scene(V, F, attrs, dropped)
+    corners = _corners(parts)
+    for name, vertex_name in (("normal", "vertex_normals"), ("color", "vertex_colors")):
+        if name in corners and vertex_name in attrs and not has_seams(V, attrs[vertex_name]):
+            del corners[name]  # the vertex attribute says it all
+    materials = read_materials(reader, dropped)
+    face_attrs: dict[str, np.ndarray] = {}
+    if materials is not None:
+        n_doc = len(materials.names)
+        if any(p.material is None for p in parts):  # glTF's default material, named
+            materials.names.append("default")
+            materials.gltf.setdefault("materials", []).append({"name": "default"})
+        for p in parts:
+            if p.material is not None and p.material >= n_doc:
+                raise _fail(
+                    f"glTF primitive names material {p.material}, which the file does not have",
+                    key="materials",
+                    index=p.material,
+                )
+        face_attrs["material"] = np.concatenate(
+            [
+                np.full(p.F.shape[0], n_doc if p.material is None else p.material, np.int32)
+                for p in parts
+            ]
+        )
+    return Scene(V, F, attrs, dropped, corners, face_attrs, materials)
+
+
+def _dropped_keys(tree: dict[str, Any]) -> dict[str, int]:
+    """The document's parts the mesh does not carry (animations, skins, cameras), counted."""
+    out: dict[str, int] = {}
+    for key in ("animations", "skins", "cameras"):
+        if isinstance(tree.get(key), list) and tree[key]:
+            out[key] = len(tree[key])
+    return out
+
+
+class _Part(NamedTuple):
+    """One primitive in world space: its positions, triangles, vertex attributes, corner
+    attributes (``(m, 3, k)``) and material index (None: glTF's default)."""
+
+    V: np.ndarray
+    F: np.ndarray
+    attrs: dict[str, np.ndarray]
+    corners: dict[str, np.ndarray]
+    material: int | None
+
+
+def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
+    """The parts' corner attributes joined: a part without a texture coordinate set the others
+    have gets zeros for it, one without normals its flat face normals, one without colours
+    white."""
+    names: list[str] = []
+    for p in parts:
+        names += [n for n in p.corners if n not in names]
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        arrays = []
+        for p in parts:
+            if name in p.corners:
+                arrays.append(p.corners[name])
+            elif name == "normal":
+                arrays.append(np.repeat(_face_normals(p.V, p.F)[:, None, :], 3, axis=1))
+            elif name == "color":  # no COLOR_0: glTF's white
+                arrays.append(np.ones((p.F.shape[0], 3, 4), np.float32))
+            else:
+                arrays.append(np.zeros((p.F.shape[0], 3, 2), np.float32))
+        out[name] = np.concatenate(arrays)
+    return out
+
+
+def has_seams(V: np.ndarray, values: np.ndarray) -> bool:
+    """Whether vertices at the same position (as float32, the mesh's) have different
+    ``values`` (a row each): a hard edge of the normals, a seam of the colours, which only
+    corner attributes keep through a weld. Without one, the vertex attribute says everything
+    and no corner attribute is kept beside it (so an operation that recomputes the vertex
+    normals leaves nothing stale behind). A 32-bit hash of the positions, sorted, finds the
+    few candidates that the exact comparison then looks at."""
+    n = V.shape[0]
+    if n < 2:
+        return False
+    P = np.ascontiguousarray(np.asarray(V, dtype=np.float32) + np.float32(0.0))  # -0 is 0
+    u = P.view(np.uint32).reshape(n, 3)
+    h = u[:, 0] * np.uint32(0x9E3779B1)
+    h ^= u[:, 1] * np.uint32(0x85EBCA77)
+    h ^= u[:, 2] * np.uint32(0xC2B2AE3D)
+    s = np.sort(h)
+    repeated = s[1:][s[1:] == s[:-1]]
+    if repeated.size == 0:
+        return False
+    take = np.isin(h, repeated)
+    pos = np.ascontiguousarray(P[take]).view(np.uint8).reshape(-1, 12)
+    X = np.ascontiguousarray(values[take])
+    both = np.ascontiguousarray(
+        np.concatenate([pos, X.view(np.uint8).reshape(pos.shape[0], -1)], 1)
+    )
+    rows = both.view(np.dtype((np.void, both.shape[1]))).reshape(-1)
+    return len(np.unique(rows)) != len(np.unique(pos.view(np.dtype((np.void, 12))).reshape(-1)))
+
+
+def corner_colors(rgba: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """RGBA bytes per vertex as the corner attribute ``color``: float32 in ``[0, 1]``."""
+    return (rgba.astype(np.float32) / np.float32(255.0))[F]
+
+
+def _face_normals(V: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Unit normals of the triangles (zero for degenerate ones), float32."""
+    a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    return unit_rows(np.cross(b - a, c - a))
+
+
+_MIME_EXT = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/webp": ".webp",
+    "image/ktx2": ".ktx2",
+}
+
+
+def image_mime_type(data: bytes) -> str | None:
+    """The media type of an image's bytes, told by their signature (None when unknown)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:12] == b"\xabKTX 20\xbb\r\n\x1a\n":
+        return "image/ktx2"
+    return None
+
+
+def read_materials(reader: _Reader, dropped: dict[str, int]) -> Materials | None:
+    """The document's materials, textures, samplers and images as :class:`Materials` (None
+    when it has neither materials nor textures). Each image's bytes become a file of the
+    library, named after the image's URI or name (else ``image<i>``), and the image refers to
+    it by ``uri``; an external image not sent with the file keeps its URI and is counted in
+    ``dropped``. The document's ``extensionsRequired`` is kept beside the arrays (under that
+    key) for the writer, which requires those its materials and textures still use."""
+    tree = reader.tree
+    gltf: dict[str, list[Any]] = {}
+    for key in ("materials", "textures", "samplers", "images"):
+        items = tree.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+            raise _fail(f"glTF {key} is not a list of objects", key=key)
+        if items:
+            gltf[key] = json.loads(json.dumps(items))  # a copy the mesh owns
+    if not gltf.get("materials") and not gltf.get("textures"):
+        return None
+    required = tree.get("extensionsRequired")
+    if isinstance(required, list) and required:
+        gltf["extensionsRequired"] = [str(x) for x in required]
+    files: dict[str, bytes] = {}
+    for i, image in enumerate(gltf.get("images", [])):
+        uri = image.get("uri")
+        if "bufferView" in image:
+            data: bytes | None = bytes(reader.view(_index(image["bufferView"], "image bufferView")))
+        elif isinstance(uri, str):
+            data = reader.uri(uri, f"image {i}")
+        else:
+            raise _fail("glTF image has neither uri nor bufferView", image=i)
+        if data is None:
+            dropped["images not sent with the file"] = (
+                dropped.get("images not sent with the file", 0) + 1
+            )
+            continue
+        mime = image_mime_type(data) or image.get("mimeType")
+        base = uri if isinstance(uri, str) and not uri.startswith("data:") else image.get("name")
+        name = posixpath.basename(unquote(base)) if isinstance(base, str) else ""
+        name = "".join(ch for ch in name if ch.isalnum() or ch in "._-")[:100] or f"image{i}"
+        if not posixpath.splitext(name)[1] and mime in _MIME_EXT:
+            name += _MIME_EXT[mime]
+        if name in files:
+            name = f"{i}_{name}"
+        files[name] = data
+        image.pop("bufferView", None)
+        image["uri"] = name
+        if isinstance(mime, str):
+            image["mimeType"] = mime
+    names = [str(m.get("name") or f"material{i}") for i, m in enumerate(gltf.get("materials", []))]
+    return Materials(names=names, gltf=gltf, files=files)
+
+
+_SET_NAMES = {
+    "TANGENT": "tangents",
+    "JOINTS_": "skin joints",
+    "WEIGHTS_": "skin weights",
+}
+
+
+def _uv_name(attribute: str) -> str | None:
+    """``uv`` for TEXCOORD_0, ``uv1`` for TEXCOORD_1...; None for a malformed name."""
+    digits = attribute[len("TEXCOORD_") :]
+    if not digits.isdigit() or len(digits) > 3:
+        return None
+    return "uv" if int(digits) == 0 else f"uv{int(digits)}"
 
 
 def _primitive(
     reader: _Reader, p: dict[str, Any], world: np.ndarray, dropped: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+) -> _Part | None:
     mode = p.get("mode", _TRIANGLES)
     if mode not in (_TRIANGLES, _STRIP, _FAN):
         if mode in (0, 1, 2, 3):
@@ -525,21 +756,17 @@ def _primitive(
     if not isinstance(attributes, dict) or "POSITION" not in attributes:
         raise _fail("glTF primitive has no POSITION")
     for name in attributes:
-        kind = next(
-            (k for k in ("TEXCOORD_", "TANGENT", "JOINTS_", "WEIGHTS_") if name.startswith(k)), None
-        )
+        kind = next((k for k in _SET_NAMES if name.startswith(k)), None)
         if kind is not None:
-            what = {
-                "TEXCOORD_": "texture coordinate sets",
-                "TANGENT": "tangents",
-                "JOINTS_": "skin joints",
-                "WEIGHTS_": "skin weights",
-            }[kind]
-            dropped[what] = dropped.get(what, 0) + 1
+            dropped[_SET_NAMES[kind]] = dropped.get(_SET_NAMES[kind], 0) + 1
+    material = p.get("material")
+    if material is not None:
+        material = _index(material, "primitive material")
     draco = (p.get("extensions") or {}).get("KHR_draco_mesh_compression")
     N = None
+    sets: dict[str, np.ndarray] = {}
     if isinstance(draco, dict):
-        V, F, N = _draco(reader, draco)
+        V, F, N, sets = _draco(reader, draco)
         if mode != _TRIANGLES:
             raise _fail("a Draco primitive must be triangles", code="format.gltf_draco")
     else:
@@ -556,6 +783,9 @@ def _primitive(
         F = _triangles(flat, mode)
         if "NORMAL" in attributes:
             N = reader.accessor(_index(attributes["NORMAL"], "NORMAL"), as_float=True)
+        for name, index in attributes.items():
+            if name.startswith("TEXCOORD_"):
+                sets[name] = reader.accessor(_index(index, name), as_float=True)
     if F.shape[0] and (int(F.min()) < 0 or int(F.max()) >= V.shape[0]):
         raise MeshError(
             "face index out of range",
@@ -570,6 +800,19 @@ def _primitive(
     if np.linalg.det(linear) < 0:
         F = F[:, ::-1]  # a mirror turns the triangles inside out: keep them facing outwards
     attrs: dict[str, np.ndarray] = {}
+    corners: dict[str, np.ndarray] = {}
+    for name, values in sorted(sets.items()):
+        key = _uv_name(name)
+        if key is None:  # not a set glTF defines: nothing reads it
+            dropped["texture coordinate sets"] = dropped.get("texture coordinate sets", 0) + 1
+            continue
+        if values.shape != (V.shape[0], 2):
+            raise _fail(
+                f"glTF {name[:20]} is not one 2-vector per vertex",
+                count=int(values.shape[0]),
+                n_vertices=int(V.shape[0]),
+            )
+        corners[key] = values.astype(np.float32)[F]
     if N is not None and N.shape == V.shape:
         try:
             inverse = np.linalg.inv(linear)
@@ -578,33 +821,34 @@ def _primitive(
         if inverse is not None:
             with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows stay so
                 attrs["vertex_normals"] = unit_rows(N @ inverse)
+            corners["normal"] = attrs["vertex_normals"][F]
     if "COLOR_0" in attributes and not isinstance(draco, dict):
         ci = _index(attributes["COLOR_0"], "COLOR_0")
         colors = _colors(_item(reader.tree, "accessors", ci), reader, ci)
         if colors.shape[0] == V.shape[0]:
             attrs["vertex_colors"] = colors
+            corners["color"] = corner_colors(colors, F)
     for name, index in attributes.items():
         if name.startswith("_") and not isinstance(draco, dict):
             a = reader.accessor(_index(index, name))
             if a.shape[0] == V.shape[0] and a.dtype.kind in "iuf":
                 attrs[name[1:]] = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
-    return V, np.ascontiguousarray(F, dtype=np.int64), attrs
+    return _Part(V, np.ascontiguousarray(F, dtype=np.int64), attrs, corners, material)
 
 
 def dropped_by_simple(data: bytes) -> dict[str, int]:
-    """What :func:`glb.read_simple`'s file held that it does not read (materials, textures,
-    texture coordinates): the same counts :func:`read_scene` gives."""
+    """What :func:`glb.read_simple`'s file held that it does not read (animations, cameras):
+    the same counts :func:`read_scene` gives."""
     tree, _ = split_glb(data)
-    out: dict[str, int] = {}
-    for key in ("materials", "textures", "animations", "skins", "cameras"):
-        if isinstance(tree.get(key), list) and tree[key]:
-            out[key] = len(tree[key])
-    for mesh in tree.get("meshes", []):
-        for p in mesh.get("primitives", []):
-            sets = sum(1 for name in p.get("attributes", {}) if name.startswith("TEXCOORD_"))
-            if sets:
-                out["texture coordinate sets"] = out.get("texture coordinate sets", 0) + sets
-    return out
+    return _dropped_keys(tree)
 
 
-__all__ = ["MAX_EXPANSION", "Scene", "dropped_by_simple", "read_scene", "split_glb"]
+__all__ = [
+    "MAX_EXPANSION",
+    "dropped_by_simple",
+    "Scene",
+    "image_mime_type",
+    "read_materials",
+    "read_scene",
+    "split_glb",
+]

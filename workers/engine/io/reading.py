@@ -262,10 +262,21 @@ def _read_gltf(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     g = glb.read_simple(data) if data[:4] == b"glTF" else None
     if g is not None:  # one primitive shaped like the files we write: straight from the buffer
         mesh = TriMesh.from_arrays(g.V, g.F, dtype=dtype, vertex_attrs=g.vertex_attrs)
+        # as the general reader: normals and colours per corner too where they have seams
+        normals, colors = g.vertex_attrs.get("vertex_normals"), g.vertex_attrs.get("vertex_colors")
+        if normals is not None and gltf.has_seams(g.V, normals):
+            mesh.corner_attrs["normal"] = normals[mesh.F]
+        if colors is not None and gltf.has_seams(g.V, colors):
+            mesh.corner_attrs["color"] = gltf.corner_colors(colors, mesh.F)
         mesh.dropped = gltf.dropped_by_simple(data)
         return mesh
     s = gltf.read_scene(data, resources, base)
-    mesh = TriMesh.from_arrays(s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs)
+    mesh = TriMesh.from_arrays(
+        s.V, s.F, dtype=dtype, vertex_attrs=s.vertex_attrs, face_attrs=s.face_attrs, check=False
+    )
+    mesh.corner_attrs = dict(s.corner_attrs)
+    mesh.materials = s.materials
+    mesh.check()
     mesh.dropped = s.dropped
     return mesh
 

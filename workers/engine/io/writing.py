@@ -106,6 +106,9 @@ def serialize_chunks(
                 )
     if on_device:
         return ply.ply_chunks(mesh.V, mesh.F, va, fa)
+    if fmt == "glb" and (mesh.corner_attrs or mesh.materials is not None):
+        prefer = explicit and "vertex_normals" in va
+        return _write_textured_glb(mesh, va, prefer)
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
     poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
     if poly is not None:
@@ -163,6 +166,43 @@ def _write_glb(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa:
                 shape=list(v.shape),
             )
     return glb.glb_chunks(V, F, normals, colors, va)
+
+
+def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], prefer_vertex: bool) -> Any:
+    """A GLB of a mesh with corner attributes or materials: one primitive per material, the
+    vertices split at seams (:func:`.glb.textured_glb_chunks`)."""
+    from ..backend import to_numpy
+
+    for k, v in va.items():
+        if not _gltf_accessor_shape(k, v):
+            raise FormatError(
+                "attribute cannot be written as a glTF accessor",
+                code="format.unsupported_attribute",
+                attribute=k,
+                shape=list(v.shape),
+            )
+    corners = {
+        k: to_numpy(v)
+        for k, v in mesh.corner_attrs.items()
+        if format_can_hold("glb", k, "corner") and _gltf_corner_shape(k, v)
+    }
+    material = mesh.face_attrs.get("material")
+    return glb.textured_glb_chunks(
+        to_numpy(mesh.V),
+        to_numpy(mesh.F),
+        va,
+        corners,
+        None if material is None else to_numpy(material),
+        mesh.materials,
+        vertex_normals_first=prefer_vertex,
+    )
+
+
+def _gltf_corner_shape(name: str, a: np.ndarray) -> bool:
+    """Whether a corner attribute has the width its glTF attribute needs (a texture coordinate
+    2, a normal 3, a colour 3 or 4); one that has not is not written."""
+    width = a.shape[2] if a.ndim == 3 else -1
+    return width == {"normal": 3, "color": 4 if width == 4 else 3}.get(name, 2)
 
 
 #: the writer of every output format (:data:`.formats.OUTPUT_FORMATS`)
