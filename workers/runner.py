@@ -170,7 +170,9 @@ def process(
     output = spec.output
     fmt = output.format
     t = time.perf_counter()
-    chunks = serialize_chunks(out, fmt, output.attributes, polygons=output.polygons)
+    chunks = serialize_chunks(
+        out, fmt, output.attributes, polygons=output.polygons, compression=output.compression
+    )
     # the file goes to the store piece by piece as it is written: "serialize" includes storing it
     n_bytes = store.put_chunks(key, chunks)
     timings["serialize"] = time.perf_counter() - t

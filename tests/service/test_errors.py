@@ -45,6 +45,11 @@ BAD_SPECS = [
     ('{"pipeline": [], "deadline_seconds": 0}', "spec.invalid"),  # deadline out of bounds
     ('{"pipeline": [], "deadline_seconds": "10"}', "spec.invalid"),  # a string, not an integer
     ('{"pipeline": [], "output": {"polygons": "yes"}}', "spec.invalid"),  # not a boolean
+    ('{"pipeline": [], "output": {"compression": "zstd"}}', "spec.invalid"),  # unknown
+    (
+        '{"pipeline": [], "output": {"format": "ply", "compression": "draco"}}',
+        "spec.compression_not_supported",
+    ),  # Draco compresses GLB only
     (spec("weld", attributes=["vertex_normals"]), "spec.unknown_attribute"),  # not produced
     (
         spec("vertex_normals", fmt="stl", attributes=["vertex_normals"]),

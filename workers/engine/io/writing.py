@@ -57,14 +57,53 @@ def _same(a: Any) -> Any:
 
 
 def serialize(
-    mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
+    mesh: TriMesh,
+    fmt: str,
+    attributes: Iterable[str] | None = None,
+    polygons: bool = True,
+    compression: str = "none",
 ) -> bytes:
     """The mesh as file bytes in ``fmt`` (one of :data:`OUTPUT_FORMATS`); see
     :func:`serialize_chunks`."""
-    return b"".join(serialize_chunks(mesh, fmt, attributes, polygons))
+    return b"".join(serialize_chunks(mesh, fmt, attributes, polygons, compression))
+
+
+#: what each compression applies to
+COMPRESSIONS = {"none": None, "draco": "glb"}
 
 
 def serialize_chunks(
+    mesh: TriMesh,
+    fmt: str,
+    attributes: Iterable[str] | None = None,
+    polygons: bool = True,
+    compression: str = "none",
+) -> Iterable[bytes | memoryview]:
+    """:func:`file_chunks`, compressed as ``compression`` says: ``"none"``, or ``"draco"`` for
+    GLB (:func:`.draco.compress_glb`: the file is then made whole in memory first)."""
+    if compression not in COMPRESSIONS:
+        raise SpecError(
+            "unknown compression",
+            code="spec.compression_not_supported",
+            compression=compression,
+            supported=list(COMPRESSIONS),
+        )
+    if COMPRESSIONS[compression] not in (None, fmt):
+        raise SpecError(
+            f"only {COMPRESSIONS[compression]} output can be compressed with {compression}",
+            code="spec.compression_not_supported",
+            format=fmt,
+            compression=compression,
+        )
+    pieces = file_chunks(mesh, fmt, attributes, polygons)
+    if compression == "draco":
+        from .draco import compress_glb
+
+        return [compress_glb(b"".join(bytes(p) for p in pieces))]
+    return pieces
+
+
+def file_chunks(
     mesh: TriMesh, fmt: str, attributes: Iterable[str] | None = None, polygons: bool = True
 ) -> Iterable[bytes | memoryview]:
     """The mesh's file in ``fmt`` (one of :data:`OUTPUT_FORMATS`) as pieces to write one after
@@ -245,9 +284,10 @@ def save_path(
     *,
     attributes: Iterable[str] | None = None,
     polygons: bool = True,
+    compression: str = "none",
 ) -> None:
     fmt = os.path.splitext(os.fspath(path).lower())[1].lstrip(".")
-    chunks = serialize_chunks(mesh, fmt, attributes, polygons=polygons)
+    chunks = serialize_chunks(mesh, fmt, attributes, polygons=polygons, compression=compression)
     try:
         with open(path, "wb") as fh:
             fh.writelines(chunks)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import struct
+import subprocess
 import zipfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.conftest import ROOT
 from tests.workers.engine.shapes import load
 from workers.engine import FormatError, MeshError, TriMesh
 from workers.engine.io import load_bytes, serialize
@@ -256,3 +260,27 @@ def glb_bytes(tree: dict, binary: bytes) -> bytes:
         + struct.pack("<2I", len(binary), 0x004E4942)
         + binary
     )
+
+
+#: the Khronos glTF validator, run by node (npm ``gltf-validator``, a dev dependency)
+VALIDATOR = ROOT / "tests" / "tools" / "validate_gltf.mjs"
+
+
+def validate(data: bytes, tmp_path: Path) -> dict[str, Any]:
+    """The Khronos validator's report on a GLB. The validator is a dev dependency
+    (``./dev.sh setup`` runs ``npm ci``): missing, it is a failure, not a skip (hosts without
+    npm leave this file out, see ``bench/suite.py``)."""
+    node = shutil.which("node")
+    if node is None or not (ROOT / "node_modules" / "gltf-validator").is_dir():
+        pytest.fail("node or node_modules/gltf-validator missing: ./dev.sh setup installs them")
+    path = tmp_path / "out.glb"
+    path.write_bytes(data)
+    done = subprocess.run(
+        [node, str(VALIDATOR), str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def errors(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in report["issues"]["messages"] if m["severity"] == 0]

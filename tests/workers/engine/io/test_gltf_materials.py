@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import struct
-import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
@@ -22,8 +20,8 @@ import DracoPy
 import numpy as np
 import pytest
 
-from tests.conftest import ASSETS, ROOT
-from tests.workers.engine.io.common import _zip
+from tests.conftest import ASSETS
+from tests.workers.engine.io.common import _zip, errors, validate
 from tests.workers.engine.io.common import glb_bytes as _glb
 from workers.engine import TriMesh
 from workers.engine.io import load_bytes, serialize
@@ -31,28 +29,7 @@ from workers.engine.io.formats import format_can_hold
 from workers.engine.io.gltf import read_scene, split_glb
 from workers.engine.io.stored import decode, encode
 
-VALIDATOR = ROOT / "tests" / "tools" / "validate_gltf.mjs"
 ASSET_GLBS = sorted(p.name for p in ASSETS.glob("*.glb"))
-
-
-def validate(data: bytes, tmp_path: Path) -> dict[str, Any]:
-    """The Khronos validator's report on a GLB. The validator is a dev dependency
-    (``./dev.sh setup`` runs ``npm ci``): missing, it is a failure, not a skip (hosts without
-    npm leave this file out, see ``bench/suite.py``)."""
-    node = shutil.which("node")
-    if node is None or not (ROOT / "node_modules" / "gltf-validator").is_dir():
-        pytest.fail("node or node_modules/gltf-validator missing: ./dev.sh setup installs them")
-    path = tmp_path / "out.glb"
-    path.write_bytes(data)
-    done = subprocess.run(
-        [node, str(VALIDATOR), str(path)], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def errors(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in report["issues"]["messages"] if m["severity"] == 0]
 
 
 def same_corners(src: TriMesh, back: TriMesh) -> None:
