@@ -292,26 +292,35 @@ def carry(
     transferred from the surface where they changed; with, when they changed and there are
     texture coordinates, what the change did to the texture (:func:`texture_report`).
     ``seams``: the result's seam edges as the operation kept them, when it says (see
-    :func:`transfer`)."""
+    :func:`transfer`). An operation that computed new vertex normals makes the corner normals
+    (the file's hard edges) stale: they are left out, and the new normals are written."""
     if not carries(before):
         return after, None
+    texture = None
     if after.corner_attrs.keys() >= before.corner_attrs.keys() and (
         after.materials is not None or before.materials is None
     ):
-        return after, None  # carried by the operation itself (same faces)
-    same = after.F is before.F or (
+        out = after  # carried by the operation itself (same faces)
+    elif after.F is before.F or (
         after.F.shape == before.F.shape and bool(after.xp.array_equal(after.F, before.F))
-    )
-    if same:
-        kept = after.with_attrs()
-        kept.corner_attrs = {**before.corner_attrs, **after.corner_attrs}
-        kept.materials = after.materials or before.materials
-        fa = {k: v for k, v in before.face_attrs.items() if k not in kept.face_attrs}
-        kept.face_attrs.update(fa)
-        kept.dropped = after.dropped
-        return kept, None
-    out, home = transfer(before, after, None if seams is None else _host(seams))
-    return out, texture_report(before, out, home)
+    ):
+        out = after.with_attrs()
+        out.corner_attrs = {**before.corner_attrs, **after.corner_attrs}
+        out.materials = after.materials or before.materials
+        fa = {k: v for k, v in before.face_attrs.items() if k not in out.face_attrs}
+        out.face_attrs.update(fa)
+        out.dropped = after.dropped
+    else:
+        out, home = transfer(before, after, None if seams is None else _host(seams))
+        texture = texture_report(before, out, home)
+    normals = after.vertex_attrs.get("vertex_normals")
+    fresh = normals is not None and normals is not before.vertex_attrs.get("vertex_normals")
+    if "normal" in out.corner_attrs and fresh:
+        if out is after:
+            out = after.with_attrs()
+            out.dropped = after.dropped
+        out.corner_attrs = {k: v for k, v in out.corner_attrs.items() if k != "normal"}
+    return out, texture
 
 
 def seams_of(mesh: TriMesh) -> Any:

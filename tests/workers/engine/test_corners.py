@@ -202,3 +202,19 @@ def test_the_gpu_carries_the_corners_the_host_carries(pipeline):
     if pipeline == ["weld"]:
         assert _corner_sets(back) == _corner_sets(host)
     assert _colour_error(back, V, F, uv, image).mean() < 2.5
+
+
+def test_new_vertex_normals_replace_the_hard_edges_normals():
+    """A file's corner normals (its hard edges) go with it through a weld; a step that computes
+    vertex normals makes them stale, and they are left out (the new ones get written)."""
+    cube = trimesh.creation.box()
+    V = np.asarray(cube.vertices, np.float32)
+    F = np.asarray(cube.faces, np.int32)
+    flat = np.repeat(np.asarray(cube.face_normals, np.float32)[:, None, :], 3, axis=1)
+    mesh = TriMesh(V, F, corner_attrs={"normal": flat})
+    welded = mesh.run(["weld"], device="cpu").mesh
+    np.testing.assert_array_equal(welded.corner_attrs["normal"], flat)
+    moved = welded.run(["laplacian_smooth"], device="cpu").mesh
+    assert "normal" in moved.corner_attrs  # positions moved, normals not recomputed: kept
+    fresh = welded.run(["vertex_normals"], device="cpu").mesh
+    assert "normal" not in fresh.corner_attrs and "vertex_normals" in fresh.vertex_attrs
