@@ -286,14 +286,15 @@ def transfer(
 
 
 def carry(
-    before: TriMesh, after: TriMesh, seams: Any | None = None
+    before: TriMesh, after: TriMesh, seams: Any | None = None, new_normals: bool = False
 ) -> tuple[TriMesh, dict[str, Any] | None]:
     """``after`` with what ``before`` carried: kept as it is where the faces are the same,
     transferred from the surface where they changed; with, when they changed and there are
     texture coordinates, what the change did to the texture (:func:`texture_report`).
     ``seams``: the result's seam edges as the operation kept them, when it says (see
-    :func:`transfer`). An operation that computed new vertex normals makes the corner normals
-    (the file's hard edges) stale: they are left out, and the new normals are written."""
+    :func:`transfer`). An operation that computed new vertex normals (``new_normals``: it
+    declares ``vertex_normals`` among its outputs) makes the corner normals (the file's hard
+    edges) stale: they are left out, and the new normals are written."""
     if not carries(before):
         return after, None
     texture = None
@@ -313,9 +314,7 @@ def carry(
     else:
         out, home = transfer(before, after, None if seams is None else _host(seams))
         texture = texture_report(before, out, home)
-    normals = after.vertex_attrs.get("vertex_normals")
-    fresh = normals is not None and normals is not before.vertex_attrs.get("vertex_normals")
-    if "normal" in out.corner_attrs and fresh:
+    if "normal" in out.corner_attrs and new_normals:
         if out is after:
             out = after.with_attrs()
             out.dropped = after.dropped

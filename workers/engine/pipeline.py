@@ -174,7 +174,8 @@ def run_pipeline(
             if carrying:
                 xp = _backend.xp_for(impl_backend)
                 kept_seams = xp.concatenate(kept) if kept else None
-                out.mesh, texture = _corners.carry(mesh, out.mesh, kept_seams)
+                new_normals = "vertex_normals" in step.op.outputs
+                out.mesh, texture = _corners.carry(mesh, out.mesh, kept_seams, new_normals)
                 if texture is not None:
                     out.report = {**out.report, "texture": texture}
         sync(out.mesh)

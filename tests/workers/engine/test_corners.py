@@ -216,5 +216,11 @@ def test_new_vertex_normals_replace_the_hard_edges_normals():
     np.testing.assert_array_equal(welded.corner_attrs["normal"], flat)
     moved = welded.run(["laplacian_smooth"], device="cpu").mesh
     assert "normal" in moved.corner_attrs  # positions moved, normals not recomputed: kept
+    # a decimation carries (interpolates) vertex normals it was given: not new ones
+    carried = welded.run(["vertex_normals", ("decimate", {"target_ratio": 0.5})], device="cpu")
+    assert "normal" not in carried.mesh.corner_attrs  # left out by the first step
+    given = TriMesh(V, F, {"vertex_normals": V / 2}, corner_attrs={"normal": flat})
+    kept = given.run(["weld", ("decimate", {"target_ratio": 0.5})], device="cpu").mesh
+    assert "normal" in kept.corner_attrs and "vertex_normals" in kept.vertex_attrs
     fresh = welded.run(["vertex_normals"], device="cpu").mesh
     assert "normal" not in fresh.corner_attrs and "vertex_normals" in fresh.vertex_attrs
