@@ -23,6 +23,12 @@ class ResultPublic(BaseModel):
     bytes: int
     filename: str
     media_type: str
+    dropped: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the mesh carried that the result's format does not hold, with counts "
+        "(texture coordinate sets, corner normals, materials, textures): empty when the file "
+        "keeps it all (GLB keeps everything of these).",
+    )
 
 
 class ArtifactPublic(BaseModel):
@@ -149,6 +155,7 @@ def job_public(rec: dict[str, Any], base_url: str, now: float) -> JobPublic:
             bytes=r["bytes"],
             filename=r["filename"],
             media_type=r["media_type"],
+            dropped=r.get("dropped") or {},
         )
     artifacts = {}
     if state is JobState.succeeded:

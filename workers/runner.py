@@ -18,6 +18,7 @@ from .engine.artifacts import serialize_matrix
 from .engine.backend import GPU_MIN_FACES, choose, sync
 from .engine.errors import EngineError, OutOfMemory
 from .engine.io import DEFAULT_MAX_EXPANDED, MEDIA_TYPES, load_bytes, serialize_chunks, stored
+from .engine.io.writing import left_out
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import StepReport, parse_pipeline, run_pipeline, starts_with_source
@@ -214,6 +215,7 @@ def process(
             "bytes": n_bytes,
             "filename": f"{stem}.{fmt}",
             "media_type": MEDIA_TYPES[fmt],
+            "dropped": left_out(out, fmt),
         },
         "timings": timings,
         "stats_before": stats_before,

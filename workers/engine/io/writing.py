@@ -295,3 +295,28 @@ def save_path(
         with contextlib.suppress(OSError):  # no half-written file left behind
             os.unlink(path)
         raise
+
+
+#: the words the job record uses for each corner attribute a file leaves out
+_CORNER_WORDS = {
+    "uv": "texture coordinate sets",
+    "normal": "corner normals",
+    "color": "corner colours",
+}
+
+
+def left_out(mesh: TriMesh, fmt: str) -> dict[str, int]:
+    """What ``mesh`` carries that a file of ``fmt`` does not hold (texture coordinate sets,
+    corner normals and colours, materials and their textures), as the job record's
+    ``result.dropped`` says it; empty when the file keeps everything of that kind."""
+    out: dict[str, int] = {}
+    for name in mesh.corner_attrs:
+        if not format_can_hold(fmt, name, "corner"):
+            word = _CORNER_WORDS.get("uv" if name.startswith("uv") else name, "corner attributes")
+            out[word] = out.get(word, 0) + 1
+    if mesh.materials is not None and not format_can_hold(fmt, "material", "face"):
+        out["materials"] = len(mesh.materials)
+        textures = mesh.materials.gltf.get("textures", [])
+        if textures:
+            out["textures"] = len(textures)
+    return out
