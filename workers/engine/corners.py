@@ -91,7 +91,9 @@ def charts(
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     n = int(F.max()) + 1
     key = lo * n + hi
+    key[lo == hi] = -1  # a degenerate face's repeated corner: no edge
     order = np.argsort(key, kind="stable")
+    order = order[key[order] >= 0]
     ks = key[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     counts = np.diff(np.r_[starts, ks.size])
@@ -213,6 +215,50 @@ def _nearest(
     return face, bary
 
 
+def match_faces(
+    V0: np.ndarray, F0: np.ndarray, V1: np.ndarray, F1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each face of ``(V1, F1)``, a face of ``(V0, F0)`` with the same three corner
+    positions in the same turning order (-1 where none), and the turn: output corner ``c`` is
+    input corner ``(c + turn) % 3``. Faces a re-indexing kept (a weld, a repair, a component
+    taken) are found, so they keep their values exactly; where several input faces match (a
+    face and its twin), the one at the same row is taken when it matches, else the first."""
+    m0, m1 = F0.shape[0], F1.shape[0]
+    if m0 == 0 or m1 == 0:
+        return np.full(m1, -1, np.int64), np.zeros(m1, np.int64)
+    rows = np.ascontiguousarray(np.concatenate([V0, V1]).astype(np.float64))
+    _, pid = np.unique(rows.view(np.dtype((np.void, 24))).ravel(), return_inverse=True)
+    pid = pid.ravel()
+    P0 = pid[F0]
+    P1 = pid[F1 + V0.shape[0]]
+
+    def turned(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        turn = np.argmin(P, axis=1)
+        idx = (turn[:, None] + np.arange(3)[None, :]) % 3
+        return np.take_along_axis(P, idx, axis=1), turn
+
+    K0, t0 = turned(P0)
+    K1, t1 = turned(P1)
+    keys = np.concatenate([K0, K1]).astype(np.int64)
+    _, kid = np.unique(keys, axis=0, return_inverse=True)
+    kid = kid.ravel()
+    k0, k1 = kid[:m0], kid[m0:]
+    src = np.full(m1, -1, np.int64)
+    order = np.argsort(k0, kind="stable")
+    pos = np.searchsorted(k0[order], k1)
+    pos = np.minimum(pos, m0 - 1)
+    hit = k0[order][pos] == k1
+    src[hit] = order[pos[hit]]
+    rows_same = np.arange(min(m0, m1))
+    same = k0[rows_same] == k1[rows_same]
+    src[rows_same[same]] = rows_same[same]
+    turn = np.zeros(m1, np.int64)
+    ok = src >= 0
+    # output corner c sits at turned position c - t1; the input corner there is t0 + (c - t1)
+    turn[ok] = (t0[src[ok]] - t1[ok]) % 3
+    return src, turn
+
+
 def transfer(
     before: TriMesh, after: TriMesh, seams: np.ndarray | None = None
 ) -> tuple[TriMesh, np.ndarray]:
@@ -222,9 +268,9 @@ def transfer(
     nearest to its centroid. Given the result's ``seams`` (what a dynamic operation kept), the
     result's own charts (its faces joined across every other edge) each take the input chart
     most of their faces' centroids lie on, so that a thin face beside a seam whose centroid
-    falls just across it still takes its own side's values."""
-    from scipy.spatial import cKDTree
-
+    falls just across it still takes its own side's values. Faces the operation kept as they
+    were (:func:`match_faces`) keep their values exactly; the others are found on the surface
+    (the returned face is then the one each face was found on)."""
     V0 = _host(before.V).astype(np.float64)
     F0 = _host(before.F).astype(np.int64)
     V1 = _host(after.V).astype(np.float64)
@@ -232,6 +278,38 @@ def transfer(
     corners = {k: _host(v) for k, v in before.corner_attrs.items()}
     material = before.face_attrs.get("material")
     material = None if material is None else _host(material)
+    src, turn = match_faces(V0, F0, V1, F1)
+    if (src >= 0).all():
+        face = np.repeat(src, 3)
+        corner = ((np.arange(3)[None, :] + turn[:, None]) % 3).ravel()
+        bary = np.zeros((F1.shape[0] * 3, 3))
+        bary[np.arange(bary.shape[0]), corner] = 1.0
+        return _assemble(before, after, corners, face, bary, src), src
+    home, face, bary = _find(V0, F0, V1, F1, corners, material, seams)
+    kept = np.flatnonzero(src >= 0)
+    if kept.size:
+        corner = (np.arange(3)[None, :] + turn[kept, None]) % 3
+        at = (kept[:, None] * 3 + np.arange(3)[None, :]).ravel()
+        face[at] = np.repeat(src[kept], 3)
+        bary[at] = 0.0
+        bary[at, corner.ravel()] = 1.0
+        home[kept] = src[kept]
+    return _assemble(before, after, corners, face, bary, home), home
+
+
+def _find(
+    V0: np.ndarray,
+    F0: np.ndarray,
+    V1: np.ndarray,
+    F1: np.ndarray,
+    corners: dict[str, np.ndarray],
+    material: np.ndarray | None,
+    seams: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each output face's home (the input face nearest its centroid), and each output corner's
+    input face and barycentric coordinates there, within the chart (see :func:`transfer`)."""
+    from scipy.spatial import cKDTree
+
     chart, _ = charts(F0, corners, material)
     tri = (V0[F0[:, 0]], V0[F0[:, 1]], V0[F0[:, 2]])
     tree = cKDTree((tri[0] + tri[1] + tri[2]) / 3.0)
@@ -257,20 +335,37 @@ def transfer(
         f = np.repeat(home, 3)[miss]
         _, w = closest_on_triangles(corner_pos[miss], tri[0][f], tri[1][f], tri[2][f])
         face[miss], bary[miss] = f, w
+    return home, face, bary
+
+
+def _assemble(
+    before: TriMesh,
+    after: TriMesh,
+    corners: dict[str, np.ndarray],
+    face: np.ndarray,
+    bary: np.ndarray,
+    attrs_from: np.ndarray,
+) -> TriMesh:
+    """``after`` with corner values interpolated at ``(face, bary)`` per corner, and the face
+    attributes it lacks from ``before``'s faces ``attrs_from``."""
+    F1 = after.F
     xp = after.xp
     out_corners: dict[str, Any] = {}
     for name, values in corners.items():
         v = values.reshape(values.shape[0], 3, -1).astype(np.float64)
+        exact = bary.max(axis=1) == 1.0  # a kept corner: its value bit for bit
         got = (v[face] * bary[:, :, None]).sum(axis=1)
+        got[exact] = v[face[exact], np.argmax(bary[exact], axis=1)]
         if name == "normal" or name.startswith("normal"):
             norm = np.linalg.norm(got, axis=1, keepdims=True)
-            got = np.where(norm > 0, got / np.where(norm > 0, norm, 1.0), got)
+            unit = np.where(norm > 0, got / np.where(norm > 0, norm, 1.0), got)
+            got = np.where(exact[:, None], got, unit)
         got = got.reshape(F1.shape[0], 3, *values.shape[2:]).astype(values.dtype)
         out_corners[name] = xp.asarray(got)
     face_attrs = dict(after.face_attrs)
     for name, a in before.face_attrs.items():
         if name not in face_attrs:
-            face_attrs[name] = xp.asarray(_host(a)[home])
+            face_attrs[name] = xp.asarray(_host(a)[attrs_from])
     out = TriMesh(
         after.V,
         after.F,
@@ -282,7 +377,7 @@ def transfer(
         materials=before.materials,
     )
     out.dropped = after.dropped
-    return out, home
+    return out
 
 
 def carry(
