@@ -14,10 +14,14 @@ compressed ones included), NPZ by NumPy; trimesh reads the rarer PLY and OFF sha
 own header checks. Polygons are split into triangles by ear clipping where a fan would be wrong
 (``polygons.triangulate``). Text in UTF-16 or with a byte order mark is re-encoded first. What a
 file holds that the mesh does not carry (texture coordinates, materials...) is counted in
-``mesh.dropped``.
+``mesh.dropped``. OBJ's ``vt``/``vn`` references and PLY's ``texcoord`` lists are carried as
+corner attributes, an OBJ's ``usemtl`` as the face attribute ``material`` and, when it comes in a
+zip with them, its material library and textures as the mesh's materials.
 
-Outputs, all written by us: binary PLY (attributes as properties; text when polygons have
-several sizes), OBJ (vertex normals as ``vn``), OFF (no attributes), binary STL, GLB (vertex
+Outputs, all written by us: binary PLY (attributes as properties, corner ``uv`` as a face
+``texcoord`` list; text when polygons have several sizes), OBJ (vertex normals as ``vn``; corner
+``uv`` and ``normal`` as ``vt``/``vn`` with ``f v/vt/vn``, ``usemtl`` by material), ``objzip``
+(that OBJ in a zip with its material library and textures, ``mtl.py``), OFF (no attributes), binary STL, GLB (vertex
 normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as ``_name``
 accessors), NPZ (every array). OBJ, PLY and OFF write the quads of Catmull-Clark and the
 polygons of the dual mesh as polygons, rebuilt from the triangles' ``quad_id`` or
@@ -27,6 +31,7 @@ the triangles the engine holds.
 
 from . import glb, gltf, ply, polygons, reading, stl, stored, writing
 from .formats import (
+    FILE_EXTENSIONS,
     FORMATS,
     MEDIA_TYPES,
     MESH_FORMATS,
@@ -51,6 +56,7 @@ from .writing import mesh_polygons, save_path, select_attributes, serialize, ser
 
 __all__ = [
     "DEFAULT_MAX_EXPANDED",
+    "FILE_EXTENSIONS",
     "FORMATS",
     "MAX_ARCHIVE_DEPTH",
     "MAX_ARCHIVE_MEMBERS",

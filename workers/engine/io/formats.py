@@ -53,6 +53,8 @@ class Format:
     polygons: bool = False  # written with the polygons of Catmull-Clark and dual meshes
     holds: str = "no attributes"
     can_hold: Callable[[str, str], bool] = _nothing
+    #: the extension of a file written in the format, when it is not the format's name
+    extension: str = ""
 
 
 #: in the order the API lists output formats
@@ -77,8 +79,19 @@ FORMATS: dict[str, Format] = {
             reads=True,
             writes=True,
             polygons=True,
-            holds="vertex_normals only",
+            holds="vertex_normals, the corners' uv and normal, the faces' material names",
             can_hold=_obj_holds,
+        ),
+        Format(
+            "objzip",
+            "Wavefront OBJ in a zip with its material library (MTL) and texture images",
+            "application/zip",
+            reads=False,  # a zip holding an OBJ is read as any archive is
+            writes=True,
+            polygons=True,
+            holds="vertex_normals, the corners' uv and normal, materials and their textures",
+            can_hold=_obj_holds,
+            extension="zip",
         ),
         Format("off", "OFF", "application/x-off", reads=True, writes=True, polygons=True),
         Format(
@@ -118,6 +131,8 @@ POLYGON_FORMATS = tuple(n for n, f in FORMATS.items() if f.writes and f.polygons
 #: which attributes each output format can hold
 OUTPUT_HOLDS: dict[str, str] = {n: f.holds for n, f in FORMATS.items() if f.writes}
 MEDIA_TYPES: dict[str, str] = {n: f.media_type for n, f in FORMATS.items() if f.writes}
+#: the extension of a written file (``result.zip`` for ``objzip``)
+FILE_EXTENSIONS: dict[str, str] = {n: f.extension or n for n, f in FORMATS.items() if f.writes}
 
 
 def format_can_hold(fmt: str, name: str, element: str) -> bool:

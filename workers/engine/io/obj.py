@@ -529,3 +529,104 @@ def _tokens(values: np.ndarray) -> np.ndarray:
     padded = np.zeros((text.shape[0], 8 * words), dtype=np.uint8)
     padded[:, 8 * words - (text.shape[1] - used) :] = text[:, used:]
     return padded.view(np.uint64)
+
+
+def write_obj_asset(
+    V: np.ndarray,
+    F: np.ndarray,
+    *,
+    uv: np.ndarray | None = None,
+    normal: np.ndarray | None = None,
+    vertex_normals: np.ndarray | None = None,
+    material: np.ndarray | None = None,
+    material_names: list[str] | None = None,
+    mtllib: str | None = None,
+) -> bytes:
+    """OBJ text of the triangles ``F (m, 3)`` with what their corners carry: ``vt`` lines (each
+    distinct ``uv (m, 3, 2)`` value once, in the order first used) and ``vn`` lines (the corner
+    ``normal (m, 3, 3)`` values likewise, or one per vertex from ``vertex_normals`` when there
+    are no corner normals or they are the vertex normals at every corner), faces ``f v/vt/vn``
+    (``v/vt``, ``v//vn``); a ``usemtl`` line before each run of faces of one ``material`` (index
+    into ``material_names``), faces kept in their order; ``mtllib`` naming the library first."""
+    V, F = np.asarray(V), np.asarray(F, dtype=np.int64)
+    parts: list[np.ndarray] = []
+    head = b"# written by tessera\n"
+    if mtllib:
+        head += b"mtllib " + mtllib.encode() + b"\n"
+    parts += number_lines(b"v", V)
+    T = N = None
+    if uv is not None:
+        values, T = _distinct(np.asarray(uv, dtype=np.float64).reshape(-1, 2))
+        parts += number_lines(b"vt", values)
+        T = T.reshape(F.shape)
+    if normal is not None and vertex_normals is not None:
+        vn = np.asarray(vertex_normals)
+        if vn.shape == (V.shape[0], 3) and np.array_equal(vn[F], np.asarray(normal)):
+            normal = None  # the vertex normals at every corner: written as vertex normals
+    if normal is not None:
+        values, N = _distinct(np.asarray(normal, dtype=np.float64).reshape(-1, 3))
+        parts += number_lines(b"vn", values)
+        N = N.reshape(F.shape)
+    elif vertex_normals is not None:
+        parts += number_lines(b"vn", np.asarray(vertex_normals))
+        N = F
+    body = b"".join(p.data for p in parts)
+    faces, lengths = _corner_face_lines(F, T, N)
+    if material is None or not material_names or F.shape[0] == 0:
+        return head + body + faces
+    material = np.asarray(material)
+    starts = np.flatnonzero(np.concatenate([[True], material[1:] != material[:-1]]))
+    ends = np.append(starts[1:], material.shape[0])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    pieces = [head, body]
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        m = int(material[s])
+        name = material_names[m] if 0 <= m < len(material_names) else "default"
+        pieces += [b"usemtl " + name.encode() + b"\n", faces[offsets[s] : offsets[e]]]
+    return b"".join(pieces)
+
+
+def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``rows`` in the order they first appear, and each row's index among them."""
+    if rows.shape[0] == 0:
+        return rows, np.zeros(0, dtype=np.int64)
+    values, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return values[order], rank[inverse.reshape(-1)]
+
+
+def _corner_face_lines(
+    F: np.ndarray, T: np.ndarray | None, N: np.ndarray | None
+) -> tuple[bytes, np.ndarray]:
+    """``f v/t/n ...`` lines (``v/t``, ``v//n``, ``v``) of the 0-based ``F``, ``T`` and ``N``
+    ``(m, 3)``, 1-based, and each line's length in bytes."""
+    if F.shape[0] == 0:
+        return b"", np.zeros(0, dtype=np.int64)
+    fields: list[tuple[bytes, np.ndarray, np.ndarray]] = []
+    for sep, X in ((b" ", F), (b"/", T), (b"//" if T is None else b"/", N)):
+        if X is not None:
+            table, idx = _index_tokens(np.asarray(X, dtype=np.int64).ravel() + 1)
+            fields.append((sep, table, idx.reshape(F.shape)))
+    corner = sum(len(sep) + 8 * table.shape[1] for sep, table, _ in fields)
+    width = 1 + F.shape[1] * corner + 1
+    out, lengths = [], []
+    for s in range(0, F.shape[0], _ROWS):
+        n = min(_ROWS, F.shape[0] - s)
+        rows = np.zeros((n, width), dtype=np.uint8)
+        rows[:, 0] = ord("f")
+        at = 1
+        for j in range(F.shape[1]):
+            for sep, table, idx in fields:
+                rows[:, at : at + len(sep)] = np.frombuffer(sep, dtype=np.uint8)
+                at += len(sep)
+                token = 8 * table.shape[1]
+                rows[:, at : at + token].view(np.uint64)[...] = np.take(
+                    table, idx[s : s + n, j], axis=0
+                )
+                at += token
+        rows[:, -1] = ord("\n")
+        lengths.append(np.count_nonzero(rows, axis=1))
+        out.append(compact_rows(rows).tobytes())
+    return b"".join(out), np.concatenate(lengths)

@@ -37,7 +37,7 @@ from tests.workers.engine.io.common import (
 )
 from tests.workers.engine.shapes import load, run, tetrahedron
 from workers.engine import MeshError, TriMesh
-from workers.engine.io import OUTPUT_FORMATS, load_bytes, serialize, sniff
+from workers.engine.io import FILE_EXTENSIONS, OUTPUT_FORMATS, load_bytes, serialize, sniff
 
 
 @pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
@@ -53,9 +53,9 @@ def test_gzip_wrapped(rich: TriMesh, fmt: str) -> None:
 def test_zip_wrapped(rich: TriMesh, fmt: str) -> None:
     data = _zip(
         {
-            f"folder/model.{fmt}": serialize(rich, fmt),
+            f"folder/model.{FILE_EXTENSIONS[fmt]}": serialize(rich, fmt),
             "readme.txt": b"hello",
-            f"__MACOSX/folder/._model.{fmt}": b"\x00\x05\x16\x07",
+            f"__MACOSX/folder/._model.{FILE_EXTENSIONS[fmt]}": b"\x00\x05\x16\x07",
         }
     )
     back = load_bytes(data, "upload.zip")
