@@ -21,13 +21,12 @@ zip with them, its material library and textures as the mesh's materials.
 Outputs, all written by us: binary PLY (attributes as properties, corner ``uv`` as a face
 ``texcoord`` list; text when polygons have several sizes), OBJ (vertex normals as ``vn``; corner
 ``uv`` and ``normal`` as ``vt``/``vn`` with ``f v/vt/vn``, ``usemtl`` by material), ``objzip``
-(that OBJ in a zip with its material library and textures, ``mtl.py``), OFF (no attributes), binary STL, GLB (vertex
-normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes as ``_name``
-accessors), NPZ (every array). OBJ, PLY and OFF write the quads of Catmull-Clark and the
-polygons of the dual mesh as polygons, rebuilt from the triangles' ``quad_id`` or
+(that OBJ in a zip with its material library and textures, ``mtl.py``), OFF (no attributes),
+binary STL, GLB (vertex normals as ``NORMAL``, colours as ``COLOR_0``, other vertex attributes
+as ``_name`` accessors), NPZ (every array). OBJ, PLY and OFF write the quads of Catmull-Clark
+and the polygons of the dual mesh as polygons, rebuilt from the triangles' ``quad_id`` or
 ``polygon_id`` (``polygons.py``); the other formats, and these when asked to triangulate, write
-the triangles the engine holds.
-"""
+the triangles the engine holds."""
 
 from . import glb, gltf, ply, polygons, reading, stl, stored, writing
 from .formats import (

@@ -283,10 +283,33 @@ def _read_stl(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
 def _read_ply(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     p = ply.read_binary(data) or ply.read_ascii(data)
     if p is None:  # other elements or lists in binary: trimesh's path, after our header checks
-        return _parse_trimesh(data, "ply", dtype=dtype)
-    return TriMesh.from_arrays(
+        return _vertex_uv(_parse_trimesh(data, "ply", dtype=dtype))
+    mesh = TriMesh.from_arrays(
         p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
     )
+    mesh.corner_attrs = {k: mesh.xp.asarray(v) for k, v in (p.corner_attrs or {}).items()}
+    return _vertex_uv(mesh)
+
+
+#: per-vertex texture coordinates as PLY writers name them
+_UV_PROPERTIES = (("s", "t"), ("u", "v"), ("texture_u", "texture_v"))
+
+
+def _vertex_uv(mesh: TriMesh) -> TriMesh:
+    """A PLY's per-vertex texture coordinates (``s t``, ``u v`` or ``texture_u texture_v``) as
+    the corner attribute ``uv`` (each corner takes its vertex's), unless the faces gave one."""
+    va = mesh.vertex_attrs
+    for u, v in _UV_PROPERTIES:
+        if "uv" in mesh.corner_attrs:
+            break
+        a, b = va.get(u), va.get(v)
+        if a is None or b is None or a.ndim != 1 or b.ndim != 1:
+            continue
+        xp = mesh.xp
+        uv = xp.stack([a, b], axis=1).astype(xp.float32)
+        mesh.corner_attrs = {**mesh.corner_attrs, "uv": uv[mesh.F]}
+        mesh.vertex_attrs = {k: x for k, x in va.items() if k not in (u, v)}
+    return mesh
 
 
 def _read_off(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:

@@ -87,6 +87,10 @@ def serialize_chunks(
         )
     explicit = attributes is not None
     # binary PLY of triangles on the GPU: the rows are packed there and only bytes come back
+    texcoord = mesh.corner_attrs.get("uv") if fmt == "ply" else None
+    if texcoord is not None:
+        texcoord = texcoord[:, :, :2] if texcoord.shape[2] >= 2 else None
+        polygons = polygons and texcoord is None  # the texcoord list is written per triangle
     on_device = (
         fmt == "ply"
         and mesh.backend == "cupy"
@@ -107,7 +111,10 @@ def serialize_chunks(
                     holds=OUTPUT_HOLDS[fmt],
                 )
     if on_device:
-        return ply.ply_chunks(mesh.V, mesh.F, va, fa)
+        return ply.ply_chunks(mesh.V, mesh.F, va, fa, texcoord=texcoord)
+    if texcoord is not None:
+        V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+        return ply.ply_chunks(V, F, va, fa, texcoord=to_numpy(texcoord))
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
     if fmt in _ASSET_WRITERS and (mesh.corner_attrs or mesh.materials is not None):
         return _ASSET_WRITERS[fmt](mesh, va)  # triangles, with what their corners carry
