@@ -69,7 +69,8 @@ FORMATS: dict[str, Format] = {
             writes=True,
             polygons=True,
             holds="every vertex and face attribute but vertex attributes named face_normals or "
-            "face_colors and face attributes named vertex_normals or vertex_colors",
+            "face_colors and face attributes named vertex_normals or vertex_colors; the corners' "
+            "uv as a face texcoord list",
             can_hold=_ply_holds,
         ),
         Format(

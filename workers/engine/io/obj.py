@@ -138,8 +138,9 @@ def _materials(scan: Scan) -> tuple[np.ndarray | None, list[str]]:
     if not scan.mtl_names:
         return None, []
     text = [n.decode("utf-8", "replace") for n in scan.mtl_names]
-    names = list(dict.fromkeys(text))
-    code = np.array([names.index(n) for n in text], dtype=np.int64)
+    index = {n: i for i, n in enumerate(dict.fromkeys(text))}
+    names = list(index)
+    code = np.array([index[n] for n in text], dtype=np.int64)
     n_polygons = scan.k.shape[0]
     j = np.searchsorted(scan.mtl_at, np.arange(n_polygons), side="right") - 1
     of_polygon = np.where(j >= 0, code[np.maximum(j, 0)], -1)

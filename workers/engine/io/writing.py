@@ -75,7 +75,9 @@ def serialize_chunks(
     Every refusal (format, attributes) is raised before this returns. With ``polygons``, the
     formats of :data:`POLYGON_FORMATS` write the polygons the triangles' ``quad_id`` or
     ``polygon_id`` describe (see :func:`mesh_polygons`); otherwise, and for the other formats,
-    the triangles."""
+    the triangles. A mesh with corner attributes or materials is written as triangles to OBJ,
+    ``objzip`` and PLY, with what its corners carry (``vt``/``vn``, ``texcoord``) and its
+    materials (``usemtl``, the library and its images)."""
     from ..backend import to_numpy
 
     if fmt not in OUTPUT_FORMATS:
