@@ -357,3 +357,40 @@ def test_ply_per_vertex_texture_coordinates_become_corner_uv(names: tuple[str, s
     m = load_bytes(head + rows, "st.ply")
     np.testing.assert_array_equal(m.corner_attrs["uv"], st[F])
     assert not set(names) & set(m.vertex_attrs)
+
+
+TEXTURED = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\n"
+
+
+@pytest.mark.parametrize(
+    ("texcoords", "faces", "fast"),
+    [
+        (b"vt 0.1 0.2\nvt 0.3 0.4\nvt 0.5 0.6\n", b"f 1/1 2/2 3/3\nf 2/2 4/1 3/3\n", True),
+        (b"vt 0.1 0.2 0\nvt 0.3 0.4 0\nvt 0.5 0.6 0\n", b"f 1/1 2/2 3/3\nf 2/2 4/1 3/3\n", True),
+        (b"vt 0.1 0.2\nvt 0.3 0.4 0\nvt 0.5 0.6\n", b"f 1/1 2/2 3/3\nf 2/2 4/1 3/3\n", False),
+        (b"vt 0.1 0.2\nvt 0.3 0.4\nvt 0.5 0.6\n", b"f -4/-3 -3/-2 -2/-1\nf 2/2 4/1 3/3\n", True),
+        (b"vt 0.1 0.2\nvt 0.3 0.4\nvt 0.5 0.6\n", b"f 1/1/1 2/2/1 3/3/1\nf 2//1 4//1 3//1\n", True),
+        (b"vt 0.1 0.2\nvt 0.3 0.4\nvt 0.5 0.6\n", b"f 1/1 2/2 3/9\nf 2/2 4/1 3/3\n", True),
+        (b"vt 0.1 0.2 # c\nvt 0.3 0.4\nvt 0.5 0.6\n", b"f 1/1 2/2 3/3\nf 2/2 4/1 3/3\n", False),
+    ],
+)
+def test_texture_references_read_alike_on_both_paths(
+    texcoords: bytes, faces: bytes, fast: bool, monkeypatch
+) -> None:
+    """The buffer scan and the line-by-line reader give the same corners; a reference out of
+    range or a corner without one leaves the UVs out (reported), never guessed."""
+    from workers.engine.io import _obj_scan, obj
+
+    data = TEXTURED + texcoords + b"vn 0 0 1\nusemtl a\n" + faces
+    assert (_obj_scan.scan_arrays(data) is not None) == fast
+    got = obj.read_obj_mesh(data)
+    monkeypatch.setattr(obj, "scan_arrays", lambda _: None)
+    for a, b in zip(got, obj.read_obj_mesh(data), strict=True):
+        np.testing.assert_array_equal(a, b)
+    whole = b"f 1/1 2/2 3/3\nf 2/2 4/1 3/3\n"
+    if faces in (whole, b"f -4/-3 -3/-2 -2/-1\nf 2/2 4/1 3/3\n"):
+        vt = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], np.float32)
+        np.testing.assert_array_equal(got.uv, vt[[[0, 1, 2], [1, 0, 2]]])
+    else:
+        assert got.uv is None
+        assert "texture coordinates" in load_bytes(data, "t.obj").dropped
