@@ -258,6 +258,22 @@ def _floats(words: list[str], n: int) -> list[float]:
     return out
 
 
+def library_names(materials: Materials) -> list[str]:
+    """The materials' names as ``usemtl`` and ``newmtl`` write them: as read when the library's
+    text is kept, else each a single word (blanks as ``_``: readers take one word), distinct."""
+    if materials.mtl is not None:
+        return list(materials.names)
+    out: list[str] = []
+    for name in materials.names:
+        word = re.sub(r"\s+", "_", name.strip()) or "material"
+        unique, n = word, 1
+        while unique in out:
+            n += 1
+            unique = f"{word}_{n}"
+        out.append(unique)
+    return out
+
+
 def write_mtl(materials: Materials) -> str:
     """The MTL text for ``materials``: the kept text when it has one (read with an OBJ), else
     generated from the glTF terms (see the module docstring)."""
@@ -276,7 +292,7 @@ def write_mtl(materials: Materials) -> str:
         return uri if isinstance(uri, str) and uri in materials.files else None
 
     lines = ["# written by tessera"]
-    for i, name in enumerate(materials.names):
+    for i, name in enumerate(library_names(materials)):
         m = mats[i] if i < len(mats) and isinstance(mats[i], dict) else {}
         pbr = m.get("pbrMetallicRoughness") or {}
         color = pbr.get("baseColorFactor") or [1.0, 1.0, 1.0, 1.0]

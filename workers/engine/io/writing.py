@@ -88,11 +88,11 @@ def serialize_chunks(
             supported=list(OUTPUT_FORMATS),
         )
     explicit = attributes is not None
-    # binary PLY of triangles on the GPU: the rows are packed there and only bytes come back
     texcoord = mesh.corner_attrs.get("uv") if fmt == "ply" else None
     if texcoord is not None:
         texcoord = texcoord[:, :, :2] if texcoord.shape[2] >= 2 else None
         polygons = polygons and texcoord is None  # the texcoord list is written per triangle
+    # binary PLY of triangles on the GPU: the rows are packed there and only bytes come back
     on_device = (
         fmt == "ply"
         and mesh.backend == "cupy"
@@ -164,7 +164,7 @@ def _obj_asset(mesh: TriMesh, va: dict[str, np.ndarray], mtllib: str | None) -> 
 
     ca = {k: to_numpy(v) for k, v in mesh.corner_attrs.items()}
     material = mesh.face_attrs.get("material")
-    names = mesh.materials.names if mesh.materials is not None else None
+    names = mtl.library_names(mesh.materials) if mesh.materials is not None else None
     return write_obj_asset(
         to_numpy(mesh.V),
         to_numpy(mesh.F),

@@ -394,3 +394,18 @@ def test_texture_references_read_alike_on_both_paths(
     else:
         assert got.uv is None
         assert "texture coordinates" in load_bytes(data, "t.obj").dropped
+
+
+def test_generated_library_names_are_single_distinct_words() -> None:
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32)
+    F = np.array([[0, 1, 2], [1, 3, 2]], np.int32)
+    mesh = TriMesh(V, F, face_attrs={"material": np.array([0, 1], np.int32)})
+    mesh.materials = Materials(["Wood Planks", "Wood_Planks"], gltf={"materials": [{}, {}]})
+    members = _members(serialize(mesh, "objzip"))
+    assert b"usemtl Wood_Planks\n" in members["mesh.obj"]
+    assert b"usemtl Wood_Planks_2\n" in members["mesh.obj"]
+    library = members["mesh.mtl"].decode()
+    assert "newmtl Wood_Planks\n" in library and "newmtl Wood_Planks_2\n" in library
+    back = load_bytes(serialize(mesh, "objzip"), "b.zip")
+    assert back.materials.names == ["Wood_Planks", "Wood_Planks_2"] and back.dropped == {}
+    np.testing.assert_array_equal(back.face_attrs["material"], [0, 1])
