@@ -14,8 +14,8 @@ compressed ones included), NPZ by NumPy; trimesh reads the rarer PLY and OFF sha
 own header checks. Polygons are split into triangles by ear clipping where a fan would be wrong
 (``polygons.triangulate``). Text in UTF-16 or with a byte order mark is re-encoded first. What a
 file holds that the mesh does not carry (texture coordinates, materials...) is counted in
-``mesh.dropped``. OBJ's ``vt``/``vn`` references and PLY's ``texcoord`` lists are carried as
-corner attributes, an OBJ's ``usemtl`` as the face attribute ``material`` and, when it comes in a
+``mesh.dropped``. OBJ's ``vt`` references (and ``vn`` ones at hard edges) and PLY's
+``texcoord`` lists are carried as corner attributes, an OBJ's ``usemtl`` as the face attribute ``material`` and, when it comes in a
 zip with them, its material library and textures as the mesh's materials.
 
 Outputs, all written by us: binary PLY (attributes as properties, corner ``uv`` as a face

@@ -1,16 +1,18 @@
 """Wavefront OBJ, read and written by us.
 
 Why not trimesh here: its OBJ loader drops unused vertices and splits vertices where texture
-coordinates or normals differ (even with ``process=False``), so a mesh with UVs arrives with seams
-cut open and statistics describe the loader instead of the file. We read positions and faces
-exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
+coordinates or normals differ (even with ``process=False``), so a mesh with UVs arrives with
+seams cut open and statistics describe the loader instead of the file. We read positions and
+faces exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
 triangles: fanned when convex, ear-clipped otherwise, ``polygons.triangulate``), and what the
 file gives per polygon corner follows the triangles' corners: ``vt`` references become the
-corner attribute ``uv``, ``vn`` references the corner attribute ``normal`` (each when every
-corner has one), and ``usemtl`` the face attribute ``material``. ``vn`` references also become
-the ``vertex_normals`` attribute when they give every vertex one normal (as our writer does,
-``f a//a b//b c//c``). The material library (``mtllib``) is read by ``mtl.py`` when the
-archive the OBJ came in holds it; no image is decoded.
+corner attribute ``uv`` (when every corner has one), and ``usemtl`` the face attribute
+``material``. ``vn`` references become the ``vertex_normals`` attribute when they give every
+vertex one normal (as our writer does, ``f a//a b//b c//c``, and most exporters), the corner
+attribute ``normal`` only where they differ between the corners of a vertex (hard edges): one
+normal per vertex is carried once, and the operations that recompute vertex normals stay in
+charge of them. The material library (``mtllib``) is read by ``mtl.py`` when the archive the OBJ
+came in holds it; no image is decoded.
 
 Writing gives ``v`` lines, then ``vt`` and ``vn`` lines (each distinct value once) and faces
 ``f v/vt/vn`` when the mesh has corner ``uv`` and ``normal``, with ``usemtl`` lines where the
@@ -48,7 +50,8 @@ class ObjMesh(NamedTuple):
     ``polygons.triangulate`` splits them), ``vertex_normals (n, 3) float32`` or None, and per
     triangle corner (each corner keeps the values of the polygon corner it came from): ``uv
     (m, 3, 2) float32`` from the ``vt`` references (None unless every corner has one),
-    ``normal (m, 3, 3) float32`` from the ``vn`` references (likewise). ``material (m,)
+    ``normal (m, 3, 3) float32`` from the ``vn`` references (likewise, and only where they are
+    not one normal per vertex: those are ``vertex_normals``, as before). ``material (m,)
     int32`` indexes ``material_names`` (the ``usemtl`` names in the order they first appear;
     faces before the first ``usemtl`` take a material named ``default`` added last), None
     without ``usemtl`` lines. ``libraries`` are the files the ``mtllib`` lines name."""
@@ -96,7 +99,9 @@ def read_obj_mesh(data: bytes) -> ObjMesh:
     C = triangulate_corners(V, idx, scan.k)  # each triangle corner's polygon corner
     F = idx[C].reshape(-1, 3)
     uv = _corner_values(scan.texcoords, scan.texcoord_refs, scan.nt_at, scan.k, C)
-    normal = _corner_values(scan.normals, scan.normal_refs, scan.nn_at, scan.k, C)
+    normal = None
+    if N is None:  # normals that differ between the corners of a vertex: hard edges
+        normal = _corner_values(scan.normals, scan.normal_refs, scan.nn_at, scan.k, C)
     material, names = _materials(scan)
     return ObjMesh(
         V,

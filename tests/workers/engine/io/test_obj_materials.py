@@ -66,7 +66,9 @@ def test_fuze_is_read_with_its_corners_material_library_and_texture(fuze, fuze_m
     F, uv, normal = _reference_corners(fuze_members["fuze.obj"])
     np.testing.assert_array_equal(fuze.F, F)
     np.testing.assert_allclose(fuze.corner_attrs["uv"], uv, rtol=1e-6)
-    np.testing.assert_allclose(fuze.corner_attrs["normal"], normal, rtol=1e-6)
+    # one normal per vertex in the file: the vertex normals, not a second copy per corner
+    np.testing.assert_allclose(fuze.vertex_attrs["vertex_normals"][F], normal, rtol=1e-6)
+    assert set(fuze.corner_attrs) == {"uv"}
     assert fuze.corner_attrs["uv"].shape == (fuze.n_faces, 3, 2)
     # the texture atlas has seams: some vertex has two different UVs
     per_vertex = {}
@@ -115,8 +117,10 @@ def test_obj_zip_round_trip_keeps_faces_corners_library_and_images(fuze, fuze_me
     assert back.dropped == {}
     np.testing.assert_array_equal(back.F, fuze.F)
     np.testing.assert_array_equal(back.V, fuze.V)
-    for name in ("uv", "normal"):
-        np.testing.assert_array_equal(back.corner_attrs[name], fuze.corner_attrs[name])
+    np.testing.assert_array_equal(back.corner_attrs["uv"], fuze.corner_attrs["uv"])
+    np.testing.assert_array_equal(
+        back.vertex_attrs["vertex_normals"], fuze.vertex_attrs["vertex_normals"]
+    )
     np.testing.assert_array_equal(back.face_attrs["material"], fuze.face_attrs["material"])
     assert back.materials.names == fuze.materials.names
     assert back.materials.mtl == fuze.materials.mtl
@@ -157,7 +161,7 @@ def test_a_concave_polygon_keeps_its_corners_through_ear_clipping() -> None:
     V, F = np.asarray(m.V), np.asarray(m.F)
     assert m.n_faces == 4
     np.testing.assert_array_equal(m.corner_attrs["uv"], V[F][:, :, :2])
-    np.testing.assert_array_equal(m.corner_attrs["normal"], np.tile([0, 0, 1.0], (4, 3, 1)))
+    np.testing.assert_array_equal(m.vertex_attrs["vertex_normals"], np.tile([0, 0, 1.0], (6, 1)))
     e1, e2 = V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]]
     area = 0.5 * np.cross(e1, e2)[:, 2]
     assert bool((area > 0).all()) and area.sum() == pytest.approx(7.0)  # the L, not its hull
@@ -409,3 +413,22 @@ def test_generated_library_names_are_single_distinct_words() -> None:
     back = load_bytes(serialize(mesh, "objzip"), "b.zip")
     assert back.materials.names == ["Wood_Planks", "Wood_Planks_2"] and back.dropped == {}
     np.testing.assert_array_equal(back.face_attrs["material"], [0, 1])
+
+
+def test_hard_edges_keep_a_normal_per_corner() -> None:
+    """Two faces of a box edge: the edge's vertices have one normal on each face, so no vertex
+    normal can hold them; the corners do, and the written OBJ gives each corner its own."""
+    data = (
+        b"v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 1 0 -1\nv 1 1 -1\n"
+        b"vn 0 0 1\nvn 1 0 0\n"
+        b"f 1//1 2//1 3//1\nf 1//1 3//1 4//1\nf 2//2 5//2 6//2\nf 2//2 6//2 3//2\n"
+    )
+    m = load_bytes(data, "box.obj")
+    assert "vertex_normals" not in m.vertex_attrs and m.dropped == {}
+    want = np.array([[0, 0, 1.0]] * 2 + [[1, 0, 0]] * 2)[:, None, :].repeat(3, axis=1)
+    np.testing.assert_array_equal(m.corner_attrs["normal"], want)
+    text = serialize(m, "obj")
+    assert text.count(b"\nvn ") == 2 and b"f 2//2 5//2 6//2\n" in text
+    back = load_bytes(text, "back.obj")
+    np.testing.assert_array_equal(back.corner_attrs["normal"], want)
+    np.testing.assert_array_equal(back.F, m.F)
