@@ -33,7 +33,8 @@ def _ply_holds(name: str, element: str) -> bool:
 
 
 def _obj_holds(name: str, element: str) -> bool:
-    return name == "vertex_normals" and element == "vertex"
+    """Vertex normals as ``vn``; the faces' ``material`` as ``usemtl`` runs."""
+    return (name, element) in (("vertex_normals", "vertex"), ("material", "face"))
 
 
 def _glb_holds(name: str, element: str) -> bool:

@@ -199,7 +199,7 @@ def _write_objzip_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
         members[MTL_MEMBER] = mtl.write_mtl(m).encode()
         for name, data in m.files.items():
             path = mtl.file_key(name)
-            if path not in members:
+            if path not in members and path not in ("", "."):
                 members[path] = data
     return [_zip(members)]
 
