@@ -5,18 +5,19 @@ which attributes it holds, how its bytes are recognised); ``reading.py`` and ``w
 one reader and one writer per declared format and the logic around them (archives, extension
 checks, attribute selection, polygons).
 
-Inputs: OBJ, PLY (ASCII and binary), STL (ASCII and binary), OFF, GLB/glTF, NPZ (our own arrays),
-and any of them inside a ``.zip`` or ``.gz``. The format is recognised from the bytes; a file name
-whose extension says otherwise is rejected rather than guessed around. Read by us: OBJ
-(``obj.py``), PLY in ASCII and the common binary shapes (``ply.py``), STL (``stl.py``), plain
-OFF (``off.py``), glTF (``glb.py`` for the files shaped like ours, ``gltf.py`` for every scene,
-compressed ones included), NPZ by NumPy; trimesh reads the rarer PLY and OFF shapes after our
-own header checks. Polygons are split into triangles by ear clipping where a fan would be wrong
-(``polygons.triangulate``). Text in UTF-16 or with a byte order mark is re-encoded first. What a
-file holds that the mesh does not carry (texture coordinates, materials...) is counted in
-``mesh.dropped``. OBJ's ``vt`` references (and ``vn`` ones at hard edges) and PLY's
-``texcoord`` lists are carried as corner attributes, an OBJ's ``usemtl`` as the face attribute ``material`` and, when it comes in a
-zip with them, its material library and textures as the mesh's materials.
+Inputs: OBJ, PLY (ASCII and binary), STL (ASCII and binary), OFF, GLB/glTF, NPZ (our own
+arrays), and any of them inside a ``.zip`` or ``.gz``. The format is recognised from the bytes;
+a file name whose extension says otherwise is rejected rather than guessed around. Read by us:
+OBJ (``obj.py``), PLY in ASCII and the common binary shapes (``ply.py``), STL (``stl.py``),
+plain OFF (``off.py``), glTF (``glb.py`` for the files shaped like ours, ``gltf.py`` for every
+scene, compressed ones included), NPZ by NumPy; trimesh reads the rarer PLY and OFF shapes after
+our own header checks. Polygons are split into triangles by ear clipping where a fan would be
+wrong (``polygons.triangulate``). Text in UTF-16 or with a byte order mark is re-encoded first.
+What a file holds that the mesh does not carry (texture coordinates, materials...) is counted in
+``mesh.dropped``. OBJ's ``vt`` references (and ``vn`` ones at hard edges) and PLY's ``texcoord``
+lists are carried as corner attributes, an OBJ's ``usemtl`` as the face attribute ``material``
+and, when it comes in a zip with them, its material library and textures as the mesh's
+materials.
 
 Outputs, all written by us: binary PLY (attributes as properties, corner ``uv`` as a face
 ``texcoord`` list; text when polygons have several sizes), OBJ (vertex normals as ``vn``; corner
