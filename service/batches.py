@@ -26,6 +26,7 @@ import numpy as np
 
 from workers.engine.errors import FormatError, SpecError
 from workers.engine.io.archive import check_member_count
+from workers.engine.io.formats import FILE_EXTENSIONS
 from workers.engine.mesh import TriMesh
 from workers.engine.pipeline import parse_pipeline, starts_with_source
 from workers.queue.batches import BatchQueue, Chunk
@@ -196,13 +197,14 @@ def output_paths(paths: list[str], fmt: str) -> list[str]:
     the later keeps its whole name (``a.stl.ply``)."""
     out, seen = [], set(paths)
     taken: set[str] = set()
+    ext = FILE_EXTENSIONS.get(fmt, fmt)
     for p in paths:
         stem, _ext = posixpath.splitext(p)
-        cand = f"{stem or p}.{fmt}"
+        cand = f"{stem or p}.{ext}"
         if cand in taken or (cand in seen and cand != p):
-            cand = f"{p}.{fmt}"
+            cand = f"{p}.{ext}"
         while cand in taken:
-            cand = f"{cand}.{fmt}"
+            cand = f"{cand}.{ext}"
         taken.add(cand)
         out.append(cand)
     return out

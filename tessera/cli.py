@@ -34,7 +34,9 @@ from .client import AsyncClient
 # what the engine reads (MESH_FORMATS, plus archives) and writes (OUTPUT_FORMATS); a test keeps
 # these equal to the engine's lists without the client importing the engine
 INPUT_SUFFIXES = (".obj", ".ply", ".stl", ".off", ".glb", ".gltf", ".npz", ".zip", ".gz")
-OUTPUT_FORMATS = ("ply", "obj", "off", "stl", "glb", "npz")
+OUTPUT_FORMATS = ("ply", "obj", "objzip", "off", "stl", "glb", "npz")
+#: a result file's extension where it is not the format's name (the engine's FILE_EXTENSIONS)
+OUTPUT_EXTENSIONS = {"objzip": "zip"}
 TRIANGULATE_HELP = (
     "write Catmull-Clark quads and dual polygons as triangles (OBJ, PLY and OFF write polygons "
     "by default)"
@@ -422,6 +424,11 @@ def _format(args: argparse.Namespace, spec: dict[str, Any], out: Path | None) ->
     return fmt or "ply"
 
 
+def _ext(fmt: str) -> str:
+    """The extension of a result file in ``fmt``."""
+    return OUTPUT_EXTENSIONS.get(fmt, fmt)
+
+
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
     spec = load_pipeline(args.pipeline) if getattr(args, "pipeline", None) else {}
     steps = [parse_op(o) for o in getattr(args, "op", None) or []]
@@ -449,14 +456,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     fmt = _format(args, spec, out if len(inputs) == 1 or args.together else None)
     spec["output"] = {**(spec.get("output") or {}), "format": fmt}
     if args.together:
-        target = out or inputs[0].with_name(f"{stem(inputs[0])}.result.{fmt}")
+        target = out or inputs[0].with_name(f"{stem(inputs[0])}.result.{_ext(fmt)}")
         items = [Item(", ".join(p.name for p in inputs), inputs, target)]
     elif out is not None and (len(inputs) > 1 or out.is_dir() or args.output.endswith("/")):
-        items = [Item(str(p), [p], out / f"{stem(p)}.{fmt}") for p in inputs]
+        items = [Item(str(p), [p], out / f"{stem(p)}.{_ext(fmt)}") for p in inputs]
     elif out is not None:
         items = [Item(str(inputs[0]), inputs, out)]
     else:  # next to the inputs
-        items = [Item(str(p), [p], p.with_name(f"{stem(p)}.result.{fmt}")) for p in inputs]
+        items = [Item(str(p), [p], p.with_name(f"{stem(p)}.result.{_ext(fmt)}")) for p in inputs]
     return _run(items, spec, args, resume=False)
 
 
@@ -486,7 +493,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     items = []
     for p in find_inputs(root, out_root.resolve()):
         rel = p.relative_to(root)
-        items.append(Item(str(rel), [p], out_root / rel.parent / f"{stem(p)}.{fmt}"))
+        items.append(Item(str(rel), [p], out_root / rel.parent / f"{stem(p)}.{_ext(fmt)}"))
     if not items:
         raise SystemExit(f"tessera: no mesh files under {root}")
     if args.server_side:

@@ -17,7 +17,14 @@ from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
 from .engine.backend import GPU_MIN_FACES, choose, sync
 from .engine.errors import EngineError, OutOfMemory
-from .engine.io import DEFAULT_MAX_EXPANDED, MEDIA_TYPES, load_bytes, serialize_chunks, stored
+from .engine.io import (
+    DEFAULT_MAX_EXPANDED,
+    FILE_EXTENSIONS,
+    MEDIA_TYPES,
+    load_bytes,
+    serialize_chunks,
+    stored,
+)
 from .engine.io.writing import left_out
 from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
@@ -213,7 +220,7 @@ def process(
             "key": key,
             "format": fmt,
             "bytes": n_bytes,
-            "filename": f"{stem}.{fmt}",
+            "filename": f"{stem}.{FILE_EXTENSIONS[fmt]}",
             "media_type": MEDIA_TYPES[fmt],
             "dropped": left_out(out, fmt),
         },

@@ -6,7 +6,7 @@
 //   OBJLoader splits vertices); each `f` polygon is fanned into triangles for the picture (the
 //   service ear-clips a non-convex one: the same vertices, other triangles);
 // - PLY: three's PLYLoader (vertices in file order, faces as the index; polygons of more than
-//   four corners are not drawn here);
+//   four corners are not drawn here; a face `texcoord` list is stepped over);
 // - STL: three's STLLoader (three corners per triangle, unshared, as the service reads STL);
 // - GLB: three's GLTFLoader; the ids are the service's when the file holds one mesh placed once
 //   (several meshes are shown, but picking is left off: their joined order is the service's
@@ -96,6 +96,23 @@ export function parseOFF(text) {
   return { position, index: new Uint32Array(index) };
 }
 
+// three's PLYLoader un-indexes a mesh whose faces carry a `texcoord` list (one vertex per
+// corner), which would lose the service's vertex numbering: the face element's `texcoord` is
+// renamed in the header (same length, so the body is untouched) and three steps over it.
+function withoutFaceTexcoord(buffer) {
+  const head = new TextDecoder("latin1").decode(buffer.slice(0, 65536));
+  const end = head.indexOf("end_header");
+  const face = head.indexOf("element face");
+  if (end < 0 || face < 0 || face > end) return buffer;
+  const next = head.indexOf("element ", face + 1);
+  const stop = next >= 0 && next < end ? next : end;
+  const at = head.slice(face, stop).search(/ texcoord\s/);
+  if (at < 0) return buffer;
+  const bytes = new Uint8Array(buffer.slice(0));
+  bytes[face + at + 8] = "_".charCodeAt(0); // texcoord -> texcoor_
+  return bytes.buffer;
+}
+
 function fromGeometry(g) {
   const position = new Float32Array(g.getAttribute("position").array);
   const n = position.length / 3;
@@ -159,7 +176,7 @@ export async function parseLocal(file, name = file.name) {
     mesh = parseOFF(new TextDecoder().decode(buffer));
   } else if (ext === "ply") {
     const { PLYLoader } = await import("three/addons/loaders/PLYLoader.js");
-    const g = new PLYLoader().parse(buffer);
+    const g = new PLYLoader().parse(withoutFaceTexcoord(buffer));
     if (!g.index) throw new Error("the file holds points but no faces");
     mesh = fromGeometry(g);
   } else if (ext === "stl") {

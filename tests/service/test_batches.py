@@ -402,3 +402,10 @@ def test_a_batch_of_members_all_refused_at_submission_has_ended(settings):
         zf = zipfile.ZipFile(io.BytesIO(c.get(b["result"]).content))
         [line] = [json.loads(x) for x in zf.read("manifest.jsonl").decode().splitlines()]
         assert line["error"]["code"] == "batch.member_too_large"
+
+
+def test_result_paths_take_the_output_format_extension():
+    from service.batches import output_paths
+
+    assert output_paths(["a/x.obj", "y.ply"], "objzip") == ["a/x.zip", "y.zip"]
+    assert output_paths(["a.obj", "a.stl"], "ply") == ["a.ply", "a.stl.ply"]

@@ -12,9 +12,16 @@ import time
 
 import pytest
 
-from tessera.cli import INPUT_SUFFIXES, OUTPUT_FORMATS, load_pipeline, parse_op, stem
+from tessera.cli import (
+    INPUT_SUFFIXES,
+    OUTPUT_EXTENSIONS,
+    OUTPUT_FORMATS,
+    load_pipeline,
+    parse_op,
+    stem,
+)
 from tests.conftest import ROOT, _free_port, mesh_path
-from workers.engine.io import MESH_FORMATS, load_bytes
+from workers.engine.io import FILE_EXTENSIONS, MESH_FORMATS, load_bytes
 from workers.engine.io import OUTPUT_FORMATS as ENGINE_OUTPUTS
 
 
@@ -69,6 +76,7 @@ def test_load_pipeline_json_yaml_and_plain_lists(tmp_path):
 def test_client_lists_match_the_engine():
     assert {s.lstrip(".") for s in INPUT_SUFFIXES} == set(MESH_FORMATS) | {"zip", "gz"}
     assert set(OUTPUT_FORMATS) == set(ENGINE_OUTPUTS)
+    assert {f: OUTPUT_EXTENSIONS.get(f, f) for f in OUTPUT_FORMATS} == FILE_EXTENSIONS
     assert stem(mesh_path("rx-cube.obj")) == "rx-cube"
     assert stem(ROOT / "a.b.obj.gz") == "a.b"
 

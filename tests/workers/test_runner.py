@@ -82,3 +82,28 @@ def test_warm_up_runs_on_the_cpu():
 @pytest.mark.gpu
 def test_warm_up_runs_on_the_gpu():
     assert warm_up("cupy") > 0
+
+
+def test_a_textured_obj_zip_comes_back_as_an_obj_zip_with_its_library_and_texture(tmp_path):
+    """The stored input keeps the corners and the materials; a job whose steps keep the faces
+    writes them back as an OBJ zip named .zip."""
+    import io
+    import zipfile
+
+    from tests.conftest import ASSETS
+
+    store = LocalBlobStore(tmp_path)
+    data = (ASSETS / "fuze.zip").read_bytes()
+    mesh = load_bytes(data, "fuze.zip")
+    store.put_chunks(input_key("tex"), stored.encode_chunks(mesh))
+    spec = {"pipeline": [{"op": "laplacian_smooth"}], "output": {"format": "objzip"}}
+    fields = execute("tex", 1, spec, store, input_name="fuze.zip")
+    result = fields["result"]
+    assert result["filename"] == "fuze.zip" and result["media_type"] == "application/zip"
+    z = zipfile.ZipFile(io.BytesIO(store.get_bytes(result["key"])))
+    original = zipfile.ZipFile(io.BytesIO(data))
+    assert z.read("fuze_uv.jpg") == original.read("fuze_uv.jpg")
+    assert z.read("mesh.mtl") == original.read("fuze.obj.mtl")
+    back = load_bytes(store.get_bytes(result["key"]), "r.zip")
+    np.testing.assert_array_equal(back.corner_attrs["uv"], mesh.corner_attrs["uv"])
+    assert back.dropped == {}

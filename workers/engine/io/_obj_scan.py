@@ -3,14 +3,16 @@
 The file is cut into blocks of whole lines (about 16 MB, so temporaries stay small). In each
 block the line starts come from one search for newlines, leading and trailing whitespace is
 stepped over for all lines at once, and the first bytes of each line say what it is (``v``,
-``vn``, ``f``, or something we skip). The tags are blanked out, and every run of consecutive
-lines of one kind is converted by NumPy's C number parser in one call. For ``f`` lines each
-corner token (``a``, ``a/b``, ``a//c``, ``a/b/c``...) is classified from its counts of numbers,
-slashes and double slashes, which locate its vertex and normal references among the numbers.
+``vt``, ``vn``, ``f``, ``usemtl``, or something we skip). The tags are blanked out, and every
+run of consecutive lines of one kind is converted by NumPy's C number parser in one call. For
+``f`` lines each corner token (``a``, ``a/b``, ``a//c``, ``a/b/c``...) is classified from its
+counts of numbers, slashes and double slashes, which locate its vertex, texture and normal
+references among the numbers. ``usemtl`` lines are few: their names are taken one by one.
 
 :func:`scan_arrays` returns None, and the caller reads the file line by line, whenever it cannot
 vouch for giving the same result: a lone carriage return, a ``v`` or ``vn`` line without exactly
-three numbers, a token that is not a number, an unusual corner form. It never raises.
+three numbers, a run of ``vt`` lines not all of two or all of three numbers, a token that is not
+a number, an unusual corner form, a comment after a material name. It never raises.
 """
 
 from __future__ import annotations
@@ -22,18 +24,18 @@ import numpy as np
 from ._text import parse_floats, parse_ints, spaces
 
 _BLOCK = 1 << 24
-_V, _VN, _F = 1, 2, 3
+_V, _VN, _F, _VT, _USEMTL = 1, 2, 3, 4, 5
 _SLASH = ord("/")
-#: corner forms by (slashes, numbers, double slashes): where the normal reference is among the
-#: corner's numbers (-1: none)
+#: corner forms by (slashes, numbers, double slashes): where the normal and the texture
+#: references are among the corner's numbers (-1: none)
 _FORMS = {
-    (0, 1, 0): -1,  # a
-    (1, 1, 0): -1,  # a/
-    (1, 2, 0): -1,  # a/b
-    (2, 1, 1): -1,  # a//
-    (2, 2, 0): -1,  # a/b/
-    (2, 2, 1): 1,  # a//c
-    (2, 3, 0): 2,  # a/b/c
+    (0, 1, 0): (-1, -1),  # a
+    (1, 1, 0): (-1, -1),  # a/
+    (1, 2, 0): (-1, 1),  # a/b
+    (2, 1, 1): (-1, -1),  # a//
+    (2, 2, 0): (-1, 1),  # a/b/
+    (2, 2, 1): (1, -1),  # a//c
+    (2, 3, 0): (2, 1),  # a/b/c
 }
 
 
@@ -44,7 +46,11 @@ class Scan(NamedTuple):
     first field of every corner (as written: 1-based, or negative); ``nv_at (m,)`` how many ``v``
     lines precede each ``f`` line. ``normals (p, 3) float64`` the ``vn`` lines (None when a ``vn``
     line is malformed), ``normal_refs`` the third field of every corner (None unless every corner
-    has an integer one) and ``nn_at (m,)`` the ``vn`` lines preceding each ``f`` line."""
+    has an integer one) and ``nn_at (m,)`` the ``vn`` lines preceding each ``f`` line; the same
+    for texture coordinates: ``texcoords (q, 2) float64`` the first two numbers of each ``vt``
+    line (None without ``vt`` lines, or when one is malformed), ``texcoord_refs`` the second
+    field of every corner (None unless every corner has one) and ``nt_at (m,)``. ``mtl_at (u,)``
+    is the count of ``f`` lines before each ``usemtl`` line and ``mtl_names`` its name."""
 
     V: np.ndarray
     k: np.ndarray
@@ -53,6 +59,11 @@ class Scan(NamedTuple):
     normals: np.ndarray | None
     normal_refs: np.ndarray | None
     nn_at: np.ndarray
+    texcoords: np.ndarray | None
+    texcoord_refs: np.ndarray | None
+    nt_at: np.ndarray
+    mtl_at: np.ndarray
+    mtl_names: list[bytes]
 
 
 class _Faces:
@@ -62,8 +73,12 @@ class _Faces:
         self.k: list[np.ndarray] = []
         self.refs: list[np.ndarray] = []
         self.normal_refs: list[np.ndarray] | None = []
+        self.texcoord_refs: list[np.ndarray] | None = []
         self.nv_at: list[np.ndarray] = []
         self.nn_at: list[np.ndarray] = []
+        self.nt_at: list[np.ndarray] = []
+        self.mtl_at: list[int] = []
+        self.mtl_names: list[bytes] = []
 
 
 def scan_arrays(data: bytes) -> Scan | None:
@@ -72,17 +87,18 @@ def scan_arrays(data: bytes) -> Scan | None:
         return None  # bytes.splitlines() also ends a line at a lone "\r"
     vertices: list[np.ndarray] = []
     normals: list[np.ndarray] = []
+    texcoords: list[np.ndarray] = []
     faces = _Faces()
-    counts = [0, 0]  # v and vn lines so far
+    counts = [0, 0, 0, 0]  # v, vn, vt and f lines so far
     start = 0
     while start < len(data):
         end = data.find(b"\n", start + _BLOCK)
         end = len(data) if end < 0 else end + 1
         block = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start).copy()
-        if not _scan_block(block, vertices, normals, faces, counts):
+        if not _scan_block(block, vertices, normals, texcoords, faces, counts):
             return None
         start = end
-    nrefs = faces.normal_refs
+    nrefs, trefs = faces.normal_refs, faces.texcoord_refs
     return Scan(
         np.concatenate(vertices) if vertices else np.zeros((0, 3)),
         _joined(faces.k),
@@ -91,6 +107,11 @@ def scan_arrays(data: bytes) -> Scan | None:
         np.concatenate(normals) if normals else None,  # as the line scan: None without vn lines
         _joined(nrefs) if normals and nrefs is not None else None,
         _joined(faces.nn_at),
+        np.concatenate(texcoords) if texcoords else None,
+        _joined(trefs) if texcoords and trefs is not None else None,
+        _joined(faces.nt_at),
+        np.asarray(faces.mtl_at, dtype=np.int64),
+        faces.mtl_names,
     )
 
 
@@ -102,6 +123,7 @@ def _scan_block(
     b: np.ndarray,
     vertices: list[np.ndarray],
     normals: list[np.ndarray],
+    texcoords: list[np.ndarray],
     faces: _Faces,
     counts: list[int],
 ) -> bool:
@@ -113,7 +135,7 @@ def _scan_block(
     first, last = _strip(b, starts, ends)
     kind = _kinds(b, first, last)
     # blank the tags: each run of lines of one kind is then plain numbers
-    for k, width in ((_V, 1), (_VN, 2), (_F, 1)):
+    for k, width in ((_V, 1), (_VN, 2), (_F, 1), (_VT, 2)):
         at = first[kind == k]
         for j in range(width):
             b[at + j] = ord(" ")
@@ -122,12 +144,26 @@ def _scan_block(
     run_ends = np.concatenate([runs, [kind.shape[0]]])
     seen_v = np.cumsum(kind == _V) + counts[0]  # v lines up to and including each line
     seen_vn = np.cumsum(kind == _VN) + counts[1]
+    seen_vt = np.cumsum(kind == _VT) + counts[2]
+    seen_f = np.cumsum(kind == _F) + counts[3]
     for r0, r1 in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
         k = int(kind[r0])
         if k == 0:
             continue
         lo, hi = int(starts[r0]), int(ends[r1 - 1])
-        if k in (_V, _VN):
+        if k == _USEMTL:
+            for line in range(r0, r1):
+                name = b[first[line] + 6 : last[line]].tobytes().strip()
+                if b"#" in name:
+                    return False  # a comment: the line reader cuts it off
+                faces.mtl_at.append(int(seen_f[line]))
+                faces.mtl_names.append(name)
+        elif k == _VT:
+            values = _texcoords(b[lo:hi], starts[r0:r1] - lo, ends[r0:r1] - lo)
+            if values is None:
+                return False
+            texcoords.append(values)
+        elif k in (_V, _VN):
             values = _floats(b[lo:hi], 3 * (r1 - r0))
             if values is None:
                 return False
@@ -137,8 +173,24 @@ def _scan_block(
         else:
             faces.nv_at.append(seen_v[r0:r1])
             faces.nn_at.append(seen_vn[r0:r1])
-    counts[0], counts[1] = int(seen_v[-1]), int(seen_vn[-1])
+            faces.nt_at.append(seen_vt[r0:r1])
+    counts[:] = [int(seen_v[-1]), int(seen_vn[-1]), int(seen_vt[-1]), int(seen_f[-1])]
     return True
+
+
+def _texcoords(
+    text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray
+) -> np.ndarray | None:
+    """The first two numbers of each of a run of ``vt`` lines (tags blanked), ``(n, 2)``, when
+    every line has two numbers or every line three; None otherwise."""
+    space = spaces(text)
+    word_at = np.flatnonzero(~space & np.concatenate([[True], space[:-1]]))
+    per_line = np.searchsorted(word_at, line_ends) - np.searchsorted(word_at, line_starts)
+    width = int(per_line[0])
+    if width not in (2, 3) or not bool((per_line == width).all()):
+        return None
+    values = _floats(text, width * line_starts.shape[0])
+    return None if values is None else values.reshape(-1, width)[:, :2]
 
 
 def _strip(b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,6 +221,12 @@ def _kinds(b: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
     kind[(size >= 3) & (c0 == ord("v")) & blank1] = _V
     kind[(size >= 4) & (c0 == ord("v")) & (c1 == ord("n")) & blank2] = _VN
     kind[(size >= 3) & (c0 == ord("f")) & blank1] = _F
+    kind[(size >= 4) & (c0 == ord("v")) & (c1 == ord("t")) & blank2] = _VT
+    usemtl = np.flatnonzero((size >= 7) & (c0 == ord("u")) & (c1 == ord("s")) & (c2 == ord("e")))
+    for line in usemtl.tolist():
+        at = int(first[line])
+        if b[at : at + 6].tobytes() == b"usemtl" and bool(spaces(b[at + 6 : at + 7])[0]):
+            kind[line] = _USEMTL
     return kind
 
 
@@ -196,7 +254,7 @@ def _faces(text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray, fac
         values = parse_ints(text.tobytes())
     except ValueError:
         return False
-    first, normal, total = layout
+    first, normal, texture, total = layout
     if values.shape[0] != total:
         return False
     faces.k.append(np.searchsorted(corner_at, line_ends) - np.searchsorted(corner_at, line_starts))
@@ -206,10 +264,15 @@ def _faces(text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray, fac
             faces.normal_refs = None  # some corner has no normal: none are used
         else:
             faces.normal_refs.append(values[normal])
+    if faces.texcoord_refs is not None:
+        if texture is None:
+            faces.texcoord_refs = None
+        else:
+            faces.texcoord_refs.append(values[texture])
     return True
 
 
-_Layout = tuple[np.ndarray, np.ndarray | None, int]
+_Layout = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, int]
 
 
 def _uniform_corners(
@@ -217,11 +280,11 @@ def _uniform_corners(
 ) -> _Layout | None:
     """Where each corner's vertex and normal references are among the run's numbers when every
     corner has one form, ``a``, ``a/b``, ``a//c`` or ``a/b/c`` (checked on the positions of the
-    slashes alone); None otherwise. Returns (vertex positions, normal positions or None, count
-    of numbers)."""
+    slashes alone); None otherwise. Returns (vertex positions, normal positions or None, texture
+    positions or None, count of numbers)."""
     c = corner_at.shape[0]
     if slash_at.shape[0] == 0:
-        return np.arange(c), None, c
+        return np.arange(c), None, None, c
     if text[corner_at[0]] == _SLASH:
         return None
     per = slash_at.shape[0] // c  # slashes per corner
@@ -237,11 +300,11 @@ def _uniform_corners(
     if int(tail[-1]) >= text.shape[0] or bool((space[tail] | (text[tail] == _SLASH)).any()):
         return None
     if per == 1:  # a/b
-        return np.arange(0, 2 * c, 2), None, 2 * c
+        return np.arange(0, 2 * c, 2), None, np.arange(1, 2 * c, 2), 2 * c
     if bool((last == first + 1).all()):  # a//c
-        return np.arange(0, 2 * c, 2), np.arange(1, 2 * c, 2), 2 * c
+        return np.arange(0, 2 * c, 2), np.arange(1, 2 * c, 2), None, 2 * c
     if bool((last > first + 1).all()):  # a/b/c
-        return np.arange(0, 3 * c, 3), np.arange(2, 3 * c, 3), 3 * c
+        return np.arange(0, 3 * c, 3), np.arange(2, 3 * c, 3), np.arange(1, 3 * c, 3), 3 * c
     return None
 
 
@@ -262,10 +325,14 @@ def _corner_forms(
     n_doubles = np.add.reduceat(double, corner_at, dtype=np.int64)
     form = n_slashes * 100 + n_numbers * 10 + n_doubles
     where_normal = np.full(form.shape[0], -2, dtype=np.int64)
-    for (s, n, d), at in _FORMS.items():
-        where_normal[form == s * 100 + n * 10 + d] = at
+    where_texture = np.full(form.shape[0], -2, dtype=np.int64)
+    for (s, n, d), (at_normal, at_texture) in _FORMS.items():
+        this = form == s * 100 + n * 10 + d
+        where_normal[this] = at_normal
+        where_texture[this] = at_texture
     if bool((where_normal == -2).any()):
         return None
     first = np.cumsum(n_numbers) - n_numbers  # each corner's first number
     normal = None if bool((where_normal < 0).any()) else first + where_normal
-    return first, normal, int(n_numbers.sum())
+    texture = None if bool((where_texture < 0).any()) else first + where_texture
+    return first, normal, texture, int(n_numbers.sum())

@@ -20,20 +20,29 @@ def _nothing(name: str, element: str) -> bool:
     return False
 
 
-def _everything(name: str, element: str) -> bool:
-    return True
-
-
 def _ply_holds(name: str, element: str) -> bool:
     """A face element's nx ny nz / red green blue are read back as face_normals / face_colors:
     a vertex attribute of those names, or a face attribute named like the vertex ones, would
     come back renamed."""
+    if element == "corner":
+        return name == "uv"  # a face texcoord list
     renamed = ply.FACE_RENAMES if element == "face" else ply.FACE_RENAMES.values()
     return name not in renamed
 
 
 def _obj_holds(name: str, element: str) -> bool:
-    return name == "vertex_normals" and element == "vertex"
+    """Vertex normals as ``vn``; the faces' ``material`` as ``usemtl`` runs; the corners' ``uv``
+    and ``normal`` as ``vt`` and ``vn`` references."""
+    return (name, element) in (
+        ("vertex_normals", "vertex"),
+        ("material", "face"),
+        ("uv", "corner"),
+        ("normal", "corner"),
+    )
+
+
+def _npz_holds(name: str, element: str) -> bool:
+    return element != "corner"
 
 
 def _glb_holds(name: str, element: str) -> bool:
@@ -61,6 +70,11 @@ class Format:
     polygons: bool = False  # written with the polygons of Catmull-Clark and dual meshes
     holds: str = "no attributes"
     can_hold: Callable[[str, str], bool] = _nothing
+    #: the extension of a file written in the format, when it is not the format's name
+    extension: str = ""
+    #: a written file keeps the material library (materials, textures, images), not only each
+    #: face's material
+    library: bool = False
 
 
 #: in the order the API lists output formats
@@ -75,7 +89,8 @@ FORMATS: dict[str, Format] = {
             writes=True,
             polygons=True,
             holds="every vertex and face attribute but vertex attributes named face_normals or "
-            "face_colors and face attributes named vertex_normals or vertex_colors",
+            "face_colors and face attributes named vertex_normals or vertex_colors; the corners' "
+            "uv as a face texcoord list",
             can_hold=_ply_holds,
         ),
         Format(
@@ -85,8 +100,20 @@ FORMATS: dict[str, Format] = {
             reads=True,
             writes=True,
             polygons=True,
-            holds="vertex_normals only",
+            holds="vertex_normals, the corners' uv and normal, the faces' material names",
             can_hold=_obj_holds,
+        ),
+        Format(
+            "objzip",
+            "Wavefront OBJ in a zip with its material library (MTL) and texture images",
+            "application/zip",
+            reads=False,  # a zip holding an OBJ is read as any archive is
+            writes=True,
+            polygons=True,
+            holds="vertex_normals, the corners' uv and normal, materials and their textures",
+            can_hold=_obj_holds,
+            extension="zip",
+            library=True,
         ),
         Format("off", "OFF", "application/x-off", reads=True, writes=True, polygons=True),
         Format(
@@ -102,6 +129,7 @@ FORMATS: dict[str, Format] = {
             "material, with the mesh's materials, textures and images) and the corner "
             "attributes uv, uv1... (texture coordinate sets), normal and color",
             can_hold=_glb_holds,
+            library=True,
         ),
         Format(
             "npz",
@@ -110,7 +138,7 @@ FORMATS: dict[str, Format] = {
             reads=True,
             writes=True,
             holds="every vertex and face attribute",
-            can_hold=_everything,
+            can_hold=_npz_holds,
         ),
         Format(
             "gltf",
@@ -128,6 +156,8 @@ POLYGON_FORMATS = tuple(n for n, f in FORMATS.items() if f.writes and f.polygons
 #: which attributes each output format can hold
 OUTPUT_HOLDS: dict[str, str] = {n: f.holds for n, f in FORMATS.items() if f.writes}
 MEDIA_TYPES: dict[str, str] = {n: f.media_type for n, f in FORMATS.items() if f.writes}
+#: the extension of a written file (``result.zip`` for ``objzip``)
+FILE_EXTENSIONS: dict[str, str] = {n: f.extension or n for n, f in FORMATS.items() if f.writes}
 
 
 def format_can_hold(fmt: str, name: str, element: str) -> bool:

@@ -1,13 +1,22 @@
 """Wavefront OBJ, read and written by us.
 
 Why not trimesh here: its OBJ loader drops unused vertices and splits vertices where texture
-coordinates or normals differ (even with ``process=False``), so a mesh with UVs arrives with seams
-cut open and statistics describe the loader instead of the file. We read positions and faces
-exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
-triangles: fanned when convex, ear-clipped otherwise, ``polygons.triangulate``); ``vt``
-references and materials are ignored, so no image library is needed. ``vn``
-references become the ``vertex_normals`` attribute only when they give every vertex one normal
-(as our writer does, ``f a//a b//b c//c``); per-corner normals that differ are ignored too.
+coordinates or normals differ (even with ``process=False``), so a mesh with UVs arrives with
+seams cut open and statistics describe the loader instead of the file. We read positions and
+faces exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
+triangles: fanned when convex, ear-clipped otherwise, ``polygons.triangulate``), and what the
+file gives per polygon corner follows the triangles' corners: ``vt`` references become the
+corner attribute ``uv`` (when every corner has one), and ``usemtl`` the face attribute
+``material``. ``vn`` references become the ``vertex_normals`` attribute when they give every
+vertex one normal (as our writer does, ``f a//a b//b c//c``, and most exporters), the corner
+attribute ``normal`` only where they differ between the corners of a vertex (hard edges): one
+normal per vertex is carried once, and the operations that recompute vertex normals stay in
+charge of them. The material library (``mtllib``) is read by ``mtl.py`` when the archive the OBJ
+came in holds it; no image is decoded.
+
+Writing gives ``v`` lines, then ``vt`` and ``vn`` lines (each distinct value once) and faces
+``f v/vt/vn`` when the mesh has corner ``uv`` and ``normal``, with ``usemtl`` lines where the
+face attribute ``material`` changes and ``mtllib`` naming the library (``write_obj_asset``).
 
 Speed: reading scans the whole buffer with NumPy (``_obj_scan.py``) and converts numbers with
 NumPy's C parser, a run of lines per call; the line-by-line reader here stays as the reference
@@ -18,24 +27,55 @@ arithmetic and digit tables (``_text.py``); the text is byte for byte what ``"%.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import FormatError, MeshError
 from ._obj_scan import Scan, scan_arrays
 from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
-from .polygons import triangulate
+from .polygons import triangulate_corners
 
 _ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
 _CONTINUATION = re.compile(rb"\\\r?\n")
 _NORMAL_REF = re.compile(rb"(?<!\S)[^\s/]+/[^\s/]*/([^\s/]*)")
+_TEXTURE_REF = re.compile(rb"(?<!\S)[^\s/]+/([^\s/]*)")
+
+
+class ObjMesh(NamedTuple):
+    """What :func:`read_obj_mesh` read.
+
+    ``V (n, 3) float64``, ``F (m, 3) int64`` (0-based triangles, polygons split as
+    ``polygons.triangulate`` splits them), ``vertex_normals (n, 3) float32`` or None, and per
+    triangle corner (each corner keeps the values of the polygon corner it came from): ``uv
+    (m, 3, 2) float32`` from the ``vt`` references (None unless every corner has one),
+    ``normal (m, 3, 3) float32`` from the ``vn`` references (likewise, and only where they are
+    not one normal per vertex: those are ``vertex_normals``, as before). ``material (m,)
+    int32`` indexes ``material_names`` (the ``usemtl`` names in the order they first appear;
+    faces before the first ``usemtl`` take a material named ``default`` added last), None
+    without ``usemtl`` lines. ``libraries`` are the files the ``mtllib`` lines name."""
+
+    V: np.ndarray
+    F: np.ndarray
+    vertex_normals: np.ndarray | None
+    uv: np.ndarray | None
+    normal: np.ndarray | None
+    material: np.ndarray | None
+    material_names: list[str]
+    libraries: list[str]
 
 
 def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Parse OBJ bytes. Returns ``V (n, 3) float64``, ``F (m, 3) int64`` (0-based) and the
-    vertex normals ``(n, 3) float32`` or None (see the module docstring).
+    vertex normals ``(n, 3) float32`` or None (see the module docstring and
+    :func:`read_obj_mesh`, which gives the corners' values and the materials too)."""
+    got = read_obj_mesh(data)
+    return got.V, got.F, got.vertex_normals
+
+
+def read_obj_mesh(data: bytes) -> ObjMesh:
+    """Parse OBJ bytes (see :class:`ObjMesh`).
 
     The whole buffer is scanned with NumPy (``_obj_scan.py``); a file that scan cannot vouch
     for (odd line endings, extra numbers on ``v`` lines, tokens that are not numbers...) is read
@@ -56,7 +96,81 @@ def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     N = None
     if scan.normals is not None and scan.normals.shape[0] and idx.shape[0]:
         N = _vertex_normals(scan, idx, V.shape[0])
-    return V, triangulate(V, idx, scan.k), N
+    C = triangulate_corners(V, idx, scan.k)  # each triangle corner's polygon corner
+    F = idx[C].reshape(-1, 3)
+    uv = _corner_values(scan.texcoords, scan.texcoord_refs, scan.nt_at, scan.k, C)
+    normal = None
+    if N is None:  # normals that differ between the corners of a vertex: hard edges
+        normal = _corner_values(scan.normals, scan.normal_refs, scan.nn_at, scan.k, C)
+    material, names = _materials(scan)
+    return ObjMesh(
+        V,
+        F,
+        N,
+        None if uv is None else uv.astype(np.float32),
+        None if normal is None else normal.astype(np.float32),
+        material,
+        names,
+        mtl_libraries(data),
+    )
+
+
+def _corner_values(
+    values: np.ndarray | None,
+    refs: np.ndarray | None,
+    at: np.ndarray,
+    k: np.ndarray,
+    C: np.ndarray,
+) -> np.ndarray | None:
+    """``(m, 3, d)``: the ``values`` rows the references ``refs`` (one per polygon corner,
+    1-based, or negative counting back from the ``at`` rows read before each polygon) give the
+    triangle corners ``C``; None without them, or when a reference is 0 or out of range or a
+    value is not finite (the values are then not carried, and reported as dropped)."""
+    if values is None or refs is None or refs.shape[0] != int(k.sum()) or not C.size:
+        return None
+    if bool((refs == 0).any()) or not bool(np.isfinite(values).all()):
+        return None
+    ridx = refs - 1
+    if bool((refs < 0).any()):
+        ridx = np.where(refs > 0, ridx, np.repeat(at, k) + refs)
+    if int(ridx.min()) < 0 or int(ridx.max()) >= values.shape[0]:
+        return None
+    return values[ridx[C]]
+
+
+def _materials(scan: Scan) -> tuple[np.ndarray | None, list[str]]:
+    """Each triangle's material (index into the names returned), from the ``usemtl`` lines."""
+    if not scan.mtl_names:
+        return None, []
+    text = [n.decode("utf-8", "replace") for n in scan.mtl_names]
+    index = {n: i for i, n in enumerate(dict.fromkeys(text))}
+    names = list(index)
+    code = np.array([index[n] for n in text], dtype=np.int64)
+    n_polygons = scan.k.shape[0]
+    j = np.searchsorted(scan.mtl_at, np.arange(n_polygons), side="right") - 1
+    of_polygon = np.where(j >= 0, code[np.maximum(j, 0)], -1)
+    if bool((of_polygon < 0).any()):
+        default = "default"
+        while default in names:
+            default += "_"
+        of_polygon[of_polygon < 0] = len(names)
+        names.append(default)
+    return np.repeat(of_polygon, scan.k - 2).astype(np.int32), names
+
+
+_MTLLIB = re.compile(rb"(?m)^[ \t]*mtllib[ \t]+([^\r\n#]*)")
+
+
+def mtl_libraries(data: bytes) -> list[str]:
+    """The material library files the ``mtllib`` lines name, in order, each once."""
+    out: list[str] = []
+    if b"mtllib" not in data:  # a plain search: the expression would walk every line
+        return out
+    for m in _MTLLIB.findall(data):
+        text = m.decode("utf-8", "replace").strip()
+        if text and text not in out:
+            out.append(text)
+    return out
 
 
 _VT = re.compile(rb"(?m)^[ \t]*vt[ \t]")
@@ -64,18 +178,23 @@ _VN = re.compile(rb"(?m)^[ \t]*vn[ \t]")
 _USEMTL = re.compile(rb"(?m)^[ \t]*usemtl[ \t]+(\S+)")
 
 
-def obj_dropped(data: bytes, has_normals: bool) -> dict[str, int]:
+def obj_dropped(
+    data: bytes, has_normals: bool, has_uv: bool = False, has_materials: bool = False
+) -> dict[str, int]:
     """What an OBJ holds that the mesh read from it does not carry: texture coordinates
-    (``vt`` lines), the materials its faces use (``usemtl`` names), and normals given per
-    corner (``vn`` lines, when they did not become one normal per vertex)."""
+    (``vt`` lines) that not every corner references, the materials its faces use (``usemtl``
+    names) when they are not carried, and normals (``vn`` lines) that became neither vertex
+    nor corner normals."""
     out: dict[str, int] = {}
-    vt = len(_VT.findall(data))
+    vt = 0 if has_uv or b"vt" not in data else len(_VT.findall(data))
     if vt:
         out["texture coordinates"] = vt
-    materials = {m for m in _USEMTL.findall(data)}
+    materials: set[bytes] = set()
+    if not has_materials and b"usemtl" in data:
+        materials = set(_USEMTL.findall(data))
     if materials:
         out["materials"] = len(materials)
-    if not has_normals:
+    if not has_normals and b"vn" in data:
         vn = len(_VN.findall(data))
         if vn:
             out["normals"] = vn
@@ -127,9 +246,13 @@ def _scan_lines(data: bytes) -> Scan:
     """:class:`Scan` of the file, a line at a time (raises the format errors)."""
     vlines: list[bytes] = []
     nlines: list[bytes] = []
+    tlines: list[bytes] = []
     flines: list[bytes] = []
     nv_at_face: list[int] = []
     nn_at_face: list[int] = []
+    nt_at_face: list[int] = []
+    mtl_at: list[int] = []
+    mtl_names: list[bytes] = []
     for raw in data.splitlines():
         line = raw.split(b"#", 1)[0].strip()  # a comment runs to the end of its line
         if line[:2] == b"v " or line[:2] == b"v\t":
@@ -138,8 +261,14 @@ def _scan_lines(data: bytes) -> Scan:
             flines.append(line[2:])
             nv_at_face.append(len(vlines))
             nn_at_face.append(len(nlines))
+            nt_at_face.append(len(tlines))
         elif line[:3] == b"vn " or line[:3] == b"vn\t":
             nlines.append(line[3:])
+        elif line[:3] == b"vt " or line[:3] == b"vt\t":
+            tlines.append(line[3:])
+        elif line[:7] == b"usemtl " or line[:7] == b"usemtl\t":
+            mtl_at.append(len(flines))
+            mtl_names.append(line[7:].strip())
     V = _parse_vertices(vlines)
     stripped = [_SLASH_TAIL.sub(b"", ln).split() for ln in flines]
     k = np.fromiter((len(t) for t in stripped), dtype=np.int64, count=len(stripped))
@@ -160,6 +289,18 @@ def _scan_lines(data: bytes) -> Scan:
                 normal_refs = np.array(found, dtype=np.int64)
         except ValueError:
             pass
+    texcoords: np.ndarray | None = None
+    texcoord_refs: np.ndarray | None = None
+    if tlines:
+        rows = [ln.split() for ln in tlines]
+        found = _TEXTURE_REF.findall(b"\n".join(flines))  # second field of every v/vt corner
+        try:
+            if all(2 <= len(r) <= 3 for r in rows):
+                texcoords = np.array([r[:2] for r in rows], dtype=np.float64)
+            if len(found) == refs.shape[0] and b"" not in found:
+                texcoord_refs = np.array(found, dtype=np.int64)
+        except ValueError:
+            texcoords = None
     return Scan(
         V,
         k,
@@ -168,6 +309,11 @@ def _scan_lines(data: bytes) -> Scan:
         normals,
         normal_refs,
         np.asarray(nn_at_face, dtype=np.int64),
+        texcoords,
+        texcoord_refs,
+        np.asarray(nt_at_face, dtype=np.int64),
+        np.asarray(mtl_at, dtype=np.int64),
+        mtl_names,
     )
 
 
@@ -393,3 +539,113 @@ def _tokens(values: np.ndarray) -> np.ndarray:
     padded = np.zeros((text.shape[0], 8 * words), dtype=np.uint8)
     padded[:, 8 * words - (text.shape[1] - used) :] = text[:, used:]
     return padded.view(np.uint64)
+
+
+def write_obj_asset(
+    V: np.ndarray,
+    F: np.ndarray,
+    *,
+    uv: np.ndarray | None = None,
+    normal: np.ndarray | None = None,
+    vertex_normals: np.ndarray | None = None,
+    material: np.ndarray | None = None,
+    material_names: list[str] | None = None,
+    mtllib: str | None = None,
+) -> bytes:
+    """OBJ text of the triangles ``F (m, 3)`` with what their corners carry: ``vt`` lines (each
+    distinct ``uv (m, 3, 2)`` value once, in the order first used) and ``vn`` lines (the corner
+    ``normal (m, 3, 3)`` values likewise, or one per vertex from ``vertex_normals`` when there
+    are no corner normals or they are the vertex normals at every corner), faces ``f v/vt/vn``
+    (``v/vt``, ``v//vn``); a ``usemtl`` line before each run of faces of one ``material`` (index
+    into ``material_names``), faces kept in their order; ``mtllib`` naming the library first."""
+    V, F = np.asarray(V), np.asarray(F, dtype=np.int64)
+    parts: list[np.ndarray] = []
+    head = b"# written by tessera\n"
+    if mtllib:
+        head += b"mtllib " + mtllib.encode() + b"\n"
+    parts += number_lines(b"v", V)
+    T = N = None
+    if uv is not None:
+        values, T = _distinct(np.asarray(uv, dtype=np.float64).reshape(-1, 2))
+        parts += number_lines(b"vt", values)
+        T = T.reshape(F.shape)
+    if normal is not None and vertex_normals is not None:
+        vn = np.asarray(vertex_normals)
+        if vn.shape == (V.shape[0], 3) and np.array_equal(vn[F], np.asarray(normal)):
+            normal = None  # the vertex normals at every corner: written as vertex normals
+    if normal is not None:
+        values, N = _distinct(np.asarray(normal, dtype=np.float64).reshape(-1, 3))
+        parts += number_lines(b"vn", values)
+        N = N.reshape(F.shape)
+    elif vertex_normals is not None:
+        parts += number_lines(b"vn", np.asarray(vertex_normals))
+        N = F
+    body = b"".join(p.data for p in parts)
+    faces, lengths = _corner_face_lines(F, T, N)
+    if material is None or not material_names or F.shape[0] == 0:
+        return head + body + faces
+    material = np.asarray(material)
+    starts = np.flatnonzero(np.concatenate([[True], material[1:] != material[:-1]]))
+    ends = np.append(starts[1:], material.shape[0])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    pieces = [head, body]
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        m = int(material[s])
+        name = material_names[m] if 0 <= m < len(material_names) else "default"
+        pieces += [b"usemtl " + name.encode() + b"\n", faces[offsets[s] : offsets[e]]]
+    return b"".join(pieces)
+
+
+def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``rows`` in the order they first appear, and each row's index among them
+    (one lexicographic sort of the rows; several times faster than ``np.unique(axis=0)``)."""
+    n = rows.shape[0]
+    if n == 0:
+        return rows, np.zeros(0, dtype=np.int64)
+    order = np.lexsort(rows.T[::-1])  # stable: each group of equal rows starts at its first
+    ranked = rows[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    group = np.cumsum(new) - 1
+    first = order[new]  # where each distinct row first appears
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(by_first.shape[0])
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = rank[group]
+    return rows[first[by_first]], inverse
+
+
+def _corner_face_lines(
+    F: np.ndarray, T: np.ndarray | None, N: np.ndarray | None
+) -> tuple[bytes, np.ndarray]:
+    """``f v/t/n ...`` lines (``v/t``, ``v//n``, ``v``) of the 0-based ``F``, ``T`` and ``N``
+    ``(m, 3)``, 1-based, and each line's length in bytes."""
+    if F.shape[0] == 0:
+        return b"", np.zeros(0, dtype=np.int64)
+    fields: list[tuple[bytes, np.ndarray, np.ndarray]] = []
+    for sep, X in ((b" ", F), (b"/", T), (b"//" if T is None else b"/", N)):
+        if X is not None:
+            table, idx = _index_tokens(np.asarray(X, dtype=np.int64).ravel() + 1)
+            fields.append((sep, table, idx.reshape(F.shape)))
+    corner = sum(len(sep) + 8 * table.shape[1] for sep, table, _ in fields)
+    width = 1 + F.shape[1] * corner + 1
+    out, lengths = [], []
+    for s in range(0, F.shape[0], _ROWS):
+        n = min(_ROWS, F.shape[0] - s)
+        rows = np.zeros((n, width), dtype=np.uint8)
+        rows[:, 0] = ord("f")
+        at = 1
+        for j in range(F.shape[1]):
+            for sep, table, idx in fields:
+                rows[:, at : at + len(sep)] = np.frombuffer(sep, dtype=np.uint8)
+                at += len(sep)
+                token = 8 * table.shape[1]
+                rows[:, at : at + token].view(np.uint64)[...] = np.take(
+                    table, idx[s : s + n, j], axis=0
+                )
+                at += token
+        rows[:, -1] = ord("\n")
+        lengths.append(np.count_nonzero(rows, axis=1))
+        out.append(compact_rows(rows).tobytes())
+    return b"".join(out), np.concatenate(lengths)

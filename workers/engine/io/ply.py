@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..backend import array_backend
+from ..backend import array_backend, xp_for
 from ..errors import FormatError
 from . import _records
 from ._text import parse_floats
@@ -116,9 +116,10 @@ def write_ply(
     vertex_attrs: dict[str, np.ndarray],
     face_attrs: dict[str, np.ndarray],
     offsets: np.ndarray | None = None,
+    texcoord: np.ndarray | None = None,
 ) -> bytes:
     """Binary little-endian PLY with attributes as properties (see :func:`ply_chunks`)."""
-    return b"".join(ply_chunks(V, F, vertex_attrs, face_attrs, offsets))
+    return b"".join(ply_chunks(V, F, vertex_attrs, face_attrs, offsets, texcoord))
 
 
 def ply_chunks(
@@ -127,19 +128,24 @@ def ply_chunks(
     vertex_attrs: dict[str, np.ndarray],
     face_attrs: dict[str, np.ndarray],
     offsets: np.ndarray | None = None,
+    texcoord: np.ndarray | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The bytes of a binary little-endian PLY with attributes as properties, in pieces of about
     a megabyte: the header, then the vertex and face rows (triangles on the GPU are packed there,
     in pieces of 32 MB). Faces are the triangles ``F (m,
     3)``, or with ``offsets (n + 1,)`` the polygons ``F[offsets[p]:offsets[p + 1]]`` of the
     flat corner array ``F`` (one ``vertex_indices`` list per polygon, its length in a ``uchar``,
-    or an ``int`` when some polygon has more than 255 corners). Every check (property names and
-    types) is made before this returns."""
+    or an ``int`` when some polygon has more than 255 corners). ``texcoord (m, 3, 2)``, the
+    triangles' corner texture coordinates, is written as MeshLab writes it: a face list
+    ``texcoord`` of six floats (u v per corner) after ``vertex_indices`` (triangles only). Every
+    check (property names and types) is made before this returns."""
     vblocks: list[tuple[list[str], np.ndarray]] = [(["x", "y", "z"], V)]
     vblocks += _blocks(vertex_attrs)
     fblocks = _blocks(face_attrs)
     _check_names(vblocks, "vertex", taken=set())
-    _check_names(fblocks, "face", taken={"vertex_indices"})
+    if texcoord is not None and offsets is not None:
+        raise ValueError("texcoord is written with triangles only")
+    _check_names(fblocks, "face", taken={"vertex_indices", "texcoord"})
     _check_read_back(vertex_attrs, vblocks[1:], "vertex")
     _check_read_back(face_attrs, fblocks, "face")
     sizes = None if offsets is None else np.diff(offsets)
@@ -160,6 +166,8 @@ def ply_chunks(
         f"element face {n_faces}",
         f"property list {'uchar' if count_dt is None else 'int'} int vertex_indices",
     ]
+    if texcoord is not None:
+        header.append("property list uchar float texcoord")
     header += [f"property {_ply_type(a)} {n}" for names, a in fblocks for n in names]
     header.append("end_header")
     head = ("\n".join(header) + "\n").encode()
@@ -171,9 +179,14 @@ def ply_chunks(
             count = cp.full((F.shape[0], 1), 3, dtype=cp.uint8)
         else:
             count = np.broadcast_to(np.uint8(3), (F.shape[0], 1))
-        face_rows = _records.pack_chunks(
-            [count, _little(F.astype(np.int32, copy=False))] + [_little(a) for _, a in fblocks]
-        )
+        lists = [count, _little(F.astype(np.int32, copy=False))]
+        if texcoord is not None:
+            xp = xp_for(array_backend(texcoord))
+            lists += [
+                xp.full((F.shape[0], 1), 6, dtype=xp.uint8),
+                _little(texcoord.reshape(F.shape[0], 6).astype(xp.float32, copy=False)),
+            ]
+        face_rows = _records.pack_chunks(lists + [_little(a) for _, a in fblocks])
         return itertools.chain([head], vertex_rows, face_rows)
     rest = _records.pack([_little(a) for _, a in fblocks]) if fblocks else None
     faces = _polygon_rows(F, sizes, count_dt or np.dtype("u1"), rest)
@@ -398,6 +411,8 @@ class BinaryPly(NamedTuple):
     F: np.ndarray
     vertex_attrs: dict[str, np.ndarray]
     face_attrs: dict[str, np.ndarray]
+    #: per triangle corner (``uv`` from MeshLab's face ``texcoord`` list)
+    corner_attrs: dict[str, np.ndarray] | None = None
 
 
 class _Element(NamedTuple):
@@ -522,6 +537,7 @@ def read_binary(data: bytes) -> BinaryPly | None:
         for name, c in lists:  # per-corner values of each face, e.g. texcoord (u v per corner)
             if c > 0:
                 fa[name] = face.column(data, *face.props[f" {name}"], c)
+        corner_attrs = corner_texcoords(fa, idx, F, of_triangle)
     elif elements[-1][0] == "face":
         # polygons of several sizes: rows of varying length, found by pointer jumping
         base = count_dt.itemsize + k * index_dt.itemsize  # the properties follow the list
@@ -535,12 +551,13 @@ def read_binary(data: bytes) -> BinaryPly | None:
         # the properties as rows of their own, laid out as in the first row
         props = {n: (o - base, dt) for n, (o, dt) in face.props.items() if not n.startswith(" ")}
         fa = _attributes(tails, _Element(0, face.rows, face.row - base, props), skip=set())
+        corner_attrs = {}
     else:
         return None  # trimesh refuses a body of another size, and so do we
     if of_triangle is not None:
         fa = {name: a[of_triangle] for name, a in fa.items()}
     fa = {FACE_RENAMES.get(name, name): a for name, a in fa.items()}
-    return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa)
+    return BinaryPly(V, F, _attributes(data, vertex, skip={"x", "y", "z"}), fa, corner_attrs)
 
 
 def read_ascii(data: bytes) -> BinaryPly | None:
@@ -612,8 +629,38 @@ def read_ascii(data: bytes) -> BinaryPly | None:
         c = int(lengths[0]) if lengths.shape[0] else 0
         if c > 0 and bool((lengths == c).all()):
             fa[name] = values.reshape(-1, c).astype(np.float32)
+    k = int(sizes[0]) if sizes.shape[0] else 0
+    same = sizes.shape[0] and bool((sizes == k).all())
+    polygons = corners.reshape(-1, k) if same else None
+    corner_attrs = corner_texcoords(fa, polygons, F, of_triangle)
     fa = {FACE_RENAMES.get(n, n): a[of_triangle] for n, a in fa.items()}
-    return BinaryPly(V, F, _ascii_attributes(vcols, {"x", "y", "z"}), fa)
+    return BinaryPly(V, F, _ascii_attributes(vcols, {"x", "y", "z"}), fa, corner_attrs)
+
+
+def corner_texcoords(
+    fa: dict[str, np.ndarray],
+    polygons: np.ndarray | None,
+    F: np.ndarray,
+    of_triangle: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """MeshLab's per-corner face list ``texcoord`` (u v for each corner of a polygon), taken out
+    of the face attributes ``fa`` (a row per polygon), as the corner attribute ``uv (m, 3, 2)``
+    of the triangles ``F`` (``of_triangle``: each triangle's polygon, None when the polygons are
+    the triangles; ``polygons (n, k)``: their corners). Empty when there is no such list, or it
+    does not hold two numbers per corner (it then stays a face attribute)."""
+    tc = fa.get("texcoord")
+    if tc is None or polygons is None or tc.ndim != 2 or tc.shape[1] != 2 * polygons.shape[1]:
+        return {}
+    k = polygons.shape[1]
+    of = np.arange(F.shape[0]) if of_triangle is None else np.asarray(of_triangle)
+    if k == 3 and of_triangle is None:
+        uv = tc.reshape(-1, 3, 2)
+    else:
+        # where each triangle corner sits on its polygon
+        at = np.argmax(polygons[of][:, None, :] == np.asarray(F)[:, :, None], axis=2)
+        uv = tc.reshape(-1, k, 2)[of[:, None], at]
+    del fa["texcoord"]
+    return {"uv": np.ascontiguousarray(uv, dtype=np.float32)}
 
 
 def _ascii_attributes(cols: dict[str, np.ndarray], skip: set[str]) -> dict[str, np.ndarray]:

@@ -99,15 +99,35 @@ def triangulate(V: np.ndarray, idx: np.ndarray, k: np.ndarray) -> np.ndarray:
     bad = nonconvex(V, idx, k)
     if not bool(bad.any()):
         return F
-    F = np.array(F, dtype=np.int64)
+    return np.asarray(idx, dtype=np.int64)[_clipped(V, idx, k, bad)]
+
+
+def triangulate_corners(V: np.ndarray, idx: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The triangles of :func:`triangulate` as positions in the flat corner array ``idx``
+    (``idx[triangulate_corners(V, idx, k)]`` is ``triangulate(V, idx, k)``), so that whatever
+    a file gives per polygon corner (texture coordinates, normals) follows each triangle's
+    corners."""
+    corners = np.arange(int(np.asarray(k).sum()), dtype=np.int64)
+    C = fan(corners, k)
+    if k.shape[0] == 0 or bool((k == 3).all()):
+        return C
+    bad = nonconvex(V, idx, k)
+    if not bool(bad.any()):
+        return C
+    return _clipped(V, idx, k, bad)
+
+
+def _clipped(V: np.ndarray, idx: np.ndarray, k: np.ndarray, bad: np.ndarray) -> np.ndarray:
+    """Corner positions of the triangles: fans, the polygons ``bad`` ear-clipped."""
+    C = np.array(fan(np.arange(int(k.sum()), dtype=np.int64), k), dtype=np.int64)
     start = np.cumsum(k) - k
     tri_start = np.cumsum(k - 2) - (k - 2)
     for p in np.flatnonzero(bad).tolist():
-        ring = np.asarray(idx[start[p] : start[p] + k[p]], dtype=np.int64)
-        local = ear_clip(np.asarray(V, dtype=np.float64)[ring])
+        ring = np.arange(start[p], start[p] + k[p], dtype=np.int64)
+        local = ear_clip(np.asarray(V, dtype=np.float64)[np.asarray(idx, dtype=np.int64)[ring]])
         if local is not None:
-            F[tri_start[p] : tri_start[p] + k[p] - 2] = ring[local]
-    return F
+            C[tri_start[p] : tri_start[p] + k[p] - 2] = ring[local]
+    return C
 
 
 def nonconvex(V: np.ndarray, idx: np.ndarray, k: np.ndarray) -> np.ndarray:

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..errors import FormatError, MeshError
 from ..mesh import TriMesh
-from . import glb, gltf, ply, stl, volumes
+from . import glb, gltf, mtl, ply, stl, volumes
 from ._text import spaces
 from .archive import check_member_count, gunzip, unzip_members
 from .formats import MESH_FORMATS, sniff
-from .obj import obj_dropped, read_obj
+from .obj import obj_dropped, read_obj_mesh
 from .off import read_off, without_comments
 from .stored import split_named
 from .volumes import RawLayout
@@ -48,8 +48,12 @@ def load_bytes(
     max_expanded: int = DEFAULT_MAX_EXPANDED,
     raw: RawLayout | None = None,
     _depth: int = 0,
+    _resources: dict[str, bytes] | None = None,
 ) -> TriMesh:
     """Parse a mesh file held in memory. Raises :class:`FormatError` or :class:`MeshError`.
+
+    ``_resources``: the members of the archive the file came in (an OBJ's material library and
+    textures are looked up there).
 
     Volumes (``.npy``, NRRD, and ``.raw`` laid out as ``raw`` says) come back as the faceless
     mesh that carries a volume to ``marching_cubes`` (:mod:`.volumes`)."""
@@ -113,7 +117,10 @@ def load_bytes(
             raise FormatError(
                 "unsupported file extension", code="format.unsupported", extension=ext
             )
-    mesh = _parse(data, kind, dtype=dtype)
+    if kind == "obj" and _resources is not None:
+        mesh = _parse(data, kind, dtype=dtype, resources=_resources, base=filename)
+    else:
+        mesh = _parse(data, kind, dtype=dtype)
     mesh.source = filename or None
     return mesh
 
@@ -160,9 +167,17 @@ def _load_zip(data: bytes, ext: str, *, dtype: str, max_expanded: int, depth: in
     name = meshes[0]
     if name.lower().endswith(".gltf"):
         return _parse(members[name], "gltf", dtype=dtype, resources=members, base=name)
-    mesh = load_bytes(members[name], name, dtype=dtype, max_expanded=max_expanded, _depth=depth)
+    obj = posixpath.splitext(name)[1].lower() == ".obj"
+    mesh = load_bytes(
+        members[name],
+        name,
+        dtype=dtype,
+        max_expanded=max_expanded,
+        _depth=depth,
+        _resources=members if obj else None,
+    )
     others = [n for n in names_only if not n.endswith("/") and n != name]
-    if others:  # an OBJ's .mtl and textures, say: not read yet
+    if others and not obj:  # an OBJ's reader counts those its materials did not use
         mesh.dropped = {**mesh.dropped, "other files in the archive": len(others)}
     return mesh
 
@@ -228,10 +243,35 @@ Reader = Callable[[bytes, str, "dict[str, bytes] | None", str], TriMesh]
 
 
 def _read_obj(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
-    V, F, N = read_obj(data)
-    va = {"vertex_normals": N} if N is not None else None
-    mesh = TriMesh.from_arrays(V, F, dtype=dtype, vertex_attrs=va)
-    mesh.dropped = obj_dropped(data, has_normals=N is not None)
+    """An OBJ with its corners' texture coordinates and normals, and its materials: from its
+    library and textures when ``resources`` (the archive it came in) holds them (what is
+    missing is counted in ``mesh.dropped``, as are the archive's files no material uses)."""
+    o = read_obj_mesh(data)
+    va = {"vertex_normals": o.vertex_normals} if o.vertex_normals is not None else None
+    fa = {"material": o.material} if o.material is not None else None
+    mesh = TriMesh.from_arrays(o.V, o.F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+    xp = mesh.xp
+    corners = {"uv": o.uv, "normal": o.normal}
+    mesh.corner_attrs = {k: xp.asarray(v) for k, v in corners.items() if v is not None}
+    dropped = obj_dropped(
+        data,
+        has_normals=o.vertex_normals is not None or o.normal is not None,
+        has_uv=o.uv is not None,
+        has_materials=o.material is not None,
+    )
+    used: set[str] = set()
+    if o.material is not None:
+        mesh.materials, missing, used = mtl.read_materials(
+            o.material_names, o.libraries, resources, base
+        )
+        dropped.update(missing)
+    elif o.libraries and resources is None:
+        dropped["material libraries"] = len(o.libraries)
+    if resources is not None:
+        others = [n for n in resources if n != base and n not in used]
+        if others:
+            dropped["other files in the archive"] = len(others)
+    mesh.dropped = dropped
     return mesh
 
 
@@ -243,10 +283,33 @@ def _read_stl(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
 def _read_ply(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
     p = ply.read_binary(data) or ply.read_ascii(data)
     if p is None:  # other elements or lists in binary: trimesh's path, after our header checks
-        return _parse_trimesh(data, "ply", dtype=dtype)
-    return TriMesh.from_arrays(
+        return _vertex_uv(_parse_trimesh(data, "ply", dtype=dtype))
+    mesh = TriMesh.from_arrays(
         p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
     )
+    mesh.corner_attrs = {k: mesh.xp.asarray(v) for k, v in (p.corner_attrs or {}).items()}
+    return _vertex_uv(mesh)
+
+
+#: per-vertex texture coordinates as PLY writers name them
+_UV_PROPERTIES = (("s", "t"), ("u", "v"), ("texture_u", "texture_v"))
+
+
+def _vertex_uv(mesh: TriMesh) -> TriMesh:
+    """A PLY's per-vertex texture coordinates (``s t``, ``u v`` or ``texture_u texture_v``) as
+    the corner attribute ``uv`` (each corner takes its vertex's), unless the faces gave one."""
+    va = mesh.vertex_attrs
+    for u, v in _UV_PROPERTIES:
+        if "uv" in mesh.corner_attrs:
+            break
+        a, b = va.get(u), va.get(v)
+        if a is None or b is None or a.ndim != 1 or b.ndim != 1:
+            continue
+        xp = mesh.xp
+        uv = xp.stack([a, b], axis=1).astype(xp.float32)
+        mesh.corner_attrs = {**mesh.corner_attrs, "uv": uv[mesh.F]}
+        mesh.vertex_attrs = {k: x for k, x in va.items() if k not in (u, v)}
+    return mesh
 
 
 def _read_off(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:

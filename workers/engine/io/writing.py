@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import posixpath
+import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -14,9 +16,9 @@ import numpy as np
 
 from ..errors import FormatError, SpecError
 from ..mesh import TriMesh
-from . import glb, ply, stl
-from .formats import OUTPUT_FORMATS, OUTPUT_HOLDS, POLYGON_FORMATS, format_can_hold
-from .obj import write_obj
+from . import glb, mtl, ply, stl
+from .formats import FORMATS, OUTPUT_FORMATS, OUTPUT_HOLDS, POLYGON_FORMATS, format_can_hold
+from .obj import write_obj, write_obj_asset
 from .off import write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
 from .stored import named_arrays
@@ -112,7 +114,9 @@ def file_chunks(
     Every refusal (format, attributes) is raised before this returns. With ``polygons``, the
     formats of :data:`POLYGON_FORMATS` write the polygons the triangles' ``quad_id`` or
     ``polygon_id`` describe (see :func:`mesh_polygons`); otherwise, and for the other formats,
-    the triangles."""
+    the triangles. A mesh with corner attributes or materials is written as triangles to OBJ,
+    ``objzip`` and PLY, with what its corners carry (``vt``/``vn``, ``texcoord``) and its
+    materials (``usemtl``, the library and its images)."""
     from ..backend import to_numpy
 
     if fmt not in OUTPUT_FORMATS:
@@ -123,6 +127,10 @@ def file_chunks(
             supported=list(OUTPUT_FORMATS),
         )
     explicit = attributes is not None
+    texcoord = mesh.corner_attrs.get("uv") if fmt == "ply" else None
+    if texcoord is not None:
+        texcoord = texcoord[:, :, :2] if texcoord.shape[2] >= 2 else None
+        polygons = polygons and texcoord is None  # the texcoord list is written per triangle
     # binary PLY of triangles on the GPU: the rows are packed there and only bytes come back
     on_device = (
         fmt == "ply"
@@ -144,11 +152,16 @@ def file_chunks(
                     holds=OUTPUT_HOLDS[fmt],
                 )
     if on_device:
-        return ply.ply_chunks(mesh.V, mesh.F, va, fa)
+        return ply.ply_chunks(mesh.V, mesh.F, va, fa, texcoord=texcoord)
     if fmt == "glb" and (mesh.corner_attrs or mesh.materials is not None):
         prefer = explicit and "vertex_normals" in va
         return _write_textured_glb(mesh, va, prefer)
+    if texcoord is not None:
+        V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+        return ply.ply_chunks(V, F, va, fa, texcoord=to_numpy(texcoord))
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    if fmt in _ASSET_WRITERS and (mesh.corner_attrs or mesh.materials is not None):
+        return _ASSET_WRITERS[fmt](mesh, va)  # triangles, with what their corners carry
     poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
     if poly is not None:
         V = V[poly.vertices]
@@ -175,6 +188,72 @@ def _write_obj(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa:
     if poly is not None:
         return [write_obj(V, poly.corners, va.get("vertex_normals"), offsets=poly.offsets)]
     return [write_obj(V, F, va.get("vertex_normals"))]
+
+
+def _write_objzip(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
+    """The OBJ alone in a zip (a mesh without materials or corner values)."""
+    return [_zip({OBJ_MEMBER: b"".join(_write_obj(V, F, poly, va, fa))})]
+
+
+#: the members of an ``objzip``: the OBJ and its material library at the top; the images at the
+#: paths the library names
+OBJ_MEMBER, MTL_MEMBER = "mesh.obj", "mesh.mtl"
+
+
+def _obj_asset(mesh: TriMesh, va: dict[str, np.ndarray], mtllib: str | None) -> bytes:
+    """The mesh's OBJ with its corners' ``uv`` and ``normal`` and its faces' ``material``."""
+    from ..backend import to_numpy
+
+    ca = {k: to_numpy(v) for k, v in mesh.corner_attrs.items()}
+    material = mesh.face_attrs.get("material")
+    names = mtl.library_names(mesh.materials) if mesh.materials is not None else None
+    return write_obj_asset(
+        to_numpy(mesh.V),
+        to_numpy(mesh.F),
+        uv=_corner(ca, "uv", 2),
+        normal=_corner(ca, "normal", 3),
+        vertex_normals=va.get("vertex_normals"),
+        material=None if material is None or not names else to_numpy(material),
+        material_names=names,
+        mtllib=mtllib if names else None,
+    )
+
+
+def _corner(ca: dict[str, np.ndarray], name: str, k: int) -> np.ndarray | None:
+    """The corner attribute ``name`` when it has ``k`` numbers per corner (a ``uv`` set of
+    three keeps its first two)."""
+    a = ca.get(name)
+    if a is None or a.shape[2] < k:
+        return None
+    return a[:, :, :k]
+
+
+def _write_obj_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
+    return [_obj_asset(mesh, va, MTL_MEMBER)]
+
+
+def _write_objzip_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
+    """The OBJ, its material library (the text it was read with, or one made from the glTF
+    terms: :func:`.mtl.write_mtl`) and the images, at the paths the library names."""
+    members = {OBJ_MEMBER: _obj_asset(mesh, va, MTL_MEMBER)}
+    m = mesh.materials
+    if m is not None and m.names:
+        members[MTL_MEMBER] = mtl.write_mtl(m).encode()
+        for name, data in m.files.items():
+            path = mtl.file_key(name)
+            if path not in members and path not in ("", "."):
+                members[path] = data
+    return [_zip(members)]
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    """A zip of ``members``; images stored as they are (already compressed), text deflated."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members.items():
+            packed = posixpath.splitext(name)[1].lower() in (".obj", ".mtl")
+            z.writestr(name, data, zipfile.ZIP_DEFLATED if packed else zipfile.ZIP_STORED)
+    return buf.getvalue()
 
 
 def _write_off(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
@@ -248,10 +327,19 @@ def _gltf_corner_shape(name: str, a: np.ndarray) -> bool:
 _WRITERS: dict[str, Writer] = {
     "ply": _write_ply,
     "obj": _write_obj,
+    "objzip": _write_objzip,
     "off": _write_off,
     "stl": _write_stl,
     "npz": _write_npz,
     "glb": _write_glb,
+}
+
+
+#: formats that hold corner values and materials: written from the mesh (as triangles) when it
+#: has any, with the vertex attributes the format keeps
+_ASSET_WRITERS: dict[str, Callable[[TriMesh, dict[str, np.ndarray]], Iterable[bytes]]] = {
+    "obj": _write_obj_asset,
+    "objzip": _write_objzip_asset,
 }
 
 
@@ -314,7 +402,7 @@ def left_out(mesh: TriMesh, fmt: str) -> dict[str, int]:
         if not format_can_hold(fmt, name, "corner"):
             word = _CORNER_WORDS.get("uv" if name.startswith("uv") else name, "corner attributes")
             out[word] = out.get(word, 0) + 1
-    if mesh.materials is not None and not format_can_hold(fmt, "material", "face"):
+    if mesh.materials is not None and not FORMATS[fmt].library:
         out["materials"] = len(mesh.materials)
         textures = mesh.materials.gltf.get("textures", [])
         if textures:

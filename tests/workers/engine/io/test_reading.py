@@ -37,7 +37,7 @@ from tests.workers.engine.io.common import (
 )
 from tests.workers.engine.shapes import load, run, tetrahedron
 from workers.engine import MeshError, TriMesh
-from workers.engine.io import OUTPUT_FORMATS, load_bytes, serialize, sniff
+from workers.engine.io import FILE_EXTENSIONS, OUTPUT_FORMATS, load_bytes, serialize, sniff
 
 
 @pytest.mark.parametrize("fmt", OUTPUT_FORMATS)
@@ -53,9 +53,9 @@ def test_gzip_wrapped(rich: TriMesh, fmt: str) -> None:
 def test_zip_wrapped(rich: TriMesh, fmt: str) -> None:
     data = _zip(
         {
-            f"folder/model.{fmt}": serialize(rich, fmt),
+            f"folder/model.{FILE_EXTENSIONS[fmt]}": serialize(rich, fmt),
             "readme.txt": b"hello",
-            f"__MACOSX/folder/._model.{fmt}": b"\x00\x05\x16\x07",
+            f"__MACOSX/folder/._model.{FILE_EXTENSIONS[fmt]}": b"\x00\x05\x16\x07",
         }
     )
     back = load_bytes(data, "upload.zip")
@@ -724,8 +724,8 @@ def test_obj_files_of_every_common_shape_are_recognized_and_read(text: bytes) ->
 
 @pytest.mark.parametrize("tail", [b"", b"\n"])
 def test_binary_ply_with_per_corner_texcoords_as_meshlab_writes(tail: bytes) -> None:
-    """A second list in the face element (MeshLab's ``texcoord``, u v per corner) becomes a face
-    attribute; a line break after the last row is no data."""
+    """A second list in the face element (MeshLab's ``texcoord``, u v per corner) becomes the
+    corner attribute ``uv``; a line break after the last row is no data."""
     V = tetrahedron().V.astype("<f4")
     F = np.asarray(tetrahedron().F)
     uv = np.arange(6 * len(F), dtype="<f4").reshape(-1, 6)
@@ -740,7 +740,8 @@ def test_binary_ply_with_per_corner_texcoords_as_meshlab_writes(tail: bytes) -> 
     )
     m = load_bytes(header + V.tobytes() + rows + tail, "m.ply")
     np.testing.assert_array_equal(m.F, F)
-    np.testing.assert_array_equal(m.face_attrs["texcoord"], uv)
+    np.testing.assert_array_equal(m.corner_attrs["uv"], uv.reshape(-1, 3, 2))
+    assert "texcoord" not in m.face_attrs
 
 
 def test_glb_triangle_fan_is_read_as_triangles() -> None:
