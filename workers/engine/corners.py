@@ -260,7 +260,10 @@ def match_faces(
 
 
 def transfer(
-    before: TriMesh, after: TriMesh, seams: np.ndarray | None = None
+    before: TriMesh,
+    after: TriMesh,
+    seams: np.ndarray | None = None,
+    chart: np.ndarray | None = None,
 ) -> tuple[TriMesh, np.ndarray]:
     """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
     attributes, materials and the face attributes it dropped taken from ``before``'s surface,
@@ -268,7 +271,9 @@ def transfer(
     nearest to its centroid. Given the result's ``seams`` (what a dynamic operation kept), the
     result's own charts (its faces joined across every other edge) each take the input chart
     most of their faces' centroids lie on, so that a thin face beside a seam whose centroid
-    falls just across it still takes its own side's values. Faces the operation kept as they
+    falls just across it still takes its own side's values; given ``chart`` (each result face's
+    chart in ``before``, carried by the operation from the faces it made it of: see
+    :data:`CHART`), that decides, with no guess. Faces the operation kept as they
     were (:func:`match_faces`) keep their values exactly; the others are found on the surface
     (the returned face is then the one each face was found on)."""
     V0 = _host(before.V).astype(np.float64)
@@ -285,7 +290,7 @@ def transfer(
         bary = np.zeros((F1.shape[0] * 3, 3))
         bary[np.arange(bary.shape[0]), corner] = 1.0
         return _assemble(before, after, corners, face, bary, src), src
-    home, face, bary = _find(V0, F0, V1, F1, corners, material, seams)
+    home, face, bary = _find(V0, F0, V1, F1, corners, material, seams, chart)
     kept = np.flatnonzero(src >= 0)
     if kept.size:
         corner = (np.arange(3)[None, :] + turn[kept, None]) % 3
@@ -305,6 +310,7 @@ def _find(
     corners: dict[str, np.ndarray],
     material: np.ndarray | None,
     seams: np.ndarray | None,
+    given: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each output face's home (the input face nearest its centroid), and each output corner's
     input face and barycentric coordinates there, within the chart (see :func:`transfer`)."""
@@ -316,7 +322,9 @@ def _find(
     centre = V1[F1].mean(axis=1)
     home, _ = _nearest(tree, centre, tri, chart, None)
     side = chart[home]
-    if seams is not None:
+    if given is not None:  # the operation said where each face came from
+        side = given.astype(np.int64)
+    elif seams is not None:
         own, _ = charts(F1, {}, None, seams)
         # the input chart under most of each output chart's faces (by count, ties to the lower)
         pairs = own * (int(chart.max()) + 1) + side
@@ -330,11 +338,19 @@ def _find(
     corner_pos = V1[F1.ravel()]
     want = np.repeat(side, 3)
     face, bary = _nearest(tree, corner_pos, tri, chart, want)
-    miss = face < 0  # no candidate of the chart near the corner: the centroid's face, clamped
-    if miss.any():
-        f = np.repeat(home, 3)[miss]
-        _, w = closest_on_triangles(corner_pos[miss], tri[0][f], tri[1][f], tri[2][f])
-        face[miss], bary[miss] = f, w
+    miss = np.flatnonzero(face < 0)  # none of the nearest faces is of the chart: its own
+    if miss.size:
+        by_chart = want[miss]
+        order = np.argsort(by_chart, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(by_chart[order]) != 0])
+        for first, last in zip(starts, np.r_[starts[1:], order.size], strict=True):
+            rows = miss[order[first:last]]
+            faces = np.flatnonzero(chart == by_chart[order[first]])
+            sub = (tri[0][faces], tri[1][faces], tri[2][faces])
+            one = np.zeros(faces.size, dtype=np.int64)
+            got, w = _nearest(cKDTree((sub[0] + sub[1] + sub[2]) / 3.0), corner_pos[rows], sub,
+                              one, None)  # fmt: skip
+            face[rows], bary[rows] = faces[got], w
     return home, face, bary
 
 
@@ -380,8 +396,54 @@ def _assemble(
     return out
 
 
+#: the face attribute that tells a rebuilding operation's result which chart each face came
+#: from: operations carry face attributes from the face each new face was made of (a split's
+#: halves, a flip's pair, a collapse's survivors, a subdivision's children)
+CHART = "__tessera_chart"
+
+
+def run_carrying(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
+    """Run ``op`` (an :class:`~workers.engine.ops.registry.Operation`) on ``mesh``, which has
+    corner attributes or materials, and carry them across (see the module docstring); the
+    operation's report gains ``texture`` where it rebuilt the faces of a textured mesh."""
+    from .dynamic import seams as dynamic_seams
+    from .ops.registry import OpKind
+
+    xp = mesh.xp
+    label = None
+    seams = None
+    work = mesh
+    if op.kind in (OpKind.dynamic, OpKind.remesh):
+        F = _host(mesh.F)
+        ca = {k: _host(v) for k, v in mesh.corner_attrs.items()}
+        material = mesh.face_attrs.get("material")
+        label, found = charts(F, ca, None if material is None else _host(material))
+        work = mesh.with_attrs(face={CHART: xp.asarray(label)})
+        if op.kind is OpKind.dynamic:
+            seams = xp.asarray(found)
+    with keeping_seams(seams), dynamic_seams.recording_kept() as kept:
+        out = op.implementation(backend)(work, params)
+    after = out.mesh
+    chart = None
+    if label is not None and CHART in after.face_attrs:
+        chart = _host(after.face_attrs[CHART])
+        after = after.with_attrs()
+        del after.face_attrs[CHART]
+        after.dropped = out.mesh.dropped
+    kept_seams = xp.concatenate(kept) if kept else None
+    new_normals = "vertex_normals" in op.outputs
+    out.mesh, texture = carry(mesh, after, kept_seams, new_normals, chart)
+    if texture is not None:
+        out.report = {**out.report, "texture": texture}
+    return out
+
+
 def carry(
-    before: TriMesh, after: TriMesh, seams: Any | None = None, new_normals: bool = False
+    before: TriMesh,
+    after: TriMesh,
+    seams: Any | None = None,
+    new_normals: bool = False,
+    chart: np.ndarray | None = None,
 ) -> tuple[TriMesh, dict[str, Any] | None]:
     """``after`` with what ``before`` carried: kept as it is where the faces are the same,
     transferred from the surface where they changed; with, when they changed and there are
@@ -389,7 +451,8 @@ def carry(
     ``seams``: the result's seam edges as the operation kept them, when it says (see
     :func:`transfer`). An operation that computed new vertex normals (``new_normals``: it
     declares ``vertex_normals`` among its outputs) makes the corner normals (the file's hard
-    edges) stale: they are left out, and the new normals are written."""
+    edges) stale: they are left out, and the new normals are written. ``chart``: each result
+    face's chart in ``before`` when the operation said (see :data:`CHART`)."""
     if not carries(before):
         return after, None
     texture = None
@@ -407,7 +470,7 @@ def carry(
         out.face_attrs.update(fa)
         out.dropped = after.dropped
     else:
-        out, home = transfer(before, after, None if seams is None else _host(seams))
+        out, home = transfer(before, after, None if seams is None else _host(seams), chart)
         texture = texture_report(before, out, home)
     if "normal" in out.corner_attrs and new_normals:
         if out is after:

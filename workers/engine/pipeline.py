@@ -14,7 +14,6 @@ from . import backend as _backend
 from . import corners as _corners
 from . import progress as _progress
 from .backend import sync
-from .dynamic import seams as _seams
 from .errors import MeshError, SpecError
 from .mesh import TriMesh
 from .ops import OPS, Operation, OpKind, OpParams
@@ -163,21 +162,11 @@ def run_pipeline(
             mesh = mesh.to(impl_backend)
         faces_in = mesh.n_faces
         t0 = time.perf_counter()
-        carrying = _corners.carries(mesh) and step.op.kind is not OpKind.source
-        seams = _corners.seams_of(mesh) if carrying and step.op.kind is OpKind.dynamic else None
-        with (
-            _progress.step(progress, i / n, (i + 1) / n, step.op.name),
-            _corners.keeping_seams(seams),
-            _seams.recording_kept() as kept,
-        ):
-            out = step.op.implementation(impl_backend)(mesh, step.params)
-            if carrying:
-                xp = _backend.xp_for(impl_backend)
-                kept_seams = xp.concatenate(kept) if kept else None
-                new_normals = "vertex_normals" in step.op.outputs
-                out.mesh, texture = _corners.carry(mesh, out.mesh, kept_seams, new_normals)
-                if texture is not None:
-                    out.report = {**out.report, "texture": texture}
+        with _progress.step(progress, i / n, (i + 1) / n, step.op.name):
+            if _corners.carries(mesh) and step.op.kind is not OpKind.source:
+                out = _corners.run_carrying(step.op, impl_backend, mesh, step.params)
+            else:
+                out = step.op.implementation(impl_backend)(mesh, step.params)
         sync(out.mesh)
         dt = time.perf_counter() - t0
         log.debug("%.3fs %s", dt, step.label())

@@ -79,8 +79,8 @@ def test_assets_compress_validator_clean_within_the_quantization(name, tmp_path)
 
 
 def test_a_plain_mesh_compresses_and_trimesh_reads_it():
-    src = load_bytes(mesh_path("spot.obj").read_bytes(), "spot.obj")
-    src = src.run(["weld", "vertex_normals"], device="cpu").mesh
+    src = load_bytes(mesh_path("spot.obj").read_bytes(), "spot.obj").without_corners()
+    src = src.run(["weld", "vertex_normals"], device="cpu").mesh  # one vertex per position
     packed = serialize(src, "glb", compression="draco")
     assert len(packed) * 5 < len(serialize(src, "glb"))
     back = trimesh.load(io.BytesIO(packed), file_type="glb", force="mesh")
