@@ -107,3 +107,36 @@ def test_a_textured_obj_zip_comes_back_as_an_obj_zip_with_its_library_and_textur
     back = load_bytes(store.get_bytes(result["key"]), "r.zip")
     np.testing.assert_array_equal(back.corner_attrs["uv"], mesh.corner_attrs["uv"])
     assert back.dropped == {}
+
+
+def test_a_textured_glb_job_keeps_its_materials_and_says_what_a_format_drops(tmp_path):
+    """Duck.glb welded and decimated: as a Draco GLB it keeps its material, texture and UVs
+    (result.dropped empty); as STL the record says what the file could not hold."""
+    from tests.conftest import ASSETS
+    from workers.engine.io.gltf import split_glb
+
+    store = LocalBlobStore(tmp_path)
+    mesh = load_bytes((ASSETS / "Duck.glb").read_bytes(), "Duck.glb")
+    store.put_chunks(input_key("duck"), stored.encode_chunks(mesh))
+    pipeline = [{"op": "weld"}, {"op": "decimate", "target_ratio": 0.5}]
+    spec = {"pipeline": pipeline, "output": {"format": "glb", "compression": "draco"}}
+    fields = execute("duck", 1, spec, store, input_name="Duck.glb")
+    result = fields["result"]
+    assert result["dropped"] == {} and result["filename"] == "Duck.glb"
+    data = store.get_bytes(result["key"])
+    tree, _ = split_glb(data)
+    assert "KHR_draco_mesh_compression" in tree["extensionsRequired"]
+    back = load_bytes(data, "r.glb")
+    assert back.n_faces == mesh.n_faces // 2
+    assert list(back.materials.files.values()) == list(mesh.materials.files.values())
+    assert back.corner_attrs["uv"].shape == (back.n_faces, 3, 2)
+    decimate = fields["reports"][1]["report"]
+    assert decimate["texture"]["folded_faces"] < 0.04 * back.n_faces
+    spec = {"pipeline": pipeline, "output": {"format": "stl"}}
+    result = execute("duck", 1, spec, store, input_name="Duck.glb")["result"]
+    assert result["dropped"] == {
+        "texture coordinate sets": 1,
+        "corner normals": 1,
+        "materials": 1,
+        "textures": 1,
+    }
