@@ -100,3 +100,23 @@ def test_only_glb_is_compressed():
     with pytest.raises(SpecError) as e:
         serialize(src, "glb", compression="zstd")
     assert e.value.code == "spec.compression_not_supported"
+
+
+@pytest.mark.parametrize("compression", ["none", "draco"])
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        ["weld", "vertex_normals", "gaussian_curvature"],  # normals and a custom attribute
+        ["weld", ("subdivide", {"scheme": "catmull_clark"})],
+    ],
+    ids=["attributes", "quads"],
+)
+def test_every_glb_we_write_is_validator_clean(pipeline, compression, tmp_path):
+    """Untextured meshes take the plain writer: it passes the validator too, compressed or not
+    (a primitive with a custom attribute stays uncompressed, as the extension allows)."""
+    src = load_bytes(mesh_path("spot.obj").read_bytes(), "spot.obj").without_corners()
+    out = src.run(pipeline, device="cpu").mesh
+    data = serialize(out, "glb", compression=compression)
+    report = validate(data, tmp_path)
+    assert errors(report) == [] and report["issues"]["numWarnings"] == 0
+    assert load_bytes(data, "x.glb").n_faces == out.n_faces
