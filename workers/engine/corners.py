@@ -263,7 +263,7 @@ def transfer(
     before: TriMesh,
     after: TriMesh,
     seams: np.ndarray | None = None,
-    chart: np.ndarray | None = None,
+    origin: np.ndarray | None = None,
 ) -> tuple[TriMesh, np.ndarray]:
     """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
     attributes, materials and the face attributes it dropped taken from ``before``'s surface,
@@ -271,9 +271,9 @@ def transfer(
     nearest to its centroid. Given the result's ``seams`` (what a dynamic operation kept), the
     result's own charts (its faces joined across every other edge) each take the input chart
     most of their faces' centroids lie on, so that a thin face beside a seam whose centroid
-    falls just across it still takes its own side's values; given ``chart`` (each result face's
-    chart in ``before``, carried by the operation from the faces it made it of: see
-    :data:`CHART`), that decides, with no guess. Faces the operation kept as they
+    falls just across it still takes its own side's values; given ``origin`` (the input face
+    each result face was made from, carried by the operation: see :data:`ORIGIN`), its chart
+    decides, with no guess. Faces the operation kept as they
     were (:func:`match_faces`) keep their values exactly; the others are found on the surface
     (the returned face is then the one each face was found on)."""
     V0 = _host(before.V).astype(np.float64)
@@ -290,7 +290,7 @@ def transfer(
         bary = np.zeros((F1.shape[0] * 3, 3))
         bary[np.arange(bary.shape[0]), corner] = 1.0
         return _assemble(before, after, corners, face, bary, src), src
-    home, face, bary = _find(V0, F0, V1, F1, corners, material, seams, chart)
+    home, face, bary = _find(V0, F0, V1, F1, corners, material, seams, origin)
     kept = np.flatnonzero(src >= 0)
     if kept.size:
         corner = (np.arange(3)[None, :] + turn[kept, None]) % 3
@@ -310,21 +310,23 @@ def _find(
     corners: dict[str, np.ndarray],
     material: np.ndarray | None,
     seams: np.ndarray | None,
-    given: np.ndarray | None = None,
+    origin: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each output face's home (the input face nearest its centroid), and each output corner's
-    input face and barycentric coordinates there, within the chart (see :func:`transfer`)."""
+    """Each output face's home (the input face it was made from, else the one nearest its
+    centroid), and each output corner's input face and barycentric coordinates there, within
+    the chart (see :func:`transfer`). Corners at one vertex in one chart are found once."""
     from scipy.spatial import cKDTree
 
     chart, _ = charts(F0, corners, material)
     tri = (V0[F0[:, 0]], V0[F0[:, 1]], V0[F0[:, 2]])
     tree = cKDTree((tri[0] + tri[1] + tri[2]) / 3.0)
-    centre = V1[F1].mean(axis=1)
-    home, _ = _nearest(tree, centre, tri, chart, None)
-    side = chart[home]
-    if given is not None:  # the operation said where each face came from
-        side = given.astype(np.int64)
-    elif seams is not None:
+    if origin is not None:  # the operation said where each face came from
+        home = origin
+        side = chart[home]
+    else:
+        home, _ = _nearest(tree, V1[F1].mean(axis=1), tri, chart, None)
+        side = chart[home]
+    if origin is None and seams is not None:
         own, _ = charts(F1, {}, None, seams)
         # the input chart under most of each output chart's faces (by count, ties to the lower)
         pairs = own * (int(chart.max()) + 1) + side
@@ -335,8 +337,12 @@ def _find(
         vote = np.zeros(int(own.max()) + 1, dtype=np.int64)
         vote[o[first]] = c[first]
         side = vote[own]
-    corner_pos = V1[F1.ravel()]
-    want = np.repeat(side, 3)
+    # one query per (vertex, chart) pair: the corners of a vertex inside one chart agree
+    pair = F1.ravel() * (int(chart.max()) + 1) + np.repeat(side, 3)
+    uniq, back = np.unique(pair, return_inverse=True)
+    back = back.ravel()
+    corner_pos = V1[uniq // (int(chart.max()) + 1)]
+    want = uniq % (int(chart.max()) + 1)
     face, bary = _nearest(tree, corner_pos, tri, chart, want)
     miss = np.flatnonzero(face < 0)  # none of the nearest faces is of the chart: its own
     if miss.size:
@@ -351,7 +357,7 @@ def _find(
             got, w = _nearest(cKDTree((sub[0] + sub[1] + sub[2]) / 3.0), corner_pos[rows], sub,
                               one, None)  # fmt: skip
             face[rows], bary[rows] = faces[got], w
-    return home, face, bary
+    return home, face[back], bary[back]
 
 
 def _assemble(
@@ -396,10 +402,10 @@ def _assemble(
     return out
 
 
-#: the face attribute that tells a rebuilding operation's result which chart each face came
-#: from: operations carry face attributes from the face each new face was made of (a split's
-#: halves, a flip's pair, a collapse's survivors, a subdivision's children)
-CHART = "__tessera_chart"
+#: the face attribute that tells a rebuilding operation's result which input face each face
+#: was made from: operations carry face attributes from the face each new face was made of (a
+#: split's halves, a flip's pair, a collapse's survivors, a subdivision's children)
+ORIGIN = "__tessera_origin"
 
 
 def run_carrying(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
@@ -410,29 +416,30 @@ def run_carrying(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
     from .ops.registry import OpKind
 
     xp = mesh.xp
-    label = None
     seams = None
     work = mesh
-    if op.kind in (OpKind.dynamic, OpKind.remesh):
-        F = _host(mesh.F)
-        ca = {k: _host(v) for k, v in mesh.corner_attrs.items()}
-        material = mesh.face_attrs.get("material")
-        label, found = charts(F, ca, None if material is None else _host(material))
-        work = mesh.with_attrs(face={CHART: xp.asarray(label)})
-        if op.kind is OpKind.dynamic:
-            seams = xp.asarray(found)
+    rebuilds = op.kind in (OpKind.dynamic, OpKind.remesh)
+    if rebuilds:
+        work = mesh.with_attrs(face={ORIGIN: xp.arange(mesh.n_faces, dtype=xp.int64)})
+    if op.kind is OpKind.dynamic:
+        seams = seams_of(mesh)
     with keeping_seams(seams), dynamic_seams.recording_kept() as kept:
         out = op.implementation(backend)(work, params)
     after = out.mesh
-    chart = None
-    if label is not None and CHART in after.face_attrs:
-        chart = _host(after.face_attrs[CHART])
+    origin = None
+    if rebuilds:  # never left on a mesh (an operation may have made it a vertex attribute)
+        got = after.face_attrs.get(ORIGIN)
+        if got is not None and got.shape == (after.n_faces,):
+            origin = _host(got).astype(np.int64)
+            if origin.size and (origin.min() < 0 or origin.max() >= mesh.n_faces):
+                origin = None
         after = after.with_attrs()
-        del after.face_attrs[CHART]
+        after.face_attrs.pop(ORIGIN, None)
+        after.vertex_attrs.pop(ORIGIN, None)
         after.dropped = out.mesh.dropped
     kept_seams = xp.concatenate(kept) if kept else None
     new_normals = "vertex_normals" in op.outputs
-    out.mesh, texture = carry(mesh, after, kept_seams, new_normals, chart)
+    out.mesh, texture = carry(mesh, after, kept_seams, new_normals, origin)
     if texture is not None:
         out.report = {**out.report, "texture": texture}
     return out
@@ -443,7 +450,7 @@ def carry(
     after: TriMesh,
     seams: Any | None = None,
     new_normals: bool = False,
-    chart: np.ndarray | None = None,
+    origin: np.ndarray | None = None,
 ) -> tuple[TriMesh, dict[str, Any] | None]:
     """``after`` with what ``before`` carried: kept as it is where the faces are the same,
     transferred from the surface where they changed; with, when they changed and there are
@@ -451,8 +458,8 @@ def carry(
     ``seams``: the result's seam edges as the operation kept them, when it says (see
     :func:`transfer`). An operation that computed new vertex normals (``new_normals``: it
     declares ``vertex_normals`` among its outputs) makes the corner normals (the file's hard
-    edges) stale: they are left out, and the new normals are written. ``chart``: each result
-    face's chart in ``before`` when the operation said (see :data:`CHART`)."""
+    edges) stale: they are left out, and the new normals are written. ``origin``: the face of
+    ``before`` each result face was made from, when the operation said (see :data:`ORIGIN`)."""
     if not carries(before):
         return after, None
     texture = None
@@ -470,7 +477,7 @@ def carry(
         out.face_attrs.update(fa)
         out.dropped = after.dropped
     else:
-        out, home = transfer(before, after, None if seams is None else _host(seams), chart)
+        out, home = transfer(before, after, None if seams is None else _host(seams), origin)
         texture = texture_report(before, out, home)
     if "normal" in out.corner_attrs and new_normals:
         if out is after:
