@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from service.admin import REDIS_URL_FILE, add_admin
-from tessera.cli import TRIANGULATE_HELP, add_commands, parse_op
+from tessera.cli import COMPRESSION_HELP, TRIANGULATE_HELP, add_commands, parse_op
 
 __all__ = ["build_parser", "main", "parse_op"]
 
@@ -390,7 +390,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = mesh.run(steps, device=args.device)
         t2 = time.perf_counter()
         result.mesh.save(
-            args.output, attributes=args.attribute or None, polygons=not args.triangulate
+            args.output,
+            attributes=args.attribute or None,
+            polygons=not args.triangulate,
+            compression=args.compression,
         )
         written = save_artifacts(result.artifacts, args.output)
         t3 = time.perf_counter()
@@ -472,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--attribute", action="append", metavar="NAME", help="attribute to write (default: all)"
     )
     run.add_argument("--triangulate", action="store_true", help=TRIANGULATE_HELP)
+    run.add_argument(
+        "--compression", choices=["none", "draco"], default="none", help=COMPRESSION_HELP
+    )
     run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(fn=cmd_run)

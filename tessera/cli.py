@@ -41,6 +41,10 @@ TRIANGULATE_HELP = (
     "write Catmull-Clark quads and dual polygons as triangles (OBJ, PLY and OFF write polygons "
     "by default)"
 )
+COMPRESSION_HELP = (
+    "draco: compress a GLB result's triangles (KHR_draco_mesh_compression; quantized, often a "
+    "tenth of the size)"
+)
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -437,6 +441,8 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         out["attributes"] = args.attribute
     if getattr(args, "triangulate", False):
         out["polygons"] = False
+    if getattr(args, "compression", None):
+        out["compression"] = args.compression
     return build_spec(
         (spec.get("pipeline", []) + steps) if steps or "pipeline" in spec else None,
         spec=spec,
@@ -600,6 +606,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", default=None, help="API key (default $TESSERA_API_KEY)")
     p.add_argument("--format", choices=OUTPUT_FORMATS, help="result format (default ply)")
     p.add_argument("--triangulate", action="store_true", help=TRIANGULATE_HELP)
+    p.add_argument("--compression", choices=["none", "draco"], default=None, help=COMPRESSION_HELP)
     p.add_argument(
         "--attribute", action="append", metavar="NAME", help="attribute to write (default: all)"
     )

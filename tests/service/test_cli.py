@@ -84,6 +84,24 @@ def test_run_writes_quads_unless_asked_to_triangulate(tmp_path):
         assert all(ln.split()[0] == str(corners).encode() for ln in lines[-faces:])
 
 
+def test_run_keeps_a_textured_asset_as_a_draco_glb_or_an_obj_zip(tmp_path):
+    from tests.conftest import ASSETS
+
+    duck = str(ASSETS / "Duck.glb")
+    glb = tmp_path / "duck.glb"
+    r = tessera("run", duck, "--op", "weld", "-o", str(glb), "--compression", "draco")
+    assert r.returncode == 0, r.stderr
+    assert b"KHR_draco_mesh_compression" in glb.read_bytes()[:4000]
+    back = load_bytes(glb.read_bytes(), "duck.glb")
+    assert back.n_faces == 4212 and "uv" in back.corner_attrs and len(back.materials) == 1
+    zipped = tmp_path / "duck.zip"  # .zip: the OBJ with its library and texture
+    r = tessera("run", duck, "--op", "weld", "-o", str(zipped))
+    assert r.returncode == 0, r.stderr
+    assert load_bytes(zipped.read_bytes(), "duck.zip").materials.files
+    r = tessera("run", duck, "-o", str(tmp_path / "d.ply"), "--compression", "draco")
+    assert r.returncode == 2 and "spec.compression_not_supported" in r.stderr
+
+
 def test_run_without_input_from_a_source_step(tmp_path):
     out = tmp_path / "sphere.ply"
     mc = 'marching_cubes:field={"resolution":24},isovalue=0.6'

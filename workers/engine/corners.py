@@ -264,7 +264,7 @@ def transfer(
     after: TriMesh,
     seams: np.ndarray | None = None,
     origin: np.ndarray | None = None,
-) -> tuple[TriMesh, np.ndarray]:
+) -> tuple[TriMesh, np.ndarray, bool]:
     """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
     attributes, materials and the face attributes it dropped taken from ``before``'s surface,
     chart by chart (see the module docstring); and for each of its faces, the face of ``before``
@@ -275,7 +275,8 @@ def transfer(
     each result face was made from, carried by the operation: see :data:`ORIGIN`), its chart
     decides, with no guess. Faces the operation kept as they
     were (:func:`match_faces`) keep their values exactly; the others are found on the surface
-    (the returned face is then the one each face was found on)."""
+    (the returned face is then the one each face was found on). The last value says whether
+    every face was kept (nothing rebuilt)."""
     V0 = _host(before.V).astype(np.float64)
     F0 = _host(before.F).astype(np.int64)
     V1 = _host(after.V).astype(np.float64)
@@ -284,12 +285,12 @@ def transfer(
     material = before.face_attrs.get("material")
     material = None if material is None else _host(material)
     src, turn = match_faces(V0, F0, V1, F1)
-    if (src >= 0).all():
+    if (src >= 0).all():  # nothing rebuilt (no texture report: see carry)
         face = np.repeat(src, 3)
         corner = ((np.arange(3)[None, :] + turn[:, None]) % 3).ravel()
         bary = np.zeros((F1.shape[0] * 3, 3))
         bary[np.arange(bary.shape[0]), corner] = 1.0
-        return _assemble(before, after, corners, face, bary, src), src
+        return _assemble(before, after, corners, face, bary, src), src, True
     home, face, bary = _find(V0, F0, V1, F1, corners, material, seams, origin)
     kept = np.flatnonzero(src >= 0)
     if kept.size:
@@ -299,7 +300,7 @@ def transfer(
         bary[at] = 0.0
         bary[at, corner.ravel()] = 1.0
         home[kept] = src[kept]
-    return _assemble(before, after, corners, face, bary, home), home
+    return _assemble(before, after, corners, face, bary, home), home, False
 
 
 def _find(
@@ -477,8 +478,8 @@ def carry(
         out.face_attrs.update(fa)
         out.dropped = after.dropped
     else:
-        out, home = transfer(before, after, None if seams is None else _host(seams), origin)
-        texture = texture_report(before, out, home)
+        out, home, kept = transfer(before, after, None if seams is None else _host(seams), origin)
+        texture = None if kept else texture_report(before, out, home)
     if "normal" in out.corner_attrs and new_normals:
         if out is after:
             out = after.with_attrs()

@@ -17,7 +17,14 @@ import numpy as np
 from ..errors import FormatError, SpecError
 from ..mesh import TriMesh
 from . import glb, mtl, ply, stl
-from .formats import FORMATS, OUTPUT_FORMATS, OUTPUT_HOLDS, POLYGON_FORMATS, format_can_hold
+from .formats import (
+    FILE_EXTENSIONS,
+    FORMATS,
+    OUTPUT_FORMATS,
+    OUTPUT_HOLDS,
+    POLYGON_FORMATS,
+    format_can_hold,
+)
 from .obj import write_obj, write_obj_asset
 from .off import write_off
 from .polygons import GROUP_ATTRIBUTES, Polygons, group_polygons, triangles_as_polygons
@@ -374,7 +381,9 @@ def save_path(
     polygons: bool = True,
     compression: str = "none",
 ) -> None:
-    fmt = os.path.splitext(os.fspath(path).lower())[1].lstrip(".")
+    ext = os.path.splitext(os.fspath(path).lower())[1].lstrip(".")
+    # a format whose files have another extension (objzip: .zip) is found by it
+    fmt = next((f for f, e in FILE_EXTENSIONS.items() if e == ext and f != ext), ext)
     chunks = serialize_chunks(mesh, fmt, attributes, polygons=polygons, compression=compression)
     try:
         with open(path, "wb") as fh:
