@@ -30,7 +30,9 @@ Preservation: boundary vertices, non-manifold vertices and the vertices of featu
 angle above ``feature_angle``) are locked: they never move and are never removed. Boundary and
 feature edges are split (at their midpoints, so the boundary polygon and feature lines keep their
 shape, and the new vertices are locked in turn) but never collapsed or flipped; non-manifold edges
-are left alone. Hence the boundary is refined but never coarsened. Texture seams
+are left alone, and so is an edge whose two faces share their opposite corner (a fin: two
+back-to-back triangles), whose split would make an edge of four faces. No step makes a
+non-manifold edge or vertex that was not there. Hence the boundary is refined but never coarsened. Texture seams
 (:func:`workers.engine.corners.seam_edges`: where the corner attributes or the material change)
 are feature edges too, whatever their dihedral angle: split at midpoints (the halves stay seams),
 never collapsed or flipped, their vertices locked, so every output face lies in one chart of
