@@ -1,15 +1,17 @@
 """Correctness of the dynamic operations on meshes the project did not make: every split,
 collapse and flip keeps the surface's non-manifold edges and vertices where they were and never
-adds one (fins, two-sided sheets, spheres touching at a vertex)."""
+adds one (fins, two-sided sheets, spheres touching at a vertex); remeshing removes slivers
+instead of locking them as features, and keeps the creases elsewhere."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.workers.engine.shapes import mesh, run, welded
+from tests.workers.engine.shapes import grid, mesh, run, stats, welded
 from workers.engine import TriMesh
 from workers.engine.dynamic._edges import Surface, edge_table
+from workers.engine.dynamic.slivers import face_angles, remove_slivers
 from workers.engine.dynamic.split import split_round
 
 
@@ -140,3 +142,99 @@ def test_shared_non_manifold_meshes_keep_their_counts(name: str, step: tuple[str
     assert e0 + v0 > 0
     e1, v1 = _non_manifold(run(m, step).mesh)
     assert e1 <= e0 and v1 <= v0, (e0, v0, e1, v1)
+
+
+# ------------------------------------------------------------------------------ slivers
+def _normals(V: np.ndarray, F: np.ndarray) -> np.ndarray:
+    N = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
+    return N / np.linalg.norm(N, axis=1)[:, None]
+
+
+def with_slivers(m: TriMesh, k: int = 12, seed: int = 0) -> tuple[TriMesh, np.ndarray]:
+    """``m`` with ``k`` slivers injected in flat regions (every face at a vertex of the face
+    within 10 degrees of it; their one-rings pairwise apart and off the boundary), alternately
+    caps (the third vertex moved onto the middle of the first edge) and needles (the second
+    vertex moved next to the first), each a hair off the surface so the sliver's normal is
+    arbitrary. Returns the mesh and the (n_vertices,) mask of the vertices of the faces around
+    the slivers."""
+    V, F = _arrays(m)
+    V = V.copy()
+    N = _normals(V, F)
+    vf_face = np.argsort(F.ravel(), kind="stable") // 3
+    vf_off = np.searchsorted(F.ravel()[np.argsort(F.ravel(), kind="stable")], np.arange(len(V) + 1))
+    near = np.zeros(len(V), dtype=bool)
+    boundary = np.asarray(m.topology.boundary_vertices)
+    done = 0
+    for f in np.random.default_rng(seed).permutation(len(F)):
+        ring = np.concatenate([vf_face[vf_off[v] : vf_off[v + 1]] for v in F[f]])
+        verts = np.unique(F[ring])
+        if (
+            near[verts].any()
+            or boundary[verts].any()
+            or (N[ring] @ N[f]).min() < np.cos(np.radians(10.0))
+        ):
+            continue
+        a, b, c = F[f]
+        hair = 0.003 * np.linalg.norm(V[b] - V[a]) * N[f]
+        if done % 2 == 0:
+            V[c] = 0.5 * (V[a] + V[b]) + hair
+        else:
+            V[b] = V[a] + 0.01 * (V[b] - V[a]) + hair
+        near[verts] = True
+        done += 1
+        if done == k:
+            break
+    assert done == k
+    return mesh(V, F), near
+
+
+def _crease_vertices(m: TriMesh, angle: float = 45.0) -> np.ndarray:
+    """(n_vertices,) bool: vertices of the edges with a dihedral angle above ``angle``."""
+    V, F = _arrays(m)
+    E = edge_table(np, F)
+    two = np.nonzero(E.count == 2)[0]
+    N = _normals(V, F)
+    cos = (N[E.s0[two] // 3] * N[E.s1[two] // 3]).sum(axis=1)
+    out = np.zeros(len(V), dtype=bool)
+    out[E.EV[two[cos < np.cos(np.radians(angle))]].ravel()] = True
+    return out
+
+
+def test_remeshing_fixes_injected_slivers_and_keeps_the_creases() -> None:
+    base = welded("fandisk.obj")
+    m, near = with_slivers(base)
+    crease = _crease_vertices(base) & ~near
+    assert crease.sum() > 300
+    kept = run(m, ("isotropic_remesh", {"sliver_angle": 0.0})).reports["isotropic_remesh"]
+    res = run(m, "isotropic_remesh")
+    rep = res.reports["isotropic_remesh"]
+    before = rep["quality_before"]["min_angle"]
+    assert before < 1.0
+    # without the sliver removal the slivers' vertices are locked as features and come back
+    assert kept["quality_after"]["min_angle"] < 2.0 * before
+    assert rep["quality_after"]["min_angle"] > max(10.0, 20.0 * before)
+    assert rep["slivers_before"] >= 12 and rep["slivers_after"] == 0
+    assert rep["slivers_collapsed"] > 0 and rep["slivers_flipped"] > 0
+    # the creases away from the slivers are kept: their vertices are still there, unmoved
+    out_pts = {tuple(p) for p in np.asarray(res.mesh.V)}
+    assert all(tuple(p) in out_pts for p in np.asarray(m.V)[crease])
+    assert rep["feature_edges"] >= kept["feature_edges"] - 40
+
+
+def test_sliver_removal_keeps_a_plane_tiled() -> None:
+    """On a jittered unit-square grid: the caps and needles go, the boundary stays, the faces
+    still tile the square counter-clockwise."""
+    m, _ = with_slivers(grid(16, jitter=0.1, seed=3), k=6, seed=2)
+    V, F = _arrays(m)
+    V[:, 2] = 0.0
+    locked = np.zeros(len(V), dtype=bool)
+    locked[np.asarray(m.topology.boundary_vertices)] = True
+    S = Surface(V, F, None, np.arange(len(F)), locked, np.zeros(0, np.int64))
+    S2, rep = remove_slivers(np, S, 5.0)
+    assert rep["before"] >= 6 and rep["after"] == 0
+    assert rep["collapses"] > 0 and rep["flips"] > 0
+    z = np.cross(S2.V[S2.F[:, 1]] - S2.V[S2.F[:, 0]], S2.V[S2.F[:, 2]] - S2.V[S2.F[:, 0]])[:, 2]
+    assert (z > 0).all() and abs(0.5 * z.sum() - 1.0) < 1e-12
+    assert face_angles(np, S2.V, S2.F).min() > 5.0
+    assert np.array_equal(S2.V[S2.locked], V[locked])
+    assert stats(mesh(S2.V, S2.F))["euler_characteristic"] == 1
