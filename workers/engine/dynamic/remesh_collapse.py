@@ -72,6 +72,7 @@ def _check(
     mid: Any,
     max_length: float,
     min_angle: float,
+    max_turn: float = MAX_NORMAL_TURN,
 ) -> tuple[Any, Any, Any]:
     """The per-face checks of the collapses ``u -> w`` placed at ``P``: ``(ok (k,), own, nxt)``,
     ``own``/``nxt`` pairing each candidate with the neighbours of its two ends (for claims)."""
@@ -102,7 +103,7 @@ def _check(
     Pm, Pq, Pn, Pp = S.V[me], P[own], S.V[nxt], S.V[prv]
     n_old = xp.cross(Pn - Pm, Pp - Pm)
     n_new = xp.cross(Pn - Pq, Pp - Pq)
-    lim = math.cos(math.radians(MAX_NORMAL_TURN))
+    lim = math.cos(math.radians(max_turn))
     norm_old = xp.linalg.norm(n_old, axis=1)
     norm_new = xp.linalg.norm(n_new, axis=1)
     side2 = xp.maximum(((Pn - Pq) ** 2).sum(axis=1), ((Pp - Pq) ** 2).sum(axis=1))
@@ -139,12 +140,13 @@ def collapse_edges(
     level: Any,
     max_length: float,
     min_angle: float = MIN_ANGLE,
+    max_turn: float = MAX_NORMAL_TURN,
 ) -> tuple[Surface, int]:
     """One round of disjoint collapses among the edges ``cand (k,)`` int64 of the edge table
     ``E`` of ``S.F``, smaller ``level (k,)`` first (non-negative integers, hashed ties): those
     with two faces and a free end that pass every check of the module docstring, the merged
     vertex placed at the midpoint or on the locked end. Returns the surface and the number of
-    collapses."""
+    collapses. ``max_turn``: degrees, the largest turn of a surviving face's normal."""
     n = S.n_vertices
     a, b = E.EV[:, 0], E.EV[:, 1]
     free_a, free_b = ~S.locked[a], ~S.locked[b]
@@ -173,7 +175,18 @@ def collapse_edges(
     for s0 in range(0, k_c, CHECK_SLICE):
         sl = slice(s0, min(s0 + CHECK_SLICE, k_c))
         ok_s, own_s, nxt_s = _check(
-            xp, S, E, vf_off, vf_face, u[sl], w[sl], P[sl], mid[sl], max_length, min_angle
+            xp,
+            S,
+            E,
+            vf_off,
+            vf_face,
+            u[sl],
+            w[sl],
+            P[sl],
+            mid[sl],
+            max_length,
+            min_angle,
+            max_turn,
         )
         oks.append(ok_s)
         keep = ok_s[own_s]

@@ -4,9 +4,10 @@ A sliver is a face whose smallest angle is below a bound (``sliver_angle`` degre
 is unreliable: a vertex moved by a fraction of the face's small height turns it by tens of
 degrees, so the dihedral angles across its edges say nothing about the surface. A remesher that
 locks the vertices of every edge sharper than ``feature_angle`` locks the slivers of a scan in
-place (their vertices never move nor disappear) and hands them back unchanged. So slivers go
-first, while nothing but the boundary, non-manifold and seam vertices is locked, and the
-features are detected on what is left:
+place (their vertices never move nor disappear) and hands them back unchanged. So those
+slivers (with an edge sharper than ``feature_angle``; the others lock nothing, and the
+remesher's own collapses and flips reach them) go first, while nothing but the boundary,
+non-manifold and seam vertices is locked, and the features are detected on what is left:
 
 * a *needle* (its shortest edge below :data:`NEEDLE_RATIO` of its longest) loses its shortest
   edge: a collapse (:func:`~.remesh_collapse.collapse_edges`, with all its checks: link
@@ -37,6 +38,12 @@ from .remesh_collapse import collapse_edges
 #: a sliver whose shortest edge is below this fraction of its longest is a needle
 NEEDLE_RATIO = 0.25
 
+#: degrees: the largest turn of a face's normal a needle collapse may cause (the collapse of a
+#: sliver's short edge barely moves a proper neighbour; where it would turn one further, the
+#: needle is part of a fan or a crease, not noise, and making a new crease of it would lock
+#: vertices that were free)
+MAX_TURN = 20.0
+
 #: degrees: a sliver whose largest angle is above this is a cap
 CAP_ANGLE = 120.0
 
@@ -55,11 +62,28 @@ def face_angles(xp: ModuleType, V: Any, F: Any) -> Any:
     return xp.degrees(xp.stack(out, axis=1))
 
 
-def sliver_faces(xp: ModuleType, V: Any, F: Any, sliver_angle: float) -> Any:
-    """(m,) bool: faces whose smallest angle is below ``sliver_angle`` degrees."""
-    if sliver_angle <= 0.0 or F.shape[0] == 0:
-        return xp.zeros(int(F.shape[0]), dtype=bool)
-    return face_angles(xp, V, F).min(axis=1) < sliver_angle
+def sliver_faces(
+    xp: ModuleType, V: Any, F: Any, sliver_angle: float, feature_angle: float = 0.0
+) -> Any:
+    """(m,) bool: faces whose smallest angle is below ``sliver_angle`` degrees and, with a
+    ``feature_angle`` above 0, that have an edge whose dihedral angle exceeds it (the slivers
+    whose vertices a feature detection would lock)."""
+    m = int(F.shape[0])
+    if sliver_angle <= 0.0 or m == 0:
+        return xp.zeros(m, dtype=bool)
+    thin = face_angles(xp, V, F).min(axis=1) < sliver_angle
+    if feature_angle <= 0.0:
+        return thin
+    E = edge_table(xp, F)
+    two = xp.nonzero(E.count == 2)[0]
+    f0, f1 = E.s0[two] // 3, E.s1[two] // 3
+    N = xp.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
+    N = N / xp.maximum(xp.linalg.norm(N, axis=1), 1e-300)[:, None]
+    sharp = (N[f0] * N[f1]).sum(axis=1) < math.cos(math.radians(min(feature_angle, 180.0)))
+    marked = xp.zeros(m, dtype=bool)
+    marked[f0[sharp]] = True
+    marked[f1[sharp]] = True
+    return thin & marked
 
 
 def _needle_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int]:
@@ -78,7 +102,7 @@ def _needle_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int
     cand, first = xp.unique(cand, return_index=True)
     # thinnest first, by 1/64 steps of NEEDLE_RATIO
     level = xp.floor(64.0 * ratio[needle][first] / NEEDLE_RATIO)
-    return collapse_edges(xp, S, E, cand, level, math.inf)
+    return collapse_edges(xp, S, E, cand, level, math.inf, max_turn=MAX_TURN)
 
 
 def _cap_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int]:
@@ -122,21 +146,30 @@ def _cap_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int]:
 
 
 def remove_slivers(
-    xp: ModuleType, S: Surface, sliver_angle: float, max_rounds: int = MAX_ROUNDS
+    xp: ModuleType,
+    S: Surface,
+    sliver_angle: float,
+    feature_angle: float = 0.0,
+    max_rounds: int = MAX_ROUNDS,
 ) -> tuple[Surface, dict[str, int]]:
     """Rounds of needle collapses and cap flips until no sliver (smallest angle below
-    ``sliver_angle`` degrees) is left or a round changes nothing. ``S.locked`` vertices never
+    ``sliver_angle`` degrees; with a ``feature_angle``, only those with an edge sharper than
+    it, :func:`sliver_faces`) is left or a round changes nothing. ``S.locked`` vertices never
     move nor disappear; ``S.seam`` edges are never flipped. Returns the surface and ``{"before",
     "after", "collapses", "flips"}`` (slivers before and after)."""
-    sliver = sliver_faces(xp, S.V, S.F, sliver_angle)
+
+    def slivers() -> Any:
+        return sliver_faces(xp, S.V, S.F, sliver_angle, feature_angle)
+
+    sliver = slivers()
     out = {"before": int(sliver.sum()), "after": 0, "collapses": 0, "flips": 0}
     for _ in range(max_rounds if out["before"] else 0):
         S, kc = _needle_round(xp, S, sliver)
         if kc:
-            sliver = sliver_faces(xp, S.V, S.F, sliver_angle)
+            sliver = slivers()
         S, kf = _cap_round(xp, S, sliver)
         if kf:
-            sliver = sliver_faces(xp, S.V, S.F, sliver_angle)
+            sliver = slivers()
         out["collapses"] += kc
         out["flips"] += kf
         if kc + kf == 0 or not bool(sliver.any()):

@@ -28,9 +28,11 @@ backends (the GPU test compares invariants and quality, not bits).
 
 Slivers: faces whose smallest angle is below ``sliver_angle`` degrees are removed first
 (:func:`~workers.engine.dynamic.slivers.remove_slivers`: needles collapsed, caps flipped), while
-only boundary, non-manifold and seam vertices are locked. A sliver's normal is unreliable, and
-the dihedral angles beside it used to lock its vertices as features: a scan's 0.044 degree
-sliver (rx-giraffe) came back unchanged; now the output's minimum angle is 3 degrees.
+only boundary, non-manifold and seam vertices are locked: those with an edge sharper than
+``feature_angle`` (whose vertices would be locked; the iterations reach the others). A sliver's
+normal is unreliable, and the dihedral angles beside it used to lock its vertices as features: a
+scan's 0.044 degree sliver (rx-giraffe) came back unchanged; now the output's minimum angle is 3
+degrees.
 
 Preservation: boundary vertices, non-manifold vertices and the vertices of feature edges (dihedral
 angle above ``feature_angle``, measured after the sliver removal) are locked: they never move and
@@ -117,9 +119,10 @@ class Params(OpParams):
         ge=0.0,
         le=30.0,
         description="Faces whose smallest angle is below this many degrees are slivers, whose "
-        "normals say nothing of the surface: they are removed before features are detected "
-        "(a needle's shortest edge collapsed, a cap's longest edge flipped, where the checks "
-        "pass), so the dihedral angles beside them lock no vertex; 0: none.",
+        "normals say nothing of the surface: those with an edge sharper than feature_angle are "
+        "removed before features are detected (a needle's shortest edge collapsed, a cap's "
+        "longest edge flipped, where the checks pass), so the dihedral angles beside them lock "
+        "no vertex; 0: none.",
     )
     relaxation: Literal["area", "uniform"] = Field(
         "uniform",
@@ -181,7 +184,7 @@ def _initial_surface(
         locked |= key_vertices(xp, seams, mesh.n_vertices)
     A, layout = stack_vertex_attrs(mesh)
     S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, seams, seams)
-    S, slivers = remove_slivers(xp, S, sliver_angle)
+    S, slivers = remove_slivers(xp, S, sliver_angle, feature_angle)
     V, F, locked = S.V, S.F, S.locked
     E = edge_table(xp, F)
     two = E.count == 2
@@ -321,7 +324,7 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         "feature_edges": int(S.feature.shape[0]),
         "seam_edges": n_seams,
         "locked_vertices": int(S.locked[kept].sum()),
-        "slivers_before": slivers["before"],
+        "slivers_before": int(sliver_faces(xp, V0, F0, p.sliver_angle).sum()),
         "slivers_collapsed": slivers["collapses"],
         "slivers_flipped": slivers["flips"],
         "slivers_after": int(sliver_faces(xp, out.V.astype(xp.float64), F, p.sliver_angle).sum()),
@@ -353,11 +356,11 @@ OP = Operation(
     sequence of rounds of disjoint cavities chosen by priority claims.
 
     Slivers first: faces whose smallest angle is below ``sliver_angle`` have normals that say
-    nothing of the surface, so before features are detected a needle's shortest edge is
-    collapsed and a cap's longest edge flipped (where the link, fold-over and angle checks pass;
-    the surface moves by at most the sliver's small side or height). Otherwise the dihedral
-    angles beside them would lock their vertices as features and the input's worst angles would
-    come back unchanged.
+    nothing of the surface, so before features are detected, where such a face has an edge
+    sharper than ``feature_angle``, a needle's shortest edge is collapsed and a cap's longest
+    edge flipped (where the link, fold-over and angle checks pass; the surface moves by at most
+    the sliver's small side or height). Otherwise the dihedral angles beside them would lock
+    their vertices as features and the input's worst angles would come back unchanged.
 
     Boundary vertices, non-manifold vertices and feature vertices (on edges with a dihedral
     angle above ``feature_angle``, measured after the sliver removal) never move or disappear;

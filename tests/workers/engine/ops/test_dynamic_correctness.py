@@ -154,9 +154,10 @@ def with_slivers(m: TriMesh, k: int = 12, seed: int = 0) -> tuple[TriMesh, np.nd
     """``m`` with ``k`` slivers injected in flat regions (every face at a vertex of the face
     within 10 degrees of it; their one-rings pairwise apart and off the boundary), alternately
     caps (the third vertex moved onto the middle of the first edge) and needles (the second
-    vertex moved next to the first), each a hair off the surface so the sliver's normal is
-    arbitrary. Returns the mesh and the (n_vertices,) mask of the vertices of the faces around
-    the slivers."""
+    vertex moved next to the first), each a little off the surface so the sliver's normal is
+    steep to its neighbours' (above 45 degrees: its vertices would be locked as features).
+    Returns the mesh and the (n_vertices,) mask of the vertices of the faces around the
+    slivers."""
     V, F = _arrays(m)
     V = V.copy()
     N = _normals(V, F)
@@ -175,11 +176,11 @@ def with_slivers(m: TriMesh, k: int = 12, seed: int = 0) -> tuple[TriMesh, np.nd
         ):
             continue
         a, b, c = F[f]
-        hair = 0.003 * np.linalg.norm(V[b] - V[a]) * N[f]
+        e = np.linalg.norm(V[b] - V[a]) * N[f]
         if done % 2 == 0:
-            V[c] = 0.5 * (V[a] + V[b]) + hair
+            V[c] = 0.5 * (V[a] + V[b]) + 0.003 * e
         else:
-            V[b] = V[a] + 0.01 * (V[b] - V[a]) + hair
+            V[b] = V[a] + 0.01 * (V[b] - V[a]) + 0.02 * e
         near[verts] = True
         done += 1
         if done == k:
@@ -218,7 +219,8 @@ def test_remeshing_fixes_injected_slivers_and_keeps_the_creases() -> None:
     # the creases away from the slivers are kept: their vertices are still there, unmoved
     out_pts = {tuple(p) for p in np.asarray(res.mesh.V)}
     assert all(tuple(p) in out_pts for p in np.asarray(m.V)[crease])
-    assert rep["feature_edges"] >= kept["feature_edges"] - 40
+    # and the slivers' own false creases are gone
+    assert rep["feature_edges"] < kept["feature_edges"]
 
 
 def test_sliver_removal_keeps_a_plane_tiled() -> None:
