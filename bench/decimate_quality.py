@@ -69,9 +69,22 @@ def closest_on_triangles(P: np.ndarray, A: np.ndarray, B: np.ndarray, C: np.ndar
 
 
 def surface_distance(P: np.ndarray, V: np.ndarray, F: np.ndarray, k: int = 16) -> np.ndarray:
-    """(n,) distance of each point to the triangle mesh ``(V, F)``: the exact distance to the
-    ``k`` triangles with the nearest centroids (exact wherever triangles are no larger than their
-    neighbourhoods, as on the meshes here)."""
+    """(n,) distance of each point to the triangle mesh ``(V, F)``: exact, by libigl's AABB tree
+    where libigl is installed; else the exact distance to the ``k`` triangles with the nearest
+    centroids, which overestimates it where a large triangle lies beside many small ones (a
+    decimated CAD part's flat faces next to its fillets: fandisk at 10 % measured 0.055 of the
+    diagonal by centroids, 0.003 exactly)."""
+    try:
+        import igl
+
+        d2, _, _ = igl.point_mesh_squared_distance(
+            np.ascontiguousarray(P, dtype=np.float64),
+            np.ascontiguousarray(V, dtype=np.float64),
+            np.ascontiguousarray(F, dtype=np.int64),
+        )
+        return np.sqrt(np.maximum(d2, 0.0))
+    except ImportError:
+        pass
     k = min(k, F.shape[0])
     tree = cKDTree(V[F].mean(axis=1))
     _, cand = tree.query(P, k=k)

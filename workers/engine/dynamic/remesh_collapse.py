@@ -72,6 +72,7 @@ def _check(
     mid: Any,
     max_length: float,
     min_angle: float,
+    max_turn: float = MAX_NORMAL_TURN,
 ) -> tuple[Any, Any, Any]:
     """The per-face checks of the collapses ``u -> w`` placed at ``P``: ``(ok (k,), own, nxt)``,
     ``own``/``nxt`` pairing each candidate with the neighbours of its two ends (for claims)."""
@@ -102,7 +103,7 @@ def _check(
     Pm, Pq, Pn, Pp = S.V[me], P[own], S.V[nxt], S.V[prv]
     n_old = xp.cross(Pn - Pm, Pp - Pm)
     n_new = xp.cross(Pn - Pq, Pp - Pq)
-    lim = math.cos(math.radians(MAX_NORMAL_TURN))
+    lim = math.cos(math.radians(max_turn))
     norm_old = xp.linalg.norm(n_old, axis=1)
     norm_new = xp.linalg.norm(n_new, axis=1)
     side2 = xp.maximum(((Pn - Pq) ** 2).sum(axis=1), ((Pp - Pq) ** 2).sum(axis=1))
@@ -123,11 +124,34 @@ def collapse_round(
 ) -> tuple[Surface, int]:
     """One round of disjoint collapses of interior edges shorter than ``min_length``."""
     E = edge_table(xp, S.F)
-    n = S.n_vertices
     a, b = E.EV[:, 0], E.EV[:, 1]
     length = xp.linalg.norm(S.V[a] - S.V[b], axis=1)
+    cand = xp.nonzero(length < min_length)[0]
+    # shortest first by eighths of min_length, hashed ties (:func:`~._edges.bucket_priority`)
+    level = xp.floor(8.0 * length[cand] / min_length)
+    return collapse_edges(xp, S, E, cand, level, max_length, min_angle)
+
+
+def collapse_edges(
+    xp: ModuleType,
+    S: Surface,
+    E: Any,
+    cand: Any,
+    level: Any,
+    max_length: float,
+    min_angle: float = MIN_ANGLE,
+    max_turn: float = MAX_NORMAL_TURN,
+) -> tuple[Surface, int]:
+    """One round of disjoint collapses among the edges ``cand (k,)`` int64 of the edge table
+    ``E`` of ``S.F``, smaller ``level (k,)`` first (non-negative integers, hashed ties): those
+    with two faces and a free end that pass every check of the module docstring, the merged
+    vertex placed at the midpoint or on the locked end. Returns the surface and the number of
+    collapses. ``max_turn``: degrees, the largest turn of a surviving face's normal."""
+    n = S.n_vertices
+    a, b = E.EV[:, 0], E.EV[:, 1]
     free_a, free_b = ~S.locked[a], ~S.locked[b]
-    cand = xp.nonzero((length < min_length) & (E.count == 2) & (free_a | free_b))[0]
+    usable = (E.count[cand] == 2) & (free_a[cand] | free_b[cand])
+    cand, level = cand[usable], level[usable]
     if cand.shape[0] == 0:
         return S, 0
     k_c = int(cand.shape[0])
@@ -151,7 +175,18 @@ def collapse_round(
     for s0 in range(0, k_c, CHECK_SLICE):
         sl = slice(s0, min(s0 + CHECK_SLICE, k_c))
         ok_s, own_s, nxt_s = _check(
-            xp, S, E, vf_off, vf_face, u[sl], w[sl], P[sl], mid[sl], max_length, min_angle
+            xp,
+            S,
+            E,
+            vf_off,
+            vf_face,
+            u[sl],
+            w[sl],
+            P[sl],
+            mid[sl],
+            max_length,
+            min_angle,
+            max_turn,
         )
         oks.append(ok_s)
         keep = ok_s[own_s]
@@ -168,9 +203,7 @@ def collapse_round(
     remap = xp.full(k_c, -1, dtype=xp.int64)
     remap[sel] = xp.arange(int(sel.shape[0]), dtype=xp.int64)
     elements = xp.concatenate([u[sel], nxt[pick]])
-    # shortest first by eighths of min_length, hashed ties (:func:`~._edges.bucket_priority`)
-    level = xp.floor(8.0 * length[cand[sel]] / min_length)
-    won = claim_pairs(xp, remap[owner], elements, bucket_priority(xp, level, u[sel]), n)
+    won = claim_pairs(xp, remap[owner], elements, bucket_priority(xp, level[sel], u[sel]), n)
     ua, wa = u[sel][won], w[sel][won]
     return apply_collapses(xp, S, ua, wa, P[sel][won]), int(ua.shape[0])
 

@@ -5,7 +5,9 @@ with the new vertex ``m`` turns each face ``(p, q, r)`` whose side ``p -> q`` is
 ``(p, m, r)`` (same face id) and ``(m, q, r)`` (a new face with the attributes of the old one):
 an interior edge's two faces become four, a boundary edge's one face two. Orientation, boundary
 loops and the Euler characteristic are kept (one vertex, three or two edges and two or one faces
-more). Edges with three or more faces are not split.
+more). Edges with three or more faces are not split, nor an edge whose two faces share their
+opposite corner (a fin: the split would make an edge of four faces). So a split never makes a
+non-manifold edge or vertex: the new vertex's edges are all new, its faces one fan.
 
 A round: long edges claim their faces by a packed (length, edge id) key, longest first
 (:func:`~._edges.claim`); every winner is applied at once, so a face is cut at most once per
@@ -18,7 +20,15 @@ from types import ModuleType
 from typing import Any
 
 from .. import progress
-from ._edges import Surface, bucket_priority, claim, edge_keys, edge_lookup, edge_table
+from ._edges import (
+    Surface,
+    bucket_priority,
+    claim,
+    edge_keys,
+    edge_lookup,
+    edge_table,
+    opposite_corner,
+)
 
 
 def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface, int]:
@@ -27,7 +37,11 @@ def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface,
     E = edge_table(xp, S.F)
     a, b = E.EV[:, 0], E.EV[:, 1]
     length = xp.linalg.norm(S.V[a] - S.V[b], axis=1)
-    cand = xp.nonzero((length > max_length) & (E.count <= 2))[0]
+    # a two-face edge whose faces share their opposite corner (a fin: two back-to-back
+    # triangles) is never split: both halves would meet the new vertex on one edge, four faces
+    two = E.count == 2
+    fin = two & (opposite_corner(S.F, E.s0) == opposite_corner(S.F, xp.where(two, E.s1, E.s0)))
+    cand = xp.nonzero((length > max_length) & (E.count <= 2) & ~fin)[0]
     if cand.shape[0] == 0:
         return S, 0
     elements = xp.stack([E.s0[cand] // 3, xp.where(E.s1[cand] >= 0, E.s1[cand] // 3, -1)], axis=1)

@@ -26,17 +26,28 @@ NumPy and CuPy; accepted cavities in a round are disjoint, so the result does no
 order in which a GPU runs them, but float rounding may order priorities differently on the two
 backends (the GPU test compares invariants and quality, not bits).
 
+Slivers: faces whose smallest angle is below ``sliver_angle`` degrees are removed first
+(:func:`~workers.engine.dynamic.slivers.remove_slivers`: needles collapsed, caps flipped), while
+only boundary, non-manifold and seam vertices are locked: those with an edge sharper than
+``feature_angle`` (whose vertices would be locked; the iterations reach the others). A sliver's
+normal is unreliable, and the dihedral angles beside it used to lock its vertices as features: a
+scan's 0.044 degree sliver (rx-giraffe) came back unchanged; now the output's minimum angle is 3
+degrees.
+
 Preservation: boundary vertices, non-manifold vertices and the vertices of feature edges (dihedral
-angle above ``feature_angle``) are locked: they never move and are never removed. Boundary and
-feature edges are split (at their midpoints, so the boundary polygon and feature lines keep their
-shape, and the new vertices are locked in turn) but never collapsed or flipped; non-manifold edges
-are left alone. Hence the boundary is refined but never coarsened. Texture seams
-(:func:`workers.engine.corners.seam_edges`: where the corner attributes or the material change)
-are feature edges too, whatever their dihedral angle: split at midpoints (the halves stay seams),
-never collapsed or flipped, their vertices locked, so every output face lies in one chart of
-the input's atlas. The Euler characteristic is kept by every step. Vertex attributes are
-re-sampled at the end by barycentric interpolation on the input face nearest each output vertex;
-face attributes are taken from the input face nearest each output face's centroid.
+angle above ``feature_angle``, measured after the sliver removal) are locked: they never move and
+are never removed. Boundary and feature edges are split (at their midpoints, so the boundary
+polygon and feature lines keep their shape, and the new vertices are locked in turn) but never
+collapsed or flipped; non-manifold edges are left alone, and so is an edge whose two faces share
+their opposite corner (a fin: two back-to-back triangles), whose split would make an edge of four
+faces. Hence the boundary is refined but never coarsened, and no step makes a non-manifold edge or
+vertex that was not there. Texture seams (:func:`workers.engine.corners.seam_edges`: where the
+corner attributes or the material change) are feature edges too, whatever their dihedral angle:
+split at midpoints (the halves stay seams), never collapsed or flipped, their vertices locked, so
+every output face lies in one chart of the input's atlas. The Euler characteristic is kept by every
+step. Vertex attributes are re-sampled at the end by barycentric interpolation on the input face
+nearest each output vertex; face attributes are taken from the input face nearest each output
+face's centroid.
 
 Alternatives: the sequential half-edge loops of OpenMesh/pmp/gpytoolbox (one edge at a time, a
 queue); RXMesh's patch-local cavities in shared memory (the GPU design this mirrors with global
@@ -57,6 +68,7 @@ from ..dynamic.flip import valence_flip_round
 from ..dynamic.relax import SurfaceProjector, tangential_relax
 from ..dynamic.remesh_collapse import collapse_short_edges_rounds
 from ..dynamic.seams import key_vertices, record_kept, seam_keys
+from ..dynamic.slivers import remove_slivers, sliver_faces
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
 from ..geometry import face_areas64
@@ -99,7 +111,18 @@ class Params(OpParams):
         ge=0.0,
         le=180.0,
         description="Edges whose dihedral angle exceeds this many degrees are features: kept "
-        "(split but never collapsed or flipped) and their vertices never move; 180: none.",
+        "(split but never collapsed or flipped) and their vertices never move; 180: none. "
+        "Measured after the slivers are removed (see sliver_angle).",
+    )
+    sliver_angle: float = Field(
+        5.0,
+        ge=0.0,
+        le=30.0,
+        description="Faces whose smallest angle is below this many degrees are slivers, whose "
+        "normals say nothing of the surface: those with an edge sharper than feature_angle are "
+        "removed before features are detected (a needle's shortest edge collapsed, a cap's "
+        "longest edge flipped, where the checks pass), so the dihedral angles beside them lock "
+        "no vertex; 0: none.",
     )
     relaxation: Literal["area", "uniform"] = Field(
         "uniform",
@@ -141,16 +164,28 @@ def quality(xp: ModuleType, V: Any, F: Any) -> dict[str, Any]:
     }
 
 
-def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any, Any, int]:
-    """The working surface, the vertex attribute layout, the input's edge table and the number
-    of seam edges kept (:func:`~workers.engine.dynamic.seams.seam_keys`): features and seams are
-    one key set, their vertices locked."""
+def _initial_surface(
+    mesh: TriMesh, feature_angle: float, sliver_angle: float
+) -> tuple[Surface, Any, int, dict[str, int]]:
+    """The working surface, the vertex attribute layout, the number of seam edges kept
+    (:func:`~workers.engine.dynamic.seams.seam_keys`) and what the sliver removal did
+    (:func:`~workers.engine.dynamic.slivers.remove_slivers`). Slivers go first, while only the
+    boundary, non-manifold and seam vertices are locked; the features are the edges of what is
+    left sharper than ``feature_angle``. Features and seams are one key set, their vertices
+    locked."""
     xp = mesh.xp
     topo = mesh.topology
     V = mesh.V.astype(xp.float64)
     F = mesh.F.astype(xp.int64)
     locked = topo.boundary_vertices | (topo.vertex_fans() > 1) | ~topo.used_vertices
     locked[topo.EV[topo.non_manifold_edges].ravel()] = True
+    seams = seam_keys(xp, F, mesh.n_vertices)
+    if seams.shape[0]:
+        locked |= key_vertices(xp, seams, mesh.n_vertices)
+    A, layout = stack_vertex_attrs(mesh)
+    S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, seams, seams)
+    S, slivers = remove_slivers(xp, S, sliver_angle, feature_angle)
+    V, F, locked = S.V, S.F, S.locked
     E = edge_table(xp, F)
     two = E.count == 2
     feature = xp.zeros(0, dtype=xp.int64)
@@ -164,13 +199,10 @@ def _initial_surface(mesh: TriMesh, feature_angle: float) -> tuple[Surface, Any,
         sharp = cos < math.cos(math.radians(feature_angle))
         feature = E.key[e2[sharp]]
         locked[E.EV[e2[sharp]].ravel()] = True
-    seams = seam_keys(xp, F, mesh.n_vertices)
-    if seams.shape[0]:
-        locked |= key_vertices(xp, seams, mesh.n_vertices)
-        feature = xp.unique(xp.concatenate([feature, seams]))
-    A, layout = stack_vertex_attrs(mesh)
-    S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, feature, seams)
-    return S, layout, E, int(seams.shape[0])
+    if S.seam is not None and S.seam.shape[0]:
+        feature = xp.unique(xp.concatenate([feature, S.seam]))
+    S.feature = feature
+    return S, layout, int(seams.shape[0]), slivers
 
 
 #: the most faces a remesh may be asked to make (estimated from the area), as for subdivide
@@ -214,11 +246,12 @@ def _stretches(iteration: int, p: Params) -> dict[str, tuple[float, float]]:
 
 def remesh(mesh: TriMesh, p: Params) -> OpResult:
     xp = mesh.xp
-    S, layout, E0, n_seams = _initial_surface(mesh, p.feature_angle)
-    V0, F0 = S.V, S.F
+    V0, F0 = mesh.V.astype(xp.float64), mesh.F.astype(xp.int64)
+    E0 = edge_table(xp, F0)
     l0 = float(xp.linalg.norm(V0[E0.EV[:, 0]] - V0[E0.EV[:, 1]], axis=1).mean())
     L = p.target_edge_length * (l0 if p.relative else 1.0)
     _check_target(xp, V0, F0, L)
+    S, layout, n_seams, slivers = _initial_surface(mesh, p.feature_angle, p.sliver_angle)
     hi, lo = 4.0 / 3.0 * L, 4.0 / 5.0 * L
     # relaxation is tangential: moved vertices stay far closer to the input than l0 / 2
     projector = SurfaceProjector(xp, V0, F0, max(l0, 0.25 * L))
@@ -291,6 +324,10 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         "feature_edges": int(S.feature.shape[0]),
         "seam_edges": n_seams,
         "locked_vertices": int(S.locked[kept].sum()),
+        "slivers_before": int(sliver_faces(xp, V0, F0, p.sliver_angle).sum()),
+        "slivers_collapsed": slivers["collapses"],
+        "slivers_flipped": slivers["flips"],
+        "slivers_after": int(sliver_faces(xp, out.V.astype(xp.float64), F, p.sliver_angle).sum()),
         **totals,
         "rounds": rounds,
         "quality_before": before,
@@ -318,18 +355,28 @@ OP = Operation(
     relaxes vertices tangentially and projects them back onto the input surface. Each step is a
     sequence of rounds of disjoint cavities chosen by priority claims.
 
-    Boundary vertices, non-manifold vertices and feature vertices (on edges with a dihedral angle
-    above ``feature_angle``) never move or disappear; boundary and feature edges are split at
-    their midpoints but never collapsed or flipped, so the boundary and feature lines keep their
-    shape (and are refined, never coarsened). Texture seams (edges where the corner attributes,
-    such as UVs, or the material differ) are kept the same way as feature edges. The Euler
-    characteristic and the orientation are kept. Vertex attributes are interpolated from the
-    nearest input face, face attributes taken from the input face nearest each new face's
-    centroid.
+    Slivers first: faces whose smallest angle is below ``sliver_angle`` have normals that say
+    nothing of the surface, so before features are detected, where such a face has an edge
+    sharper than ``feature_angle``, a needle's shortest edge is collapsed and a cap's longest
+    edge flipped (where the link, fold-over and angle checks pass; the surface moves by at most
+    the sliver's small side or height). Otherwise the dihedral angles beside them would lock
+    their vertices as features and the input's worst angles would come back unchanged.
+
+    Boundary vertices, non-manifold vertices and feature vertices (on edges with a dihedral
+    angle above ``feature_angle``, measured after the sliver removal) never move or disappear;
+    boundary and feature edges are split at their midpoints but never collapsed or flipped, so
+    the boundary and feature lines keep their shape (and are refined, never coarsened). No step
+    makes a non-manifold edge or vertex: an edge whose two faces share their opposite vertex (a
+    fin) is never split. Texture seams (edges where the corner attributes, such as UVs, or the
+    material differ) are kept the same way as feature edges. The Euler characteristic and the
+    orientation are kept. Vertex attributes are interpolated from the nearest input face, face
+    attributes taken from the input face nearest each new face's centroid.
 
     Reports the target length, counts before and after, ``feature_edges`` (the output's edges
     kept as features, seam pieces included), ``seam_edges`` (the input's texture seam edges
-    kept), the numbers of splits, collapses, flips,
+    kept), ``slivers_before`` (faces with a smallest angle below ``sliver_angle``),
+    ``slivers_collapsed`` and ``slivers_flipped`` (the sliver removal's edits),
+    ``slivers_after`` (slivers in the output), the numbers of splits, collapses, flips,
     projection misses (a vertex with no input face within reach is left where it was), the rounds
     each step took in each iteration, and the
     quality before and after: edge length mean and coefficient of variation, minimum angle, mean
@@ -340,7 +387,8 @@ OP = Operation(
     numpy=_numpy,
     cupy=_cupy,
     reports="target_edge_length, input_mean_edge_length, iterations, vertices/faces before and "
-    "after, feature_edges, seam_edges, locked_vertices, splits, collapses, flips, "
+    "after, feature_edges, seam_edges, locked_vertices, slivers_before, slivers_collapsed, "
+    "slivers_flipped, slivers_after, splits, collapses, flips, "
     "projection_misses, rounds (per step and iteration), "
     "quality_before and quality_after (edge_length_mean, edge_length_cv, min_angle, "
     "mean_min_angle, valence_histogram, valence_6_fraction)",

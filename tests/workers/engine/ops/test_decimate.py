@@ -156,3 +156,16 @@ def test_bad_params_are_refused(params: dict, code: str) -> None:
     with pytest.raises(OpParamsError) as exc:
         run(welded("rx-cube.obj"), ("decimate", params))
     assert exc.value.code == code
+
+
+def test_surface_distance_is_exact_beside_large_faces() -> None:
+    """A point just above a large face, whose centroid is far, with many small faces nearer by
+    centroid (a decimated flat region beside a fillet): the distance is to the large face."""
+    V = [(0.0, 0.0, 0.0), (100.0, 0.0, 0.0), (0.0, 100.0, 0.0)]
+    F = [(0, 1, 2)]
+    for i in range(40):  # small triangles 5 above the plane near the query point
+        x = 55.0 + 0.5 * i
+        V += [(x, 0.0, 5.0), (x + 0.4, 0.0, 5.0), (x, 0.4, 5.0)]
+        F.append((3 + 3 * i, 4 + 3 * i, 5 + 3 * i))
+    d = surface_distance(np.array([[60.0, 1.0, 0.5]]), np.asarray(V), np.asarray(F))
+    assert d[0] == pytest.approx(0.5, abs=1e-12)
