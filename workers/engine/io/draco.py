@@ -15,12 +15,11 @@ nothing: 11,160 of the 121,496 triangles of the 2CylinderEngine sample).
 
 from __future__ import annotations
 
-import json
-import struct
 from typing import Any
 
 import numpy as np
 
+from .glb import container
 from .gltf import split_glb
 
 EXTENSION = "KHR_draco_mesh_compression"
@@ -186,15 +185,4 @@ def compress_glb(data: bytes) -> bytes:
         names = tree.setdefault(key, [])
         if EXTENSION not in names:
             names.append(EXTENSION)
-    text = json.dumps(tree, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 4)
-    total = 12 + 8 + len(text) + 8 + len(out)
-    return b"".join(
-        [
-            struct.pack("<3I", 0x46546C67, 2, total),
-            struct.pack("<2I", len(text), _JSON),
-            text,
-            struct.pack("<2I", len(out), _BIN),
-            bytes(out),
-        ]
-    )
+    return b"".join(container(tree, len(out), [bytes(out)]))

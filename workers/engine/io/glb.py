@@ -135,15 +135,7 @@ def glb_chunks(
         "bufferViews": views,
         "buffers": [{"byteLength": at}],
     }
-    text = json.dumps(tree, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 4)
-    total = 12 + 8 + len(text) + 8 + at
-    if total >= 2**32:
-        raise FormatError(
-            "mesh too large for a GLB file", code="format.too_large", bytes=total, limit=2**32 - 1
-        )
-    head = struct.pack("<5I", _MAGIC, 2, total, len(text), _JSON)
-    return [head, text, struct.pack("<2I", at, _BIN), *chunks]
+    return container(tree, at, chunks)
 
 
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
@@ -333,15 +325,7 @@ def textured_glb_chunks(
         required = [e for e in library["extensionsRequired"] if e in used_ext]
         if required:
             tree["extensionsRequired"] = required
-    text = json.dumps(tree, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 4)
-    total = 12 + 8 + len(text) + 8 + at
-    if total >= 2**32:
-        raise FormatError(
-            "mesh too large for a GLB file", code="format.too_large", bytes=total, limit=2**32 - 1
-        )
-    head = struct.pack("<5I", _MAGIC, 2, total, len(text), _JSON)
-    return [head, text, struct.pack("<2I", at, _BIN), *chunks]
+    return container(tree, at, chunks)
 
 
 def _texcoord_sets(corners: dict[str, np.ndarray], m: int) -> list[np.ndarray]:
@@ -642,3 +626,17 @@ def _owned(a: np.ndarray) -> np.ndarray:
     if not a.dtype.isnative:
         return a.astype(a.dtype.newbyteorder("="))
     return a if a.flags.owndata else a.copy()
+
+
+def container(tree: dict[str, Any], at: int, chunks: list[Any]) -> list[Any]:
+    """The pieces of a GLB file: its header, the JSON chunk of ``tree`` and the BIN chunk made
+    of ``chunks`` (``at`` bytes in all, a multiple of 4)."""
+    text = json.dumps(tree, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 4)
+    total = 12 + 8 + len(text) + 8 + at
+    if total >= 2**32:
+        raise FormatError(
+            "mesh too large for a GLB file", code="format.too_large", bytes=total, limit=2**32 - 1
+        )
+    head = struct.pack("<5I", _MAGIC, 2, total, len(text), _JSON)
+    return [head, text, struct.pack("<2I", at, _BIN), *chunks]
