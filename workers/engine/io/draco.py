@@ -29,8 +29,6 @@ NORMAL_BITS = 10
 #: Draco's encoder effort (0 fastest .. 10 smallest); 7 is gltfpack's and Draco's default
 LEVEL = 7
 
-_JSON = 0x4E4F534A
-_BIN = 0x004E4942
 _FLOAT = 5126
 _UBYTE = 5121
 _USHORT = 5123
