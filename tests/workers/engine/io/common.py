@@ -262,6 +262,46 @@ def glb_bytes(tree: dict, binary: bytes) -> bytes:
     )
 
 
+class GltfBuilder:
+    """A glTF tree and its binary buffer, one view and accessor at a time."""
+
+    def __init__(self) -> None:
+        self.binary = b""
+        self.tree: dict = {
+            "asset": {"version": "2.0"},
+            "scene": 0,
+            "scenes": [{"nodes": [0]}],
+            "nodes": [{"mesh": 0}],
+            "meshes": [{"primitives": []}],
+            "accessors": [],
+            "bufferViews": [],
+            "buffers": [{"byteLength": 0}],
+        }
+
+    def view(self, data: bytes, **extra: object) -> int:
+        self.binary += b"\0" * (-len(self.binary) % 4)
+        self.tree["bufferViews"].append(
+            {"buffer": 0, "byteOffset": len(self.binary), "byteLength": len(data), **extra}
+        )
+        self.binary += data
+        self.tree["buffers"][0]["byteLength"] = len(self.binary)
+        return len(self.tree["bufferViews"]) - 1
+
+    def accessor(self, array: np.ndarray | None, component: int, kind: str, **extra: object) -> int:
+        a: dict = {"componentType": component, "type": kind, **extra}
+        if array is not None:
+            a.setdefault("count", len(array))
+            a["bufferView"] = self.view(np.ascontiguousarray(array).tobytes())
+        self.tree["accessors"].append(a)
+        return len(self.tree["accessors"]) - 1
+
+    def primitive(self, **p: object) -> None:
+        self.tree["meshes"][0]["primitives"].append(p)
+
+    def glb(self) -> bytes:
+        return glb_bytes(self.tree, self.binary)
+
+
 #: the Khronos glTF validator, run by node (npm ``gltf-validator``, a dev dependency)
 VALIDATOR = ROOT / "tests" / "tools" / "validate_gltf.mjs"
 

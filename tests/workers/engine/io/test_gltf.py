@@ -10,7 +10,7 @@ import DracoPy
 import numpy as np
 import pytest
 
-from tests.workers.engine.io.common import glb_bytes as _glb
+from tests.workers.engine.io.common import GltfBuilder
 from workers.engine import FormatError
 from workers.engine.io import load_bytes
 from workers.engine.io.gltf import read_scene
@@ -19,47 +19,7 @@ SQUARE = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
 TRIS = np.array([[0, 1, 2], [0, 2, 3]], np.uint32)
 
 
-class _Builder:
-    """A glTF tree and its binary buffer, one view and accessor at a time."""
-
-    def __init__(self) -> None:
-        self.binary = b""
-        self.tree: dict = {
-            "asset": {"version": "2.0"},
-            "scene": 0,
-            "scenes": [{"nodes": [0]}],
-            "nodes": [{"mesh": 0}],
-            "meshes": [{"primitives": []}],
-            "accessors": [],
-            "bufferViews": [],
-            "buffers": [{"byteLength": 0}],
-        }
-
-    def view(self, data: bytes, **extra: object) -> int:
-        self.binary += b"\0" * (-len(self.binary) % 4)
-        self.tree["bufferViews"].append(
-            {"buffer": 0, "byteOffset": len(self.binary), "byteLength": len(data), **extra}
-        )
-        self.binary += data
-        self.tree["buffers"][0]["byteLength"] = len(self.binary)
-        return len(self.tree["bufferViews"]) - 1
-
-    def accessor(self, array: np.ndarray | None, component: int, kind: str, **extra: object) -> int:
-        a: dict = {"componentType": component, "type": kind, **extra}
-        if array is not None:
-            a.setdefault("count", len(array))
-            a["bufferView"] = self.view(np.ascontiguousarray(array).tobytes())
-        self.tree["accessors"].append(a)
-        return len(self.tree["accessors"]) - 1
-
-    def primitive(self, **p: object) -> None:
-        self.tree["meshes"][0]["primitives"].append(p)
-
-    def glb(self) -> bytes:
-        return _glb(self.tree, self.binary)
-
-
-def _square(b: _Builder, mode: int = 4, indices: np.ndarray = TRIS) -> None:
+def _square(b: GltfBuilder, mode: int = 4, indices: np.ndarray = TRIS) -> None:
     pos = b.accessor(SQUARE, 5126, "VEC3", min=[0, 0, 0], max=[1, 1, 0])
     idx = b.accessor(indices.ravel().astype(np.uint32), 5125, "SCALAR")
     b.primitive(attributes={"POSITION": pos}, indices=idx, mode=mode)
@@ -69,7 +29,7 @@ def test_draco_primitives_are_decoded() -> None:
     rng = np.random.default_rng(0)
     V = rng.random((50, 3)).astype(np.float32)
     F = np.array([[i, i + 1, i + 2] for i in range(48)], np.uint32)
-    b = _Builder()
+    b = GltfBuilder()
     data = DracoPy.encode(V, F, quantization_bits=16, preserve_order=True)
     view = b.view(data)
     pos = b.accessor(None, 5126, "VEC3", count=50)
@@ -93,7 +53,7 @@ def test_draco_primitives_are_decoded() -> None:
 def test_meshopt_views_are_decoded() -> None:
     import meshoptimizer  # no wheel for every Python: the offline GPU host leaves this test out
 
-    b = _Builder()
+    b = GltfBuilder()
     raw_v = meshoptimizer.encode_vertex_buffer(SQUARE)
     raw_i = meshoptimizer.encode_index_buffer(TRIS.ravel())
     vv = b.view(
@@ -146,7 +106,7 @@ def test_meshopt_views_are_decoded() -> None:
 
 def test_quantized_positions_are_scaled_by_the_node() -> None:
     """KHR_mesh_quantization: positions as normalized int16, the node's scale brings them back."""
-    b = _Builder()
+    b = GltfBuilder()
     q = np.round(SQUARE * 32767).astype(np.int16)
     padded = np.concatenate([q, np.zeros((4, 1), np.int16)], axis=1)  # rows of 8 bytes
     view = b.view(padded.tobytes(), byteStride=8)
@@ -162,7 +122,7 @@ def test_quantized_positions_are_scaled_by_the_node() -> None:
 
 
 def test_sparse_accessors_replace_their_rows() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b)
     moved = np.array([[0.5, 0.5, 1.0]], np.float32)
     iv, vv = b.view(np.array([2], np.uint32).tobytes()), b.view(moved.tobytes())
@@ -178,7 +138,7 @@ def test_sparse_accessors_replace_their_rows() -> None:
 
 
 def test_strips_alternate_their_order() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b, mode=5, indices=np.array([0, 1, 3, 2], np.uint32))
     m = load_bytes(b.glb(), "t.glb")
     np.testing.assert_array_equal(np.asarray(m.F), [[0, 1, 3], [3, 1, 2]])
@@ -188,7 +148,7 @@ def test_strips_alternate_their_order() -> None:
 
 
 def test_a_mirrored_node_keeps_its_triangles_facing_out() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b)
     b.tree["nodes"][0]["scale"] = [-1, 1, 1]
     m = load_bytes(b.glb(), "m.glb")
@@ -199,7 +159,7 @@ def test_a_mirrored_node_keeps_its_triangles_facing_out() -> None:
 
 
 def test_nodes_compose_their_transforms_and_instances_repeat() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b)
     b.tree["nodes"] = [
         {"translation": [10, 0, 0], "children": [1, 2]},
@@ -213,7 +173,7 @@ def test_nodes_compose_their_transforms_and_instances_repeat() -> None:
 
 
 def test_lines_and_animations_are_counted_as_dropped() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b)
     line = b.accessor(np.array([0, 1], np.uint32), 5125, "SCALAR")
     b.primitive(attributes={"POSITION": 0}, indices=line, mode=1)
@@ -224,7 +184,7 @@ def test_lines_and_animations_are_counted_as_dropped() -> None:
 
 
 def test_a_node_cycle_is_refused() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b)
     b.tree["nodes"] = [{"mesh": 0, "children": [1]}, {"children": [0]}]
     with pytest.raises(FormatError) as ei:
@@ -233,7 +193,7 @@ def test_a_node_cycle_is_refused() -> None:
 
 
 def test_decompression_is_bounded_by_the_file_size() -> None:
-    b = _Builder()
+    b = GltfBuilder()
     _square(b)
     b.tree["accessors"].append({"componentType": 5126, "type": "VEC3", "count": 10**8})
     b.primitive(attributes={"POSITION": 2}, mode=4)

@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ASSETS
-from tests.workers.engine.io.common import _zip, errors, validate
-from tests.workers.engine.io.common import glb_bytes as _glb
+from tests.workers.engine.io.common import GltfBuilder, _zip, errors, validate
 from workers.engine import TriMesh
 from workers.engine.io import load_bytes, serialize
 from workers.engine.io.formats import format_can_hold
@@ -138,36 +137,8 @@ def _png(width: int = 2, height: int = 2) -> bytes:
     )
 
 
-class _Doc:
-    """A glTF document and its binary buffer, built one view and accessor at a time."""
-
-    def __init__(self) -> None:
-        self.binary = b""
-        self.tree: dict[str, Any] = {
-            "asset": {"version": "2.0"},
-            "scene": 0,
-            "scenes": [{"nodes": [0]}],
-            "nodes": [{"mesh": 0}],
-            "meshes": [{"primitives": []}],
-            "accessors": [],
-            "bufferViews": [],
-            "buffers": [{"byteLength": 0}],
-        }
-
-    def view(self, data: bytes) -> int:
-        self.binary += b"\0" * (-len(self.binary) % 4)
-        self.tree["bufferViews"].append(
-            {"buffer": 0, "byteOffset": len(self.binary), "byteLength": len(data)}
-        )
-        self.binary += data
-        self.tree["buffers"][0]["byteLength"] = len(self.binary)
-        return len(self.tree["bufferViews"]) - 1
-
-    def accessor(self, array: np.ndarray, component: int, kind: str, **extra: Any) -> int:
-        a = {"componentType": component, "type": kind, "count": len(array), **extra}
-        a["bufferView"] = self.view(np.ascontiguousarray(array).tobytes())
-        self.tree["accessors"].append(a)
-        return len(self.tree["accessors"]) - 1
+class _Doc(GltfBuilder):
+    """A glTF document and its binary buffer, with textured grids as primitives."""
 
     def grid(self, n: int, x0: float, **attributes: bool) -> dict[str, Any]:
         """A primitive: an n x n grid of squares at x0.., with TEXCOORD_0 = (x, y),
@@ -194,9 +165,6 @@ class _Doc:
             attrs["COLOR_0"] = self.accessor(rgba.astype(np.uint8), 5121, "VEC4", normalized=True)
         idx = self.accessor(F.astype(np.uint16).ravel(), 5123, "SCALAR")
         return {"attributes": attrs, "indices": idx, "mode": 4}
-
-    def glb(self) -> bytes:
-        return _glb(self.tree, self.binary)
 
 
 def _textured_doc(image: dict[str, Any]) -> _Doc:
