@@ -224,3 +224,15 @@ def test_new_vertex_normals_replace_the_hard_edges_normals():
     assert "normal" in kept.corner_attrs and "vertex_normals" in kept.vertex_attrs
     fresh = welded.run(["vertex_normals"], device="cpu").mesh
     assert "normal" not in fresh.corner_attrs and "vertex_normals" in fresh.vertex_attrs
+
+
+@pytest.mark.parametrize(
+    "step", ["dual_mesh", ("decimate", {"target_ratio": 0.5}), "subdivide", "cluster_coarsen"]
+)
+def test_the_origin_the_pipeline_gives_rebuilding_operations_is_never_left_on_the_mesh(step):
+    from workers.engine.corners import ORIGIN
+
+    mesh, *_ = _duck()
+    out = mesh.run(["weld", step], device="cpu").mesh
+    assert ORIGIN not in out.face_attrs and ORIGIN not in out.vertex_attrs
+    assert out.corner_attrs["uv"].shape == (out.n_faces, 3, 2)
