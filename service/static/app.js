@@ -41,9 +41,10 @@ export const PICKABLE = {
 
 // Output options that matter only for some pipelines and formats (see OutputSpec): matrix files
 // exist only when a step makes artifacts; polygons only when a step makes polygon groups (these
-// face attributes) and the format can write polygons.
+// face attributes) and the format can write polygons; compression only for GLB (Draco).
 const POLYGON_ATTRIBUTES = new Set(["quad_id", "polygon_id"]);
 const POLYGON_FORMATS = new Set(["obj", "ply", "off"]);
+const COMPRESSED_FORMATS = new Set(["glb"]);
 
 const RECENT_KEY = "tessera.recentJobs";
 const RECENT_MAX = 25;
@@ -198,7 +199,11 @@ function updateApplicable() {
   const format = box.querySelector("[name=format]");
   const matrix = box.querySelector("[name=matrix_format]");
   const polygons = box.querySelector("[name=polygons]");
+  const compression = box.querySelector("[name=compression]");
   const ops = stepOps().map((n) => state.ops.get(n)).filter(Boolean);
+  if (compression) {
+    compression.closest(".field").hidden = !(format && COMPRESSED_FORMATS.has(format.value));
+  }
   if (matrix) {
     matrix.closest(".field").hidden = !ops.some((op) => Object.keys(op.artifacts || {}).length);
   }

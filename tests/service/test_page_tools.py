@@ -413,6 +413,11 @@ def test_output_options_show_only_where_they_apply(page, base_url):
         return page.is_visible(f"#output-fields [name={name}]")
 
     assert not shown("polygons") and not shown("matrix_format") and shown("format")
+    assert not shown("compression")  # Draco compresses GLB only
+    page.select_option("#output-fields [name=format]", "glb")
+    assert shown("compression")
+    page.select_option("#output-fields [name=format]", "ply")
+    assert not shown("compression")
     _add(page, "laplacian_matrix")
     assert shown("matrix_format") and not shown("polygons")
     _add(page, "subdivide")
