@@ -1,0 +1,177 @@
+"""Batches over S3 prefixes (a real SeaweedFS): the API lists the input prefix, the workers read
+each mesh from it and write each result, then the manifest, under the output prefix; the
+prefixes a deployment allows, and the refusals with their codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from tests.conftest import Workers, mesh_path
+from tests.s3 import ACCESS_KEY, BUCKET, SECRET_KEY
+from tests.service.helpers import assert_problem, spec
+from tests.service.test_batches import SPEC, members, wait_batch
+
+pytestmark = pytest.mark.slow
+
+GOOD = ["spot.obj", "rx-torus.obj", "rx-cube.obj"]
+
+
+@pytest.fixture
+def s3(s3_server):
+    return boto3.client(
+        "s3",
+        endpoint_url=s3_server.endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}),
+    )
+
+
+@pytest.fixture
+def s3_settings(s3_server, settings):
+    return settings.model_copy(update=s3_server.options())
+
+
+def _client(s) -> Iterator[object]:
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    with TestClient(create_app(s)) as c:
+        yield c
+
+
+@pytest.fixture
+def s3_client(s3_settings):
+    yield from _client(s3_settings)
+
+
+def put_tree(s3, prefix: str, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        s3.put_object(Bucket=BUCKET, Key=prefix + path, Body=data)
+
+
+def post(client, input_url: str, output_url: str | None = None, spec_text: str = SPEC):
+    body: dict = {"spec": json.loads(spec_text), "input": {"s3_prefix": input_url}}
+    if output_url is not None:
+        body["output"] = {"s3_prefix": output_url}
+    return client.post("/v1/batches", json=body)
+
+
+def test_a_batch_reads_an_s3_prefix_and_writes_its_results_and_manifest_there(
+    s3, s3_settings, s3_client, tmp_path
+):
+    workers = Workers(s3_settings, tmp_path)
+    workers.start("w1")
+    try:
+        run = uuid.uuid4().hex[:10]
+        src, dst = f"in-{run}/", f"out-{run}/results/"
+        tree = {f"meshes/{n}": mesh_path(n).read_bytes() for n in GOOD}
+        tree["deep/er/spot.obj"] = tree["meshes/spot.obj"]
+        tree["broken/truncated.ply"] = members()["broken/truncated.ply"]
+        tree["notes.txt"] = b"not a mesh\n"  # left out by its extension
+        put_tree(s3, src, tree)
+        r = post(s3_client, f"s3://{BUCKET}/{src}", f"s3://{BUCKET}/{dst}")
+        assert r.status_code == 202, r.text
+        b = r.json()
+        assert b["counts"]["total"] == 5
+        done = wait_batch(s3_client, b["url"])
+        assert done["state"] == "succeeded", done
+        assert done["counts"]["succeeded"] == 4 and done["counts"]["failed"] == 1, done
+        items = {
+            i["path"]: i for i in s3_client.get(b["url"], params={"items": "true"}).json()["items"]
+        }
+        assert sorted(items) == sorted(p for p in tree if p != "notes.txt")
+        assert items["broken/truncated.ply"]["error"]["code"] == "format.count_exceeds_size"
+
+        # the results under the output prefix: the same bytes as the result zip's
+        zf = zipfile.ZipFile(io.BytesIO(s3_client.get(done["result"]).content))
+        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=dst)["Contents"]
+        outputs = sorted(o["Key"][len(dst) :] for o in listed)
+        expected = ["deep/er/spot.ply", *(f"meshes/{n[:-4]}.ply" for n in GOOD)]
+        deadline = time.time() + 10  # the manifest is written just after the last item
+        while "manifest.jsonl" not in outputs:
+            assert time.time() < deadline, outputs
+            time.sleep(0.1)
+            listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=dst)["Contents"]
+            outputs = sorted(o["Key"][len(dst) :] for o in listed)
+        assert outputs == sorted([*expected, "manifest.jsonl"])
+        for name in expected:
+            body = s3.get_object(Bucket=BUCKET, Key=dst + name)["Body"].read()
+            assert body == zf.read(name), name
+        assert zf.read("deep/er/spot.ply") == zf.read("meshes/spot.ply")
+        manifest = s3.get_object(Bucket=BUCKET, Key=dst + "manifest.jsonl")["Body"].read()
+        assert manifest == zf.read("manifest.jsonl")
+        lines = [json.loads(x) for x in manifest.decode().splitlines()]
+        assert [x["path"] for x in lines] == sorted(p for p in tree if p != "notes.txt")
+        states = {x["path"]: (x["state"], x["output"]) for x in lines}
+        assert states["broken/truncated.ply"] == ("failed", None)
+        assert states["meshes/rx-cube.obj"] == ("succeeded", "meshes/rx-cube.ply")
+
+        # without an output prefix: the result zip only, nothing written in S3 but the store
+        r = post(s3_client, f"s3://{BUCKET}/{src}meshes/", spec_text=spec("weld", fmt="obj"))
+        assert r.status_code == 202, r.text
+        done = wait_batch(s3_client, r.json()["url"])
+        assert done["counts"]["succeeded"] == 3, done
+        zf = zipfile.ZipFile(io.BytesIO(s3_client.get(done["result"]).content))
+        assert sorted(zf.namelist()) == sorted([*(f"{n[:-4]}.obj" for n in GOOD), "manifest.jsonl"])
+        assert len(s3.list_objects_v2(Bucket=BUCKET, Prefix=dst)["Contents"]) == 5
+    finally:
+        workers.stop_all()
+
+
+def test_s3_batches_refused(s3, s3_settings, s3_client):
+    run = uuid.uuid4().hex[:10]
+    put_tree(s3, f"in-{run}/", {"text/readme.txt": b"x", "a/cube.obj": b"v 0 0 0\n"})
+    base = f"s3://{BUCKET}/in-{run}/"
+    p = assert_problem(post(s3_client, base + "text/"), 422, "batch.s3_prefix_empty")
+    assert p["context"]["other_objects"] == 1 and "obj" in p["context"]["extensions"]
+    p = assert_problem(post(s3_client, base + "nothing/"), 422, "batch.s3_prefix_empty")
+    assert p["context"]["other_objects"] == 0
+
+    # the store's own keys (other jobs' files), the bucket's root holding them, another bucket
+    store_url = s3_settings.blob_url + "/"
+    for url in (store_url, store_url + "jobs/", f"s3://{BUCKET}/", "s3://another-bucket/x/"):
+        p = assert_problem(post(s3_client, url), 403, "batch.s3_prefix_not_allowed")
+        assert p["context"]["role"] == "input", url
+    p = assert_problem(post(s3_client, base, store_url), 403, "batch.s3_prefix_not_allowed")
+    assert p["context"]["role"] == "output"
+    for url in ("gs://bucket/x/", "s3:///x/", f"s3://{BUCKET}/in/../{run}/", "meshes/"):
+        assert_problem(post(s3_client, url), 422, "batch.s3_prefix_invalid")
+    for body in ({"input": {}}, {"input": {"s3_prefix": base}, "other": 1}, [1]):
+        assert_problem(s3_client.post("/v1/batches", json=body), 422, "batch.body_invalid")
+    r = s3_client.post("/v1/batches", content=b"{", headers={"Content-Type": "application/json"})
+    assert_problem(r, 422, "batch.body_invalid")
+    assert s3_client.get("/v1/batches/none").status_code == 404
+
+    # a deployment that lists its prefixes allows those only
+    put_tree(s3, f"allowed-{run}/", {"x/cube.obj": mesh_path("rx-cube.obj").read_bytes()})
+    listed = s3_settings.model_copy(
+        update={
+            "batch_s3_prefixes": [f"s3://{BUCKET}/allowed-{run}/", f"s3://no-bucket-{run}/"],
+            "batch_max_items": 1,
+        }
+    )
+    for c in _client(listed):
+        p = assert_problem(post(c, base + "a/"), 403, "batch.s3_prefix_not_allowed")
+        ok = post(c, f"s3://{BUCKET}/allowed-{run}/x/", f"s3://{BUCKET}/allowed-{run}/out/")
+        assert ok.status_code == 202 and ok.json()["counts"]["total"] == 1, ok.text
+        p = assert_problem(post(c, f"s3://no-bucket-{run}/a/"), 422, "batch.s3_prefix_unreadable")
+        assert p["context"]["reason"] == "NoSuchBucket"
+        put_tree(s3, f"allowed-{run}/", {"x/two.obj": b"v 0 0 0\n"})
+        assert_problem(post(c, f"s3://{BUCKET}/allowed-{run}/"), 422, "batch.too_many_items")
+
+
+def test_a_deployment_without_an_s3_store_refuses_s3_batches(client):
+    r = post(client, "s3://bucket/meshes/")
+    assert_problem(r, 422, "batch.s3_unavailable")
