@@ -15,6 +15,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
+import tessera
+import tessera.client
+from service.cli import main as cli_main
 from tests.conftest import Workers, mesh_path
 from tests.s3 import ACCESS_KEY, BUCKET, SECRET_KEY
 from tests.service.helpers import assert_problem, spec
@@ -68,8 +71,12 @@ def post(client, input_url: str, output_url: str | None = None, spec_text: str =
     return client.post("/v1/batches", json=body)
 
 
+def expected_obj(tree: dict[str, bytes]) -> list[str]:
+    return sorted(p[:-4] + ".obj" for p in tree if p.endswith(".obj"))
+
+
 def test_a_batch_reads_an_s3_prefix_and_writes_its_results_and_manifest_there(
-    s3, s3_settings, s3_client, tmp_path
+    s3, s3_settings, s3_client, tmp_path, monkeypatch, capsys
 ):
     workers = Workers(s3_settings, tmp_path)
     workers.start("w1")
@@ -118,14 +125,35 @@ def test_a_batch_reads_an_s3_prefix_and_writes_its_results_and_manifest_there(
         assert states["broken/truncated.ply"] == ("failed", None)
         assert states["meshes/rx-cube.obj"] == ("succeeded", "meshes/rx-cube.ply")
 
-        # without an output prefix: the result zip only, nothing written in S3 but the store
-        r = post(s3_client, f"s3://{BUCKET}/{src}meshes/", spec_text=spec("weld", fmt="obj"))
-        assert r.status_code == 202, r.text
-        done = wait_batch(s3_client, r.json()["url"])
-        assert done["counts"]["succeeded"] == 3, done
-        zf = zipfile.ZipFile(io.BytesIO(s3_client.get(done["result"]).content))
-        assert sorted(zf.namelist()) == sorted([*(f"{n[:-4]}.obj" for n in GOOD), "manifest.jsonl"])
-        assert len(s3.list_objects_v2(Bucket=BUCKET, Prefix=dst)["Contents"]) == 5
+        # the Python client: the same batch again, to another output prefix
+        with tessera.Client("http://testserver", http=s3_client) as tc:
+            again = tc.submit_batch(
+                spec=json.loads(SPEC),
+                s3_prefix=f"s3://{BUCKET}/{src}",
+                output_prefix=f"s3://{BUCKET}/{dst}again",  # read as a folder: again/
+            )
+            done = tc.wait_batch(again, timeout=120)
+        assert done["counts"]["succeeded"] == 4, done
+        body = s3.get_object(Bucket=BUCKET, Key=f"{dst}again/meshes/spot.ply")["Body"].read()
+        assert body == zf.read("meshes/spot.ply")
+
+        # the command, without an output prefix: the result archive's files in --out
+        monkeypatch.setattr(
+            tessera.client, "Client", lambda *a, **k: tessera.Client(a[0], http=s3_client)
+        )
+        pipeline = tmp_path / "p.json"
+        pipeline.write_text(spec("weld", fmt="obj"))
+        argv = ["batch", "--server-side", "--s3-input", f"s3://{BUCKET}/{src}", "--out"]
+        with pytest.raises(SystemExit) as e:
+            cli_main([*argv, str(tmp_path / "res"), "--pipeline", str(pipeline)])
+        assert e.value.code == 1  # the broken file failed
+        err = capsys.readouterr().err
+        assert "broken/truncated.ply: format.count_exceeds_size" in err, err
+        assert "4 succeeded, 1 failed" in err, err
+        got = sorted(str(p.relative_to(tmp_path / "res")) for p in (tmp_path / "res").rglob("*"))
+        assert [g for g in got if "." in g] == sorted([*expected_obj(tree), "manifest.jsonl"])
+        # nothing more was written under the output prefixes (5 and 5 from the two batches)
+        assert len(s3.list_objects_v2(Bucket=BUCKET, Prefix=dst)["Contents"]) == 10
     finally:
         workers.stop_all()
 
