@@ -240,6 +240,17 @@ def s3_places(places: BatchS3Places, store: BlobStore, settings: Settings) -> di
                 prefix=url[:200],
             )
         out[role] = {"bucket": bucket, "prefix": prefix, "url": f"s3://{bucket}/{prefix}"}
+    src, dst = out["input"], out["output"]
+    if dst is not None and src["bucket"] == dst["bucket"]:
+        a, b = src["prefix"], dst["prefix"]
+        if a.startswith(b) or b.startswith(a):  # a result could overwrite an unread input
+            raise ProblemError(
+                422,
+                "batch.s3_prefixes_overlap",
+                "the output prefix may not be inside the input prefix, nor hold it",
+                input=src["url"][:200],
+                output=dst["url"][:200],
+            )
     return out
 
 

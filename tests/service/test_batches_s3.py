@@ -174,6 +174,8 @@ def test_s3_batches_refused(s3, s3_settings, s3_client):
         assert p["context"]["role"] == "input", url
     p = assert_problem(post(s3_client, base, store_url), 403, "batch.s3_prefix_not_allowed")
     assert p["context"]["role"] == "output"
+    for out in (base, base + "a/out/", f"s3://{BUCKET}/in-{run}"):
+        assert_problem(post(s3_client, base + "a/", out), 422, "batch.s3_prefixes_overlap")
     for url in ("gs://bucket/x/", "s3:///x/", f"s3://{BUCKET}/in/../{run}/", "meshes/"):
         assert_problem(post(s3_client, url), 422, "batch.s3_prefix_invalid")
     for body in ({"input": {}}, {"input": {"s3_prefix": base}, "other": 1}, [1]):
