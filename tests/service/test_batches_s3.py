@@ -201,6 +201,11 @@ def test_s3_batches_refused(s3, s3_settings, s3_client):
         put_tree(s3, f"allowed-{run}/", {"x/two.obj": b"v 0 0 0\n"})
         assert_problem(post(c, f"s3://{BUCKET}/allowed-{run}/"), 422, "batch.too_many_items")
 
+    # a store at the bucket's root keeps its keys under jobs/: refused, the rest allowed
+    for c in _client(s3_settings.model_copy(update={"blob_url": f"s3://{BUCKET}"})):
+        p = assert_problem(post(c, f"s3://{BUCKET}/jobs/"), 403, "batch.s3_prefix_not_allowed")
+        assert post(c, base + "a/").status_code == 202
+
 
 def test_a_deployment_without_an_s3_store_refuses_s3_batches(client):
     r = post(client, "s3://bucket/meshes/")
