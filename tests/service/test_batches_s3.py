@@ -210,3 +210,38 @@ def test_s3_batches_refused(s3, s3_settings, s3_client):
 def test_a_deployment_without_an_s3_store_refuses_s3_batches(client):
     r = post(client, "s3://bucket/meshes/")
     assert_problem(r, 422, "batch.s3_unavailable")
+
+
+def test_a_chunk_reads_its_items_from_s3_each_failing_alone(s3, s3_settings):
+    """An object deleted before its worker read it, or grown over the member limit, fails its
+    item alone; the others' results reach the output prefix."""
+    from workers.jobspec import JobSpec
+    from workers.queue.blobs import open_store, store_config
+    from workers.runner import execute_chunk
+
+    run = uuid.uuid4().hex[:10]
+    cube = mesh_path("rx-cube.obj").read_bytes()
+    put_tree(s3, f"in-{run}/", {"a/cube.obj": cube, "big.obj": cube + b"# " + b"x" * 100})
+    items = [
+        {"index": 0, "path": "a/cube.obj", "output": "a/cube.ply"},
+        {"index": 1, "path": "gone.obj", "output": "gone.ply"},
+        {"index": 2, "path": "big.obj", "output": "big.ply"},
+    ]
+    outcomes: dict[int, dict] = {}
+    execute_chunk(
+        uuid.uuid4().hex,
+        JobSpec.model_validate_json(spec("weld")),
+        open_store(store_config(s3_settings)),
+        items,
+        lambda i, o: outcomes.__setitem__(i, o),
+        s3={
+            "input": {"bucket": BUCKET, "prefix": f"in-{run}/"},
+            "output": {"bucket": BUCKET, "prefix": f"out-{run}/"},
+        },
+        max_member=len(cube) + 10,
+    )
+    assert outcomes[0]["state"] == "succeeded", outcomes[0]
+    assert outcomes[1]["error"]["code"] == "batch.s3_object_missing"
+    assert outcomes[2]["error"]["code"] == "batch.member_too_large"
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"out-{run}/")["Contents"]
+    assert [o["Key"] for o in listed] == [f"out-{run}/a/cube.ply"]
