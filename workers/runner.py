@@ -315,7 +315,8 @@ def execute_chunk(
             if sink:
                 t_copy = time.perf_counter()
                 dest = sink["prefix"] + item["output"]
-                store.copy_to(fields["result"]["key"], sink["bucket"], dest)
+                s3_store: Any = store  # an S3BlobStore: the API takes S3 batches on one only
+                s3_store.copy_to(fields["result"]["key"], sink["bucket"], dest)
                 fields["timings"]["copy_out"] = time.perf_counter() - t_copy
             outcome: dict[str, Any] = {
                 "state": "succeeded",
