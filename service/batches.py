@@ -1,4 +1,5 @@
-"""Accepting a batch: one spec over the files of an archive (zip or tar) or of a form.
+"""Accepting a batch: one spec over the files of an archive (zip or tar), of a form, or under
+an S3 prefix (:func:`s3_places`, :func:`s3_members`: listed here, read by the workers).
 
 The spec is checked once, as a job's is; the files are only unpacked here (in memory, with
 limits: nothing touches the filesystem), not parsed: each is parsed by the worker that runs its
@@ -26,16 +27,17 @@ import numpy as np
 
 from workers.engine.errors import FormatError, SpecError
 from workers.engine.io.archive import check_member_count
-from workers.engine.io.formats import FILE_EXTENSIONS
+from workers.engine.io.formats import FILE_EXTENSIONS, MESH_FORMATS
 from workers.engine.mesh import TriMesh
 from workers.engine.pipeline import parse_pipeline, starts_with_source
 from workers.queue.batches import BatchQueue, Chunk
 from workers.queue.blobs import BlobStore, job_prefix, members_key, pack_members
 from workers.queue.jobs import JobQueue
+from workers.queue.s3batch import split_url
 from workers.settings import Settings
 
 from .errors import ProblemError
-from .schemas import JobCreate
+from .schemas import BatchS3Places, JobCreate
 from .submission import check_pipeline, earlier_id, parse_spec
 
 #: a batch is cut into at least this many chunks per live worker (while its chunks may hold
@@ -191,6 +193,126 @@ def members_of(files: list[tuple[str, bytes]], settings: Settings) -> list[Membe
     return out
 
 
+#: the extensions of the files an S3 prefix's listing makes items of (every readable format)
+S3_MESH_EXTENSIONS = frozenset(MESH_FORMATS)
+
+
+def s3_places(places: BatchS3Places, store: BlobStore, settings: Settings) -> dict[str, Any]:
+    """The batch's S3 input and output as ``{"input": {"bucket", "prefix"}, "output": ...}``,
+    once each is known to be an S3 URL the deployment allows: on an S3 blob store only, in
+    one of ``batch_s3_prefixes`` (by default anywhere in the store's bucket), never among the
+    store's own keys (other jobs' files)."""
+    from workers.queue.s3 import S3BlobStore
+
+    if not isinstance(store, S3BlobStore):
+        raise ProblemError(
+            422,
+            "batch.s3_unavailable",
+            "this deployment's blob store is not S3: a batch cannot read or write an S3 prefix",
+        )
+    allowed = [a for p in settings.batch_s3_prefixes if (a := split_url(p)) is not None]
+    if not settings.batch_s3_prefixes:
+        allowed = [(store.bucket, "")]
+    own = store.prefix or "jobs/"
+    out: dict[str, Any] = {}
+    for role, place in (("input", places.input), ("output", places.output)):
+        if place is None:
+            out[role] = None
+            continue
+        url = place.s3_prefix
+        where = split_url(url)
+        if where is None:
+            raise ProblemError(
+                422,
+                "batch.s3_prefix_invalid",
+                "not an S3 prefix: s3://bucket/some/prefix/",
+                role=role,
+                prefix=url[:200],
+            )
+        bucket, prefix = where
+        inside_store = bucket == store.bucket and (prefix.startswith(own) or own.startswith(prefix))
+        if inside_store or not any(bucket == b and prefix.startswith(p) for b, p in allowed):
+            raise ProblemError(
+                403,
+                "batch.s3_prefix_not_allowed",
+                "this deployment does not let batches use that S3 prefix",
+                role=role,
+                prefix=url[:200],
+            )
+        out[role] = {"bucket": bucket, "prefix": prefix, "url": f"s3://{bucket}/{prefix}"}
+    src, dst = out["input"], out["output"]
+    if dst is not None and src["bucket"] == dst["bucket"]:
+        a, b = src["prefix"], dst["prefix"]
+        if a.startswith(b) or b.startswith(a):  # a result could overwrite an unread input
+            raise ProblemError(
+                422,
+                "batch.s3_prefixes_overlap",
+                "the output prefix may not be inside the input prefix, nor hold it",
+                input=src["url"][:200],
+                output=dst["url"][:200],
+            )
+    return out
+
+
+def s3_members(store: Any, source: dict[str, Any], settings: Settings) -> list[Member]:
+    """The items of an S3 prefix: its mesh files (by extension), in key order, at their paths
+    relative to it (their bytes stay in S3: the workers read them)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, prefix = source["bucket"], source["prefix"]
+    limit = settings.batch_max_items
+    out: list[Member] = []
+    try:
+        listed = store.list_objects(bucket, prefix, limit, keep=_s3_mesh_key(prefix))
+    except ClientError as exc:
+        err = getattr(exc, "response", {}).get("Error", {})
+        raise ProblemError(
+            422,
+            "batch.s3_prefix_unreadable",
+            "the S3 prefix cannot be listed with the service's credentials",
+            prefix=source["url"][:200],
+            reason=str(err.get("Code") or exc.__class__.__name__)[:100],
+        ) from None
+    except BotoCoreError as exc:
+        raise ProblemError(
+            503,
+            "batch.s3_unreachable",
+            "the S3 service cannot be reached",
+            reason=exc.__class__.__name__,
+        ) from None
+    keys, skipped = listed
+    if len(keys) > limit:
+        raise ProblemError(
+            422,
+            "batch.too_many_items",
+            "the batch holds more files than one batch may",
+            limit=limit,
+        )
+    for key, size in keys:
+        too_big = size > settings.batch_max_member_bytes
+        out.append(Member(key[len(prefix) :], None if too_big else b"", size))
+    if not out:
+        raise ProblemError(
+            422,
+            "batch.s3_prefix_empty",
+            "the S3 prefix holds no mesh files",
+            prefix=source["url"][:200],
+            other_objects=skipped,
+            extensions=sorted(S3_MESH_EXTENSIONS),
+        )
+    return out
+
+
+def _s3_mesh_key(prefix: str) -> Callable[[str], bool]:
+    def keep(key: str) -> bool:
+        rel = key[len(prefix) :]
+        ext = posixpath.splitext(rel)[1][1:].lower()
+        # a key the batch could not name as it is (``a//b``, ``../x``) is left out with the rest
+        return ext in S3_MESH_EXTENSIONS and clean_path(rel) == rel and not _skipped(rel)
+
+    return keep
+
+
 def output_paths(paths: list[str], fmt: str) -> list[str]:
     """Each result's path in the result archive: the input's, with the output format's
     extension (``a.obj`` -> ``a.ply``); where two inputs would meet (``a.obj`` and ``a.stl``),
@@ -273,17 +395,30 @@ def accept_batch(
     idempotency_key: str | None,
     extra: dict[str, Any],
     admit: Callable[[str], None] | None = None,
+    s3: BatchS3Places | None = None,
 ) -> AcceptedBatch:
     """Validate, store and queue a batch; ``admit(batch_id)`` counts it against the caller's
-    quotas once it is known to be valid and new."""
+    quotas once it is known to be valid and new. ``s3``: the batch's files are the mesh files
+    under an S3 prefix (``files`` is empty), read there by the workers (:mod:`.s3batch`)."""
     t0 = time.perf_counter()
-    digest = body_hash(spec_text, files) if idempotency_key else ""
+    hashed = files if s3 is None else [("s3", s3.model_dump_json().encode())]
+    digest = body_hash(spec_text, hashed) if idempotency_key else ""
     if idempotency_key:
         prev = batches.idempotent_batch(idempotency_key)
         if prev is not None:
             return AcceptedBatch(earlier_id(prev, digest, "batch_id"), True)
     spec, spec_dict = check_spec(spec_text, settings.default_deadline_seconds)
-    members = members_of(files, settings)
+    places = s3_places(s3, store, settings) if s3 is not None else None
+    if places is not None:
+        members = s3_members(store, places["input"], settings)
+        input_record: dict[str, Any] = {
+            "bytes": sum(m.size for m in members),
+            "files": len(members),
+            "s3_prefix": places["input"]["url"],
+        }
+    else:
+        members = members_of(files, settings)
+        input_record = {"bytes": sum(len(d) for _, d in files), "files": len(files)}
     fmt = spec.output.format
     outs = output_paths([m.path for m in members], fmt)
     batch_id = uuid.uuid4().hex
@@ -327,14 +462,10 @@ def accept_batch(
         {"path": m.path, "output": outs[i], "bytes": m.size, "chunk": chunk_of.get(i, -1)}
         for i, m in enumerate(members)
     ]
-    upload_bytes = sum(len(d) for _, d in files)
+    s3_fields = {"s3": places} if places is not None else {}
     dup = batches.create(
         batch_id,
-        {
-            "spec": spec_dict,
-            "input": {"bytes": upload_bytes, "files": len(files)},
-            **extra,
-        },
+        {"spec": spec_dict, "input": input_record, **s3_fields, **extra},
         items,
         failed,
         idempotency_key=idempotency_key,
@@ -342,7 +473,7 @@ def accept_batch(
     )
     if dup is not None:
         return AcceptedBatch(earlier_id(dup, digest, "batch_id"), True)
-    for chunk in chunks:
+    for chunk in chunks if places is None else []:  # an S3 batch's files stay where they are
         store.put_chunks(
             members_key(chunk.job),
             pack_members(
@@ -366,6 +497,7 @@ def accept_batch(
             "chunk": k,
             "start": chunk.start,
             "end": chunk.end,
+            **s3_fields,
             **extra,
         }
         try:

@@ -27,7 +27,7 @@ from .config import Settings, get_settings
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware
 from .routes import batches, events, health, jobs, operations, preview, ui, workers
-from .schemas import JobCreate
+from .schemas import BatchFromS3, JobCreate
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             # the job spec travels as a JSON string inside the multipart form: document its model
             _, defs = models_json_schema(
-                [(JobCreate, "validation")], ref_template="#/components/schemas/{model}"
+                [(JobCreate, "validation"), (BatchFromS3, "validation")],
+                ref_template="#/components/schemas/{model}",
             )
             schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
             app.openapi_schema = schema

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from workers.engine.ops import OpKind
 from workers.jobspec import JobSpec
@@ -15,6 +15,46 @@ from workers.queue.jobs import TERMINAL, JobState
 
 class JobCreate(JobSpec):
     """What to do with the uploaded mesh."""
+
+
+class S3Prefix(BaseModel):
+    """A place in S3, on the deployment's S3 blob store's service."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    s3_prefix: str = Field(
+        min_length=6,
+        max_length=1024,
+        description="`s3://bucket/some/prefix/`: the objects whose keys begin with it (the "
+        "prefix is read as a folder: a `/` is added when missing).",
+        examples=["s3://meshes/scans/2026/"],
+    )
+
+
+class BatchS3Places(BaseModel):
+    """Where a batch's files are read from, and its results written to, in S3."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: S3Prefix = Field(
+        description="Every mesh file under this prefix (by extension: .obj, .ply, .off, .stl, "
+        ".glb, .gltf, .npz; other objects are left out) is an item, at its path relative to "
+        "the prefix. The workers read each from S3: nothing passes through the API."
+    )
+    output: S3Prefix | None = Field(
+        None,
+        description="Each item's result is also written under this prefix at the item's path "
+        "(with the output format's extension), and `manifest.jsonl` once the batch has ended. "
+        "Without it, the results are fetched as the result zip, as for any batch.",
+    )
+
+
+class BatchFromS3(BatchS3Places):
+    """The JSON body of ``POST /v1/batches`` for a batch over an S3 prefix (on deployments
+    whose blob store is S3; the prefixes a deployment allows are its setting
+    ``batch_s3_prefixes``)."""
+
+    spec: JobCreate = Field(description="The job spec, run on every item.")
 
 
 class ResultPublic(BaseModel):

@@ -264,6 +264,23 @@ def _reason(exc: httpx.TransportError) -> str:
     return text
 
 
+def s3_batch_body(
+    spec: dict[str, Any], source: Any, s3_prefix: str | None, output_prefix: str | None
+) -> dict[str, Any]:
+    """The JSON body of a batch over an S3 prefix (``BatchFromS3``)."""
+    if s3_prefix is None:
+        raise TypeError("output_prefix is for a batch over an S3 prefix: give s3_prefix")
+    if source is not None:
+        raise TypeError("a batch reads its files from s3_prefix or from source, not both")
+    for url in (s3_prefix, output_prefix):
+        if url is not None and not url.startswith("s3://"):
+            raise ValueError(f"not an S3 prefix: {url!r} (s3://bucket/some/prefix/)")
+    body: dict[str, Any] = {"spec": spec, "input": {"s3_prefix": s3_prefix}}
+    if output_prefix is not None:
+        body["output"] = {"s3_prefix": output_prefix}
+    return body
+
+
 def batch_archive(
     source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
 ) -> bytes:

@@ -2,6 +2,7 @@
 
 tessera submit FILE... [--op NAME[:k=v,...]]... [-o OUT] [--format F] [--url URL]
 tessera batch DIR --pipeline pipeline.json|.yaml --out DIR [--concurrency N] [--url URL]
+tessera batch --server-side --s3-input s3://... [--s3-output s3://...] [--out DIR] --pipeline ...
 
 Both run the files as jobs, a few at a time, with a progress line (plain lines when the output is
 not a terminal) and a summary table, and exit 1 when any file failed. A result is written to a
@@ -489,6 +490,10 @@ def find_inputs(root: Path, skip: Path | None) -> list[Path]:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    if args.s3_input or args.s3_output:
+        return run_s3(args)
+    if args.dir is None or args.out is None:
+        raise SystemExit("tessera: batch needs DIR and --out DIR (or --server-side --s3-input)")
     root = Path(args.dir)
     if not root.is_dir():
         raise SystemExit(f"tessera: {root}: not a directory")
@@ -601,6 +606,61 @@ def run_server_side(
     return _finish(outcomes)
 
 
+def run_s3(args: argparse.Namespace) -> int:
+    """``batch --server-side --s3-input s3://... [--s3-output s3://...] [--out DIR]``: one batch
+    over the mesh files under an S3 prefix, read there by the service's workers; the results go
+    under the output prefix (with ``manifest.jsonl``) or, with ``--out``, are unpacked from the
+    result archive into DIR. Exit status 1 when an item failed."""
+    import io
+    import zipfile
+
+    from .client import Client
+
+    if not args.server_side:
+        raise SystemExit("tessera: --s3-input runs on the service: add --server-side")
+    if not args.s3_input:
+        raise SystemExit("tessera: --s3-output needs --s3-input")
+    if args.dir is not None:
+        raise SystemExit("tessera: --s3-input reads the files from S3: give no DIR")
+    if args.out is None and not args.s3_output:
+        raise SystemExit("tessera: say where the results go: --s3-output s3://... or --out DIR")
+    spec = _spec(args)
+    spec["output"] = {**(spec.get("output") or {}), "format": _format(args, spec, None)}
+    try:
+        with Client(args.url, api_key=args.api_key) as tc:
+            batch = tc.submit_batch(
+                spec=spec, s3_prefix=args.s3_input, output_prefix=args.s3_output
+            )
+            sys.stderr.write(f"tessera: batch {batch['id']}: {batch['counts']['total']} files\n")
+            done = tc.wait_batch(batch, timeout=args.timeout, items=True)
+            result = (
+                tc._request("GET", f"/v1/batches/{done['id']}/result").content
+                if args.out is not None
+                else None
+            )
+    except errors.TesseraError as exc:
+        sys.stderr.write(f"tessera: {exc.code}: {_detail(exc)}\n")
+        return 1
+    if result is not None:
+        out = Path(args.out)
+        with zipfile.ZipFile(io.BytesIO(result)) as zf:
+            for name in zf.namelist():
+                dest = out / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(zf.read(name))
+    failed = [i for i in done.get("items") or [] if i["state"] != "succeeded"]
+    for item in failed:
+        code = (item.get("error") or {}).get("code") or item["state"]
+        sys.stderr.write(f"tessera: {item['path']}: {code}\n")
+    c = done["counts"]
+    where = args.s3_output or args.out
+    sys.stderr.write(
+        f"tessera: batch {done['id']} {done['state']}: {c['succeeded']} succeeded, "
+        f"{c['failed']} failed, {c['cancelled']} cancelled; results in {where}\n"
+    )
+    return 1 if failed or done["state"] != "succeeded" else 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default=None, help="the service (default $TESSERA_URL or :8000)")
     p.add_argument("--api-key", default=None, help="API key (default $TESSERA_API_KEY)")
@@ -631,9 +691,9 @@ def add_commands(sub: Any) -> None:
     s.set_defaults(fn=cmd_submit)
 
     b = sub.add_parser("batch", help="process every mesh under a folder with a running service")
-    b.add_argument("dir", metavar="DIR")
+    b.add_argument("dir", metavar="DIR", nargs="?", help="the meshes (not with --s3-input)")
     b.add_argument("--pipeline", required=True, help="the job spec or its steps, JSON or YAML")
-    b.add_argument("--out", required=True, metavar="DIR", help="results, same layout as DIR")
+    b.add_argument("--out", metavar="DIR", help="results, same layout as DIR")
     b.add_argument("--concurrency", type=int, default=4)
     again = b.add_mutually_exclusive_group()
     again.add_argument("--force", action="store_true", help="redo files whose result exists")
@@ -648,6 +708,18 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="send the files as one batch (POST /v1/batches: one upload, one result archive) "
         "instead of one job per file",
+    )
+    b.add_argument(
+        "--s3-input",
+        metavar="S3_PREFIX",
+        help="with --server-side, on a service whose blob store is S3: every mesh file under "
+        "s3://bucket/prefix/, read there by the service (no DIR)",
+    )
+    b.add_argument(
+        "--s3-output",
+        metavar="S3_PREFIX",
+        help="with --s3-input: write the results and manifest.jsonl under this S3 prefix "
+        "(else --out DIR gets the result archive's files)",
     )
     _common(b)
     b.set_defaults(fn=cmd_batch)

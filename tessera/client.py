@@ -43,6 +43,7 @@ from ._common import (
     job_id_of,
     new_idempotency_key,
     raise_for_problem,
+    s3_batch_body,
     submission,
     tmp_path_for,
     transport_error,
@@ -276,7 +277,7 @@ class Client:
     # ------------------------------------------------------------------ batches
     def submit_batch(
         self,
-        source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
+        source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]] | None = None,
         pipeline: Sequence[Step] | None = None,
         *,
         output: str | dict[str, Any] | None = None,
@@ -284,15 +285,29 @@ class Client:
         device: str | None = None,
         deadline_seconds: int | None = None,
         idempotency_key: str | None = None,
+        s3_prefix: str | None = None,
+        output_prefix: str | None = None,
     ) -> dict[str, Any]:
         """Queue a batch: one pipeline over many meshes. ``source`` is a folder (every file
         under it, at its relative path), a zip or tar archive (a path, or its bytes), or a list
-        of files (by their names). Returns the batch (``id``, ``url``, ``state``, ``counts``)."""
-        data = batch_archive(source)
+        of files (by their names). Or, on a service whose blob store is S3, ``s3_prefix``
+        (``s3://bucket/some/prefix/``, no ``source``): every mesh file under it, read there by
+        the workers; with ``output_prefix`` the results and ``manifest.jsonl`` are written
+        under it too. Returns the batch (``id``, ``url``, ``state``, ``counts``)."""
         body = build_spec(
             pipeline, spec=spec, output=output, device=device, deadline_seconds=deadline_seconds
         )
         key = idempotency_key or new_idempotency_key()
+        if s3_prefix is not None or output_prefix is not None:
+            return self._json(  # type: ignore[no-any-return]
+                "POST",
+                "/v1/batches",
+                json=s3_batch_body(body, source, s3_prefix, output_prefix),
+                headers={"Idempotency-Key": key},
+            )
+        if source is None:
+            raise TypeError("submit_batch needs a source (files, a folder or an archive)")
+        data = batch_archive(source)
         return self._json(  # type: ignore[no-any-return]
             "POST",
             "/v1/batches",

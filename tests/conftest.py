@@ -158,7 +158,7 @@ def settings_env(s: object) -> dict[str, str]:
     env = dict(os.environ)
     for k, v in s.model_dump().items():  # type: ignore[attr-defined]
         if v is not None:
-            env[f"TESSERA_{k.upper()}"] = json.dumps(v) if isinstance(v, dict) else str(v)
+            env[f"TESSERA_{k.upper()}"] = json.dumps(v) if isinstance(v, (dict, list)) else str(v)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

@@ -152,6 +152,8 @@ def child_main(
                     gpu_min_faces=job.gpu_min_faces,
                     max_expanded=int(job.batch["max_expanded"]),
                     failed=poisoned,
+                    s3=job.batch.get("s3"),
+                    max_member=int(job.batch.get("max_member") or 256 << 20),
                 )
                 conn.send(Done(fields))
                 continue

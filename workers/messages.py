@@ -25,8 +25,9 @@ class RunJob:
     spec: dict[str, Any]
     input_name: str
     gpu_min_faces: int
-    #: a batch chunk's work: ``{"items": [{"index", "path"}], "max_expanded": N}`` (the items
-    #: not recorded yet); None for a job
+    #: a batch chunk's work: ``{"items": [{"index", "path", "output"}], "max_expanded": N,
+    #: "s3": its S3 prefixes or None, "max_member": N}`` (the items not recorded yet); None
+    #: for a job
     batch: dict[str, Any] | None = None
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .engine.artifacts import MEDIA_TYPES as MATRIX_MEDIA_TYPES
 from .engine.artifacts import serialize_matrix
 from .engine.backend import GPU_MIN_FACES, choose, sync
-from .engine.errors import EngineError, OutOfMemory
+from .engine.errors import EngineError, InputError, OutOfMemory
 from .engine.io import (
     DEFAULT_MAX_EXPANDED,
     FILE_EXTENSIONS,
@@ -259,6 +259,8 @@ def execute_chunk(
     gpu_min_faces: int = GPU_MIN_FACES,
     max_expanded: int = DEFAULT_MAX_EXPANDED,
     failed: Callable[[Exception], Any] | None = None,
+    s3: dict[str, Any] | None = None,
+    max_member: int = 256 << 20,
 ) -> dict[str, Any]:
     """Run a batch chunk: its members' files are read in one piece (:func:`members_key`), and
     each item of ``items`` (``{"index", "path"}``: those not recorded yet) is parsed, run and
@@ -266,11 +268,18 @@ def execute_chunk(
     ``on_item(index, outcome)``. An item that fails (a broken file, an operation refusing its
     mesh) fails alone, with its error; ``failed(exc)`` says whether an error must end the whole
     chunk instead (it returns a truthy value then: a GPU context that is no longer usable).
-    Returns the fields of the chunk job's record."""
+    Returns the fields of the chunk job's record.
+
+    ``s3``: the batch reads its files from an S3 prefix (``{"input": {"bucket", "prefix"},
+    "output": ...}``): each item's object is read there (at most ``max_member`` bytes), and
+    with an ``output`` prefix each result is also copied there at the item's ``output`` path;
+    ``store`` is then the S3 blob store (:mod:`.queue.s3batch`)."""
     if not isinstance(spec, JobSpec):
         spec = JobSpec.from_stored(spec)
     t0 = time.perf_counter()
-    members = unpack_members(read_buffer(store, members_key(job_id)))
+    source = (s3 or {}).get("input")
+    sink = (s3 or {}).get("output")
+    members = {} if source else unpack_members(read_buffer(store, members_key(job_id)))
     load_s = time.perf_counter() - t0
     fmt = spec.output.format
     done = ok = 0
@@ -283,7 +292,11 @@ def execute_chunk(
         timings: dict[str, float] = {}
         t = time.perf_counter()
         try:
-            data = members.get(index)
+            data = (
+                _s3_member(store, source, item["path"], max_member)
+                if source
+                else members.get(index)
+            )
             if data is None:
                 raise EngineError("the item's file is missing from its chunk", index=index)
             mesh = load_bytes(bytes(data), item["path"], max_expanded=max_expanded)
@@ -299,6 +312,12 @@ def execute_chunk(
                 gpu_min_faces=gpu_min_faces,
                 with_stats_before=False,
             )
+            if sink:
+                t_copy = time.perf_counter()
+                dest = sink["prefix"] + item["output"]
+                s3_store: Any = store  # an S3BlobStore: the API takes S3 batches on one only
+                s3_store.copy_to(fields["result"]["key"], sink["bucket"], dest)
+                fields["timings"]["copy_out"] = time.perf_counter() - t_copy
             outcome: dict[str, Any] = {
                 "state": "succeeded",
                 "key": fields["result"]["key"],
@@ -335,6 +354,28 @@ def execute_chunk(
         "timings": {"load": load_s, "items": time.perf_counter() - t0 - load_s},
         "reports": [{"op": "batch", "report": {"items": done, "succeeded": ok}}],
     }
+
+
+def _s3_member(store: Any, source: dict[str, Any], path: str, max_member: int) -> bytes:
+    """A batch item's file, read from the batch's S3 input prefix."""
+    from .queue.blobs import BlobNotFound
+
+    key = source["prefix"] + path
+    try:
+        data: bytes = store.get_object(source["bucket"], key, max_member)
+    except BlobNotFound:
+        raise InputError(
+            "the item's object is no longer under the batch's S3 prefix",
+            code="batch.s3_object_missing",
+            key=key,
+        ) from None
+    except ValueError:
+        raise InputError(
+            "the file is larger than a batch's member may be",
+            code="batch.member_too_large",
+            limit=max_member,
+        ) from None
+    return data
 
 
 def _warm_up_mesh() -> TriMesh:

@@ -99,6 +99,13 @@ class Settings(BaseSettings):
     batch_chunk_bytes: int = Field(
         16 << 20, ge=1, description="A chunk of a batch is closed once its files reach this."
     )
+    batch_s3_prefixes: list[str] = Field(
+        default_factory=list,
+        description="The S3 prefixes (JSON list of s3://bucket/prefix/) a batch may read its "
+        "files from and write its results to, on an S3 blob store; empty: anywhere in the "
+        "store's own bucket outside the store's keys. The service's credentials read them: "
+        "list only what every caller may read and write.",
+    )
     webhook_secret: str | None = Field(
         None, min_length=16, description="Signs the webhooks of jobs submitted without a key."
     )

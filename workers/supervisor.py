@@ -42,6 +42,7 @@ from .queue.jobs import Claim, JobQueue, JobState
 from .queue.listing import backfill
 from .queue.outcomes import save_outcome
 from .queue.registry import gpu_elsewhere
+from .queue.s3batch import write_manifest
 from .recovery import recover_if_lost, recover_jobs
 from .settings import Settings
 from .webhooks import WebhookThread
@@ -322,10 +323,14 @@ class Supervisor:
 
     def _batch_may_have_ended(self, batch_id: str) -> None:
         try:
+            # the manifest first: a batch's webhook tells its results are all in place
+            write_manifest(self.batches, self.store, batch_id)
             if self.batches.notify_if_ended(batch_id):
                 log.info("%s: batch %s ended; its webhook is due", self.name, batch_id)
         except REDIS_DOWN as exc:  # the batch's webhook is late, not lost: logged
             log.warning("%s: could not check batch %s: %s", self.name, batch_id, exc)
+        except Exception as exc:  # the S3 output prefix refused the manifest: logged
+            log.error("%s: could not write batch %s's manifest: %s", self.name, batch_id, exc)
 
     def _run_attempt(self, c: Claim) -> Claim | None:
         """Run one attempt; returns the next attempt when it is to run here at once."""
@@ -360,7 +365,12 @@ class Supervisor:
                     )
                 )
                 todo = [i for i in items if i["index"] not in recorded]
-                batch = {"items": todo, "max_expanded": self.settings.max_expanded_bytes}
+                batch = {
+                    "items": todo,
+                    "max_expanded": self.settings.max_expanded_bytes,
+                    "s3": c.record.get("s3"),
+                    "max_member": self.settings.batch_max_member_bytes,
+                }
                 log.info("  %s: %d items, %d recorded before", c.job_id, len(todo), len(recorded))
             self._items = []
             self._in_flight = None

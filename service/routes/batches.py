@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import zipfile
 from collections.abc import Iterator
@@ -12,27 +13,34 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, File, Form, Header, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
 
-from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView
+from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView, manifest_line
 from workers.queue.blobs import BlobNotFound, BlobStore
+from workers.queue.s3batch import write_manifest
 
 from ..auth import CallerDep, admit, caller
 from ..batches import accept_batch
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
-from ..schemas import BatchPublic, batch_public
+from ..schemas import BatchPublic, BatchS3Places, batch_public
 from .jobs import body_form, checked_spec, content_disposition
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"], dependencies=[Depends(caller)])
 
 _PROBLEM_RESPONSE: dict[str, Any] = {"content": {PROBLEM: {}}, "description": "Problem details"}
 _ERRORS = {s: _PROBLEM_RESPONSE for s in (401, 404, 409, 410, 413, 422, 429, 503)}
+#: a batch over S3 prefixes may also be refused a prefix (batch.s3_prefix_not_allowed)
+_CREATE_ERRORS = {**_ERRORS, 403: _PROBLEM_RESPONSE}
 MAX_WAIT_SECONDS = 60.0
+
+log = logging.getLogger(__name__)
 
 #: besides the multipart form: the archive as the body (any type but a form's: application/zip,
 #: application/x-tar, application/octet-stream...)
 _BODY_FORMS: dict[str, Any] = {
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    "application/json": {"schema": {"$ref": "#/components/schemas/BatchFromS3"}},
 }
 
 
@@ -62,15 +70,18 @@ def _view(batches: BatchQueue, batch_id: str, who: str | None, items: bool = Fal
     responses={
         200: {"model": BatchPublic, "description": "A repeated request (same Idempotency-Key)."},
         400: _PROBLEM_RESPONSE,
-        **_ERRORS,
+        **_CREATE_ERRORS,
     },
     summary="Submit many meshes and one pipeline",
-    description="Two forms of body, told apart by `Content-Type`:\n\n"
+    description="Three forms of body, told apart by `Content-Type`:\n\n"
     "- `multipart/form-data`: the files in `files` (each a mesh, or a zip or tar archive of "
     "meshes), the job spec (JSON, see `JobCreate`) in `spec`;\n"
     "- any other type, e.g. `application/zip`, `application/x-tar`: a zip or tar archive "
     "(a tar may be compressed) as the whole body, the job spec in the `Tessera-Spec` "
-    "header.\n\n"
+    "header;\n"
+    "- `application/json` (on a deployment whose blob store is S3): the job spec with an S3 "
+    "prefix to read the meshes from and, optionally, one to write the results to (see "
+    "`BatchFromS3`); the prefixes must be among those the deployment allows.\n\n"
     "Every file is an item, run through the pipeline as a job of its own would be; a file "
     "that cannot be read or run fails alone. Answers 202 with the batch.",
     openapi_extra={
@@ -106,7 +117,12 @@ async def create_batch(
 ) -> JSONResponse:
     if idempotency_key and who is not None:
         idempotency_key = f"{who}:{idempotency_key}"
-    if body_form(request.headers.get("content-type")) == "multipart":
+    places: BatchS3Places | None = None
+    form = body_form(request.headers.get("content-type"))
+    if form == "json":
+        spec, places = s3_body(await request.body())
+        uploads = []
+    elif form == "multipart":
         uploads = [(f.filename or "", await f.read()) for f in files or []]
     else:
         if spec_header is None:
@@ -118,7 +134,7 @@ async def create_batch(
         spec = spec_header
         body = await request.body()
         uploads = [(filename or "batch.zip", body)] if body else []
-    if not uploads:
+    if not uploads and places is None:
         raise ProblemError(422, "batch.empty", "the batch holds no files")
     await checked_spec(spec, who, settings, queue)  # as for a job
     upload_bytes = sum(len(b) for _, b in uploads)
@@ -133,6 +149,7 @@ async def create_batch(
         idempotency_key=idempotency_key,
         extra={"base_url": base, **({"key_id": who} if who is not None else {})},
         admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, upload_bytes),
+        s3=places,
     )
     view = await run_in_threadpool(_view, batches, accepted.batch_id, who)
     out = batch_public(view, base, time.time())
@@ -141,6 +158,36 @@ async def create_batch(
         status_code=200 if accepted.replayed else 202,
         headers={"Location": out.url},
     )
+
+
+def s3_body(body: bytes) -> tuple[str, BatchS3Places]:
+    """The JSON body of a batch over an S3 prefix: its spec (as JSON text, checked as a job's
+    is) and where it reads and writes (:class:`BatchFromS3`)."""
+    try:
+        doc = json.loads(body or b"null")
+    except ValueError as exc:
+        raise ProblemError(
+            422, "batch.body_invalid", "the body is not JSON", reason=str(exc)[:200]
+        ) from None
+    if not isinstance(doc, dict):
+        raise ProblemError(
+            422,
+            "batch.body_invalid",
+            "a JSON body is an object: spec, input and output (schema: BatchFromS3)",
+        )
+    spec = json.dumps(doc.pop("spec", {}))
+    try:
+        places = BatchS3Places.model_validate(doc)
+    except ValidationError as exc:
+        raise ProblemError(
+            422,
+            "batch.body_invalid",
+            "the body's input and output are not as BatchFromS3 says",
+            errors=[
+                {"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors(include_url=False)
+            ][:20],
+        ) from None
+    return spec, places
 
 
 @router.get("/{batch_id}", response_model=BatchPublic, responses=_ERRORS, summary="A batch's state")
@@ -216,23 +263,6 @@ class _Sink:
         return out
 
 
-def manifest_line(item: dict[str, Any]) -> dict[str, Any]:
-    """One line of ``manifest.jsonl``: an item's path, state, error, statistics and timings."""
-    err = item.get("error")
-    return {
-        "path": item["path"],
-        "output": item["output"] if item["state"] == "succeeded" else None,
-        "state": item["state"],
-        "error": {"code": err["code"], "message": err["message"], "detail": err.get("detail")}
-        if err
-        else None,
-        "bytes": item["bytes"],
-        "input": item.get("input"),
-        "stats": item.get("stats"),
-        "timings": item.get("timings"),
-    }
-
-
 def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
     sink = _Sink()
     lines = []
@@ -272,7 +302,7 @@ def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes
     summary="Cancel a batch (its items that have not ended)",
 )
 def cancel_batch(
-    batch_id: str, batches: BatchesDep, base: BaseUrlDep, who: CallerDep
+    batch_id: str, batches: BatchesDep, store: StoreDep, base: BaseUrlDep, who: CallerDep
 ) -> BatchPublic:
     view = _view(batches, batch_id, who)
     if view.finished:
@@ -288,5 +318,9 @@ def cancel_batch(
             )
         return batch_public(view, base, time.time())
     batches.cancel(batch_id)
+    try:  # an S3 output prefix gets the manifest of what ended before the cancel
+        write_manifest(batches, store, batch_id)
+    except Exception as exc:
+        log.error("could not write batch %s's manifest: %s", batch_id, exc)
     batches.notify_if_ended(batch_id)
     return batch_public(_view(batches, batch_id, who), base, time.time())

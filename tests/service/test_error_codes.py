@@ -9,7 +9,7 @@ from tests.conftest import ROOT
 
 #: codes only the testing operation raises (registered with TESSERA_TEST_OPS=1 alone)
 TESTING = {"mesh.test_rejected", "mesh.test_needs_gpu"}
-CODE = re.compile(r"^[a-z_]+\.[a-z_]+$")
+CODE = re.compile(r"^[a-z_]+\.[a-z0-9_]+$")  # e.g. batch.s3_prefix_empty
 
 
 def _codes() -> dict[str, str]:
@@ -47,7 +47,7 @@ def _codes() -> dict[str, str]:
 
 def _listed(readme: str) -> tuple[set[str], list[str]]:
     """The codes the README names in backticks, and its wildcards (``op.*``, ``format.obj_*``)."""
-    names = set(re.findall(r"`([a-z_]+(?:\.[a-z_*]+)?)`", readme))
+    names = set(re.findall(r"`([a-z_]+(?:\.[a-z0-9_*]+)?)`", readme))
     return {n for n in names if "*" not in n}, [n[:-1] for n in names if n.endswith("*")]
 
 

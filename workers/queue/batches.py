@@ -244,13 +244,17 @@ class BatchQueue:
     def chunk_work(
         self, batch_id: str, start: int, end: int
     ) -> tuple[list[dict[str, Any]], set[int]]:
-        """A chunk's items (index, path) and the indices among them already recorded."""
+        """A chunk's items (index, path, output path) and the indices among them already
+        recorded."""
         pipe = self.r.pipeline(transaction=False)
         pipe.get(keys.batch_items(batch_id))
         pipe.hmget(keys.batch_done(batch_id), [str(i) for i in range(start, end)] or ["-1"])
         raw, done = pipe.execute()
         meta = json.loads(text(raw)) if raw else []
-        items = [{"index": i, "path": meta[i]["path"]} for i in range(start, min(end, len(meta)))]
+        items = [
+            {"index": i, "path": meta[i]["path"], "output": meta[i]["output"]}
+            for i in range(start, min(end, len(meta)))
+        ]
         recorded = {start + k for k, v in enumerate(done) if v is not None}
         return items, recorded
 
@@ -296,11 +300,28 @@ class BatchQueue:
         return None if view is None else view.finished
 
 
+def manifest_line(item: dict[str, Any]) -> dict[str, Any]:
+    """One line of ``manifest.jsonl``: an item's path, state, error, statistics and timings."""
+    err = item.get("error")
+    return {
+        "path": item["path"],
+        "output": item["output"] if item["state"] == "succeeded" else None,
+        "state": item["state"],
+        "error": {"code": err["code"], "message": err["message"], "detail": err.get("detail")}
+        if err
+        else None,
+        "bytes": item["bytes"],
+        "input": item.get("input"),
+        "stats": item.get("stats"),
+        "timings": item.get("timings"),
+    }
+
+
 def _decode(raw: dict[Any, Any]) -> dict[str, Any]:
     rec: dict[str, Any] = {}
     for k, v in raw.items():
         key, val = text(k), text(v)
-        if key in ("chunks", "spec", "input", "webhook"):
+        if key in ("chunks", "spec", "input", "webhook", "s3"):
             rec[key] = json.loads(val) if val else None
         elif key in ("created_at", "expires_at", "cancelled_at"):
             rec[key] = float(val) if val else None

@@ -40,6 +40,7 @@ JSON_FIELDS = (
     "artifacts",
     "webhook",
     "device",
+    "s3",
 )
 FLOAT_FIELDS = (
     "created_at",

@@ -11,6 +11,7 @@ clients to, so result bytes need not pass through the API. boto3 is imported onl
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import quote, urlsplit
@@ -181,6 +182,56 @@ class S3BlobStore:
                 )
                 n += 1
         return n
+
+    # ---------------------------------------------- objects outside the store's own keys
+    # (a batch's input and output prefixes: the caller checks they are allowed)
+    def list_objects(
+        self, bucket: str, prefix: str, limit: int, keep: Callable[[str], bool] = bool
+    ) -> tuple[list[tuple[str, int]], int]:
+        """``(key, size)`` of the objects under ``prefix`` in ``bucket`` that ``keep`` keeps,
+        in key order, at most ``limit + 1`` of them (one more than ``limit`` tells there are
+        too many); and how many others were passed over."""
+        out: list[tuple[str, int]] = []
+        other = 0
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for page in pages:
+            for obj in page.get("Contents", []):
+                if not keep(obj["Key"]):
+                    other += 1
+                    continue
+                out.append((obj["Key"], int(obj["Size"])))
+                if len(out) > limit:
+                    return out, other
+        return out, other
+
+    def get_object(self, bucket: str, key: str, max_bytes: int) -> bytes:
+        """An object's bytes; :class:`BlobNotFound` when there is none, ``ValueError`` when it
+        is larger than ``max_bytes``."""
+        from botocore.exceptions import ClientError
+
+        try:
+            obj = self.client.get_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if self._missing(exc):
+                raise BlobNotFound(key) from None
+            raise
+        with obj["Body"] as body:
+            if int(obj.get("ContentLength") or 0) > max_bytes:
+                raise ValueError(f"{key} is larger than {max_bytes} bytes")
+            data: bytes = body.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ValueError(f"{key} is larger than {max_bytes} bytes")
+        return data
+
+    def put_object(self, bucket: str, key: str, data: bytes) -> None:
+        self.client.upload_fileobj(io.BytesIO(data), bucket, key, Config=self.transfer)
+
+    def copy_to(self, key: str, bucket: str, dest: str) -> None:
+        """Copy the store's blob ``key`` to ``dest`` in ``bucket``, inside the S3 service (the
+        bytes do not pass through here)."""
+        self.client.copy(
+            {"Bucket": self.bucket, "Key": self._key(key)}, bucket, dest, Config=self.transfer
+        )
 
     def presigned_url(
         self, key: str, *, expires: int, filename: str | None = None, media_type: str | None = None
