@@ -15,7 +15,11 @@ step of a mesh that has corner attributes or materials (:func:`carry`):
   inside a chart (a split, a subdivision, a collapse) gets the interpolated value; a face never
   mixes two charts, so no triangle spans the atlas.
 - Faces that the operation rebuilt also take the ``material`` (and any face attribute it
-  dropped) of the input face nearest to their centroid.
+  dropped, unless its attribute flow says it removed it on purpose) of the input face nearest
+  to their centroid.
+- A non-finite corner value (NaN, inf) reaches only the corners interpolated from it: where
+  another face is as close (a shared vertex or edge), its finite values are taken, and a
+  corner of weight 0 takes no part.
 - While the operation runs, :func:`seam_edges` gives it the seam edges of its input (edges where
   the two faces' corner values or materials differ, and the mesh's boundary is not among them).
   Dynamic operations keep them: ``collapse_short_edges`` locks their vertices, ``decimate``
@@ -189,14 +193,18 @@ def _nearest(
     tri: tuple[np.ndarray, np.ndarray, np.ndarray],
     chart: np.ndarray,
     want: np.ndarray | None,
+    avoid: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each point, the input face (among its nearest by centroid, of chart ``want`` when
     given) closest to it, and the point's barycentric coordinates on it; -1 where none of
-    the candidates is of that chart."""
+    the candidates is of that chart. Of faces equally close (a point at a vertex or on an edge
+    they share), one not marked in ``avoid`` (per input face) is taken when there is one."""
     A, B, C = tri
     k = min(CANDIDATES, A.shape[0])
     face = np.full(points.shape[0], -1, dtype=np.int64)
     bary = np.zeros((points.shape[0], 3))
+    if avoid is not None:  # as close: within rounding of the input's size
+        near = 1e-6 * float(np.ptp(np.concatenate([A, B, C]), axis=0).max(initial=0.0))
     for s in range(0, points.shape[0], CHUNK):
         p = points[s : s + CHUNK]
         _, cand = tree.query(p, k=k)
@@ -208,6 +216,11 @@ def _nearest(
         if want is not None:
             d2 = np.where(chart[cand] == want[s : s + CHUNK, None], d2, np.inf)
         best = np.argmin(d2, axis=1)
+        if avoid is not None:
+            rows_ = np.arange(p.shape[0])
+            other = np.argmin(np.where(avoid[cand], np.inf, d2), axis=1)
+            tie = np.sqrt(d2[rows_, other]) <= np.sqrt(d2[rows_, best]) + near
+            best = np.where(tie, other, best)
         ok = np.isfinite(d2[np.arange(p.shape[0]), best])
         pick = np.arange(p.shape[0]) * k + best
         face[s : s + CHUNK] = np.where(ok, cand[np.arange(p.shape[0]), best], -1)
@@ -319,6 +332,12 @@ def _find(
     from scipy.spatial import cKDTree
 
     chart, _ = charts(F0, corners, material)
+    # faces with a non-finite corner value: where a face without one is as close, it is taken
+    # (so a NaN corner does not reach every corner at its vertex)
+    bad = np.zeros(F0.shape[0], dtype=bool)
+    for values in corners.values():
+        bad |= ~np.isfinite(values.reshape(F0.shape[0], -1)).all(axis=1)
+    avoid = bad if bad.any() else None
     tri = (V0[F0[:, 0]], V0[F0[:, 1]], V0[F0[:, 2]])
     tree = cKDTree((tri[0] + tri[1] + tri[2]) / 3.0)
     if origin is not None:  # the operation said where each face came from
@@ -344,7 +363,7 @@ def _find(
     back = back.ravel()
     corner_pos = V1[uniq // (int(chart.max()) + 1)]
     want = uniq % (int(chart.max()) + 1)
-    face, bary = _nearest(tree, corner_pos, tri, chart, want)
+    face, bary = _nearest(tree, corner_pos, tri, chart, want, avoid)
     miss = np.flatnonzero(face < 0)  # none of the nearest faces is of the chart: its own
     if miss.size:
         by_chart = want[miss]
@@ -356,7 +375,7 @@ def _find(
             sub = (tri[0][faces], tri[1][faces], tri[2][faces])
             one = np.zeros(faces.size, dtype=np.int64)
             got, w = _nearest(cKDTree((sub[0] + sub[1] + sub[2]) / 3.0), corner_pos[rows], sub,
-                              one, None)  # fmt: skip
+                              one, None, None if avoid is None else avoid[faces])  # fmt: skip
             face[rows], bary[rows] = faces[got], w
     return home, face[back], bary[back]
 
@@ -377,7 +396,11 @@ def _assemble(
     for name, values in corners.items():
         v = values.reshape(values.shape[0], 3, -1).astype(np.float64)
         exact = bary.max(axis=1) == 1.0  # a kept corner: its value bit for bit
-        got = (v[face] * bary[:, :, None]).sum(axis=1)
+        # a corner of weight 0 takes no part: its value, finite or not, never reaches the result
+        # (a NaN or inf corner spreads only to the corners interpolated from it)
+        w = bary[:, :, None]
+        with np.errstate(invalid="ignore", over="ignore"):
+            got = np.where(w != 0.0, v[face] * w, 0.0).sum(axis=1)
         got[exact] = v[face[exact], np.argmax(bary[exact], axis=1)]
         if name == "normal" or name.startswith("normal"):
             norm = np.linalg.norm(got, axis=1, keepdims=True)
@@ -441,9 +464,33 @@ def run_carrying(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
     kept_seams = xp.concatenate(kept) if kept else None
     new_normals = "vertex_normals" in op.outputs
     out.mesh, texture = carry(mesh, after, kept_seams, new_normals, origin)
+    _drop_undeclared(op, params, mesh, after, out.mesh)
     if texture is not None:
         out.report = {**out.report, "texture": texture}
     return out
+
+
+def _drop_undeclared(op: Any, params: Any, before: TriMesh, raw: TriMesh, out: TriMesh) -> None:
+    """Leave out of ``out`` the face attributes :func:`carry` brought back that the operation
+    removed on purpose (its attribute flow says they are gone, or are no longer on the faces:
+    ``merge`` without ``keep_parts`` drops ``part``, ``dual_mesh`` turns face attributes into
+    vertex ones); ``material`` always stays with the materials."""
+    from .errors import OpParamsError
+
+    names = {k: "vertex" for k in before.vertex_attrs}
+    names.update({k: "face" for k in before.face_attrs})
+    try:
+        declared = op.attributes_after(params, names)
+    except OpParamsError:  # the flow could not be worked out here: keep what carry made
+        return
+    for k in list(out.face_attrs):
+        if (
+            k != "material"
+            and k in before.face_attrs
+            and k not in raw.face_attrs
+            and declared.get(k) != "face"
+        ):
+            del out.face_attrs[k]
 
 
 def carry(
@@ -507,9 +554,9 @@ def _face_stretch(
     s1, t1 = uv[:, 0, 0], uv[:, 0, 1]
     s2, t2 = uv[:, 1, 0], uv[:, 1, 1]
     s3, t3 = uv[:, 2, 0], uv[:, 2, 1]
-    signed = ((s2 - s1) * (t3 - t1) - (s3 - s1) * (t2 - t1)) / 2.0
-    area3 = np.linalg.norm(np.cross(q2 - q1, q3 - q1), axis=1) / 2.0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # non-finite corners
+        signed = ((s2 - s1) * (t3 - t1) - (s3 - s1) * (t2 - t1)) / 2.0
+        area3 = np.linalg.norm(np.cross(q2 - q1, q3 - q1), axis=1) / 2.0
         two = 2.0 * signed[:, None]
         Ss = (q1 * (t2 - t3)[:, None] + q2 * (t3 - t1)[:, None] + q3 * (t1 - t2)[:, None]) / two
         St = (q1 * (s3 - s2)[:, None] + q2 * (s1 - s3)[:, None] + q3 * (s2 - s1)[:, None]) / two
