@@ -326,10 +326,18 @@ class TriMesh:
         fa = common([m.face_attrs for m in meshes])
         ca = common([m.corner_attrs for m in meshes])
         materials = meshes[0].materials
-        if any(m.materials is not materials for m in meshes[1:]):
-            # parts with their own libraries: the material ids would clash, so none is kept
+        lost: dict[str, int] = {}
+        if any(not _same_library(m.materials, materials) for m in meshes[1:]):
+            # parts with their own libraries: the material ids would clash, so none is kept (and
+            # the mesh says so: a job reports what its input left out)
             materials = None
             fa.pop("material", None)
+            lost["materials (parts with different libraries)"] = sum(
+                len(m.materials) for m in meshes if m.materials is not None
+            )
+        gone = set().union(*(m.corner_attrs for m in meshes)) - set(ca)
+        if gone:
+            lost["corner attributes (not on every part alike)"] = len(gone)
         fa["part"] = xp.concatenate(
             [xp.full(m.n_faces, i, dtype=xp.int32) for i, m in enumerate(meshes)]
         )
@@ -345,6 +353,8 @@ class TriMesh:
         for m in meshes:  # what the files left out, added up
             for k, n in m.dropped.items():
                 out.dropped[k] = out.dropped.get(k, 0) + n
+        for k, n in lost.items():
+            out.dropped[k] = out.dropped.get(k, 0) + n
         return out
 
     # -------------------------------------------------------------- library
@@ -388,3 +398,13 @@ def segment_mean(xp: ModuleType, a: Any, seg: Any, n: int) -> Any:
     cnt = xp.bincount(seg, minlength=n).astype(xp.float64)
     out /= xp.maximum(cnt, 1.0)[:, None]
     return out.reshape((n,) + a.shape[1:]).astype(a.dtype)
+
+
+def _same_library(a: Materials | None, b: Materials | None) -> bool:
+    """Whether two parts' material libraries are one: the same object, or equal in every name,
+    material, texture and file (the same asset read twice), so that their ids agree."""
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    return a.to_json() == b.to_json() and a.files == b.files
