@@ -182,7 +182,15 @@ def textured_glb_chunks(
     vertex_colors = attrs.pop("vertex_colors", None)
     if "color" in corners:
         vertex_colors = None
-    sets = _texcoord_sets(corners, F.shape[0])
+    sets, filler = _texcoord_sets(corners, F.shape[0])
+    # a set all zeros on one primitive was not there (the reader fills a primitive's missing
+    # set with zeros), unless the whole mesh's set is zeros: then it is the mesh's own (a
+    # texture of no area), and written
+    somewhere = [bool(np.asarray(uv).any()) for uv in sets]
+
+    def _absent(k: int, rows: np.ndarray) -> bool:
+        return k in filler or (somewhere[k] and not rows.any())
+
     # corner values, flat (3 m, k), in the order the key is built from
     flat: dict[str, np.ndarray] = {}
     for n, uv in enumerate(sets):
@@ -245,7 +253,7 @@ def textured_glb_chunks(
             attributes["NORMAL"] = add({"componentType": 5126, "type": "VEC3"}, unit, _ARRAY_BUFFER)
         used = _texcoords_used(library["materials"][mat]) if mat is not None else set()
         uv_rows = [rows[f"TEXCOORD_{k}"] for k in range(len(sets))]
-        while uv_rows and len(uv_rows) - 1 not in used and not uv_rows[-1].any():
+        while uv_rows and len(uv_rows) - 1 not in used and _absent(len(uv_rows) - 1, uv_rows[-1]):
             uv_rows.pop()  # a set this primitive never had and its material does not read
         for k, uv in enumerate(uv_rows):
             attributes[f"TEXCOORD_{k}"] = add(
@@ -328,17 +336,22 @@ def textured_glb_chunks(
     return container(tree, at, chunks)
 
 
-def _texcoord_sets(corners: dict[str, np.ndarray], m: int) -> list[np.ndarray]:
-    """The corner attributes ``uv``, ``uv1``... as the list of ``TEXCOORD_n`` sets, a set
-    missing below the highest one filled with zeros (glTF numbers the sets without gaps)."""
+def _texcoord_sets(corners: dict[str, np.ndarray], m: int) -> tuple[list[np.ndarray], set[int]]:
+    """The corner attributes ``uv``, ``uv1``... as the list of ``TEXCOORD_n`` sets (glTF's
+    are 2-vectors: a wider set gives its first two components, and :func:`~.writing.left_out`
+    counts the rest), a set missing below the highest one filled with zeros (glTF numbers the
+    sets without gaps); and the numbers of those fillers (a set the mesh has is written even
+    when all zeros)."""
     found: dict[int, np.ndarray] = {}
     for name, a in corners.items():
         digits = name[2:]
         if name.startswith("uv") and (digits == "" or digits.isdigit()):
-            found[int(digits or 0)] = a
+            found[int(digits or 0)] = np.asarray(a)[..., :2]
     if not found:
-        return []
-    return [found.get(k, np.zeros((m, 3, 2), np.float32)) for k in range(max(found) + 1)]
+        return [], set()
+    top = max(found) + 1
+    filler = {k for k in range(top) if k not in found}
+    return [found.get(k, np.zeros((m, 3, 2), np.float32)) for k in range(top)], filler
 
 
 def _split(

@@ -325,8 +325,11 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], prefer_vertex:
 
 def _gltf_corner_shape(name: str, a: np.ndarray) -> bool:
     """Whether a corner attribute has the width its glTF attribute needs (a texture coordinate
-    2, a normal 3, a colour 3 or 4); one that has not is not written."""
+    2, or more: its first two are written, as OBJ and PLY do; a normal 3, a colour 3 or 4); one
+    that has not is not written."""
     width = a.shape[2] if a.ndim == 3 else -1
+    if name.startswith("uv"):
+        return width >= 2
     return width == {"normal": 3, "color": 4 if width == 4 else 3}.get(name, 2)
 
 
@@ -410,6 +413,15 @@ def left_out(mesh: TriMesh, fmt: str) -> dict[str, int]:
     for name in mesh.corner_attrs:
         if not format_can_hold(fmt, name, "corner"):
             word = _CORNER_WORDS.get("uv" if name.startswith("uv") else name, "corner attributes")
+            out[word] = out.get(word, 0) + 1
+        elif (
+            name.startswith("uv")
+            and mesh.corner_attrs[name].ndim == 3
+            and (
+                mesh.corner_attrs[name].shape[2] > 2  # every format's sets are 2-vectors
+            )
+        ):
+            word = "texture coordinate components beyond two"
             out[word] = out.get(word, 0) + 1
     if mesh.materials is not None and not FORMATS[fmt].library:
         out["materials"] = len(mesh.materials)
