@@ -235,7 +235,9 @@ def match_faces(
     positions in the same turning order (-1 where none), and the turn: output corner ``c`` is
     input corner ``(c + turn) % 3``. Faces a re-indexing kept (a weld, a repair, a component
     taken) are found, so they keep their values exactly; where several input faces match (a
-    face and its twin), the one at the same row is taken when it matches, else the first."""
+    face and its twin), the one at the same row is taken when it matches, else the twin of the
+    same rank (the i-th such output face takes the i-th input one; the first when there are
+    more outputs), so that twins an operation reordered each keep their own values."""
     m0, m1 = F0.shape[0], F1.shape[0]
     if m0 == 0 or m1 == 0:
         return np.full(m1, -1, np.int64), np.zeros(m1, np.int64)
@@ -262,6 +264,13 @@ def match_faces(
     pos = np.minimum(pos, m0 - 1)
     hit = k0[order][pos] == k1
     src[hit] = order[pos[hit]]
+    # twins (faces on the same corners) in order: the i-th of a key's output faces takes the
+    # i-th of its input faces (so twins that moved keep their own values), the first when the
+    # output has more of them
+    count0 = np.bincount(k0, minlength=int(kid.max()) + 1)
+    rank1 = _rank(k1)
+    more = hit & (rank1 > 0) & (rank1 < count0[k1])
+    src[more] = order[pos[more] + rank1[more]]
     rows_same = np.arange(min(m0, m1))
     same = k0[rows_same] == k1[rows_same]
     src[rows_same[same]] = rows_same[same]
@@ -270,6 +279,17 @@ def match_faces(
     # output corner c sits at turned position c - t1; the input corner there is t0 + (c - t1)
     turn[ok] = (t0[src[ok]] - t1[ok]) % 3
     return src, turn
+
+
+def _rank(k: np.ndarray) -> np.ndarray:
+    """Each element's rank among the elements of equal value before it (0 for the first)."""
+    order = np.argsort(k, kind="stable")
+    ks = k[order]
+    start = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    first = np.repeat(start, np.diff(np.r_[start, ks.size]))
+    rank = np.empty(k.size, np.int64)
+    rank[order] = np.arange(k.size) - first
+    return rank
 
 
 def transfer(

@@ -243,3 +243,21 @@ def test_catmull_clark_quads_with_corners_write_and_read_back(fmt: str) -> None:
         assert back.n_faces == out.n_faces
         if fmt in ("obj", "ply", "glb"):
             assert back.corner_attrs["uv"].shape == (out.n_faces, 3, 2)
+
+
+def test_coincident_twins_that_moved_keep_their_own_values() -> None:
+    """Two faces on the same corners with different texture coordinates, reordered by an
+    operation: each keeps a value of its own (both took the first twin's before)."""
+    V, F = _sphere()
+    uv = _planar_uv(V, F)
+    Ft = np.concatenate([F, F[:4]])
+    uvt = np.concatenate([uv, uv[:4] + 0.5])
+    before = TriMesh(V, Ft, corner_attrs={"uv": uvt})
+    perm = np.random.default_rng(5).permutation(Ft.shape[0])
+    out, _ = corners.carry(before, TriMesh(V, Ft[perm]))
+    np.testing.assert_array_equal(
+        np.sort(np.asarray(out.corner_attrs["uv"]).reshape(len(perm), -1), axis=0),
+        np.sort(uvt.reshape(len(perm), -1), axis=0),
+    )
+    src, _ = corners.match_faces(V, Ft, V, Ft[perm])
+    assert np.unique(src).size == src.size
