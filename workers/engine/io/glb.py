@@ -396,11 +396,12 @@ def _texcoords_used(node: Any, key: str = "") -> set[int]:
     out: set[int] = set()
     if isinstance(node, dict):
         if key.endswith("Texture") and "index" in node:
-            out.add(node.get("texCoord", 0))
+            sets = [node.get("texCoord", 0)]
             ext = node.get("extensions")
             t = ext.get("KHR_texture_transform") if isinstance(ext, dict) else None
             if isinstance(t, dict) and "texCoord" in t:
-                out.add(t["texCoord"])
+                sets.append(t["texCoord"])
+            out |= {k for k in sets if isinstance(k, int) and not isinstance(k, bool)}
         for k, v in node.items():
             out |= _texcoords_used(v, str(k))
     elif isinstance(node, list):
