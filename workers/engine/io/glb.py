@@ -297,13 +297,17 @@ def textured_glb_chunks(
         k = view(np.ascontiguousarray(a), target)
         accessors.append({"bufferView": k, "byteOffset": 0, "count": a.shape[0], **accessor})
     images = []
+    embedded: dict[str, int] = {}  # a file several images name is embedded once
     for image in library["images"]:
         image = dict(image)
-        data = materials.files.get(image.get("uri", "")) if materials is not None else None
+        uri = image.get("uri", "")
+        data = materials.files.get(uri) if materials is not None else None
         mime = (image_mime_type(data) or image.get("mimeType")) if data is not None else None
         if data is not None and mime:
             image.pop("uri")
-            image["bufferView"] = view(data, None)
+            if uri not in embedded:
+                embedded[uri] = view(data, None)
+            image["bufferView"] = embedded[uri]
             image["mimeType"] = mime
         images.append(image)
     tree: dict[str, Any] = {

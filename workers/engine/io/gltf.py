@@ -701,14 +701,25 @@ def read_materials(reader: _Reader, dropped: dict[str, int]) -> Materials | None
     if isinstance(required, list) and required:
         gltf["extensionsRequired"] = [str(x) for x in required]
     files: dict[str, bytes] = {}
+    # images of the same bytes (the same view or URI) share one file: a thousand images of one
+    # view are not a thousand copies of it
+    named: dict[tuple[str, Any], str] = {}
     for i, image in enumerate(gltf.get("images", [])):
         uri = image.get("uri")
         if "bufferView" in image:
-            data: bytes | None = bytes(reader.view(_index(image["bufferView"], "image bufferView")))
+            source: tuple[str, Any] = ("view", _index(image["bufferView"], "image bufferView"))
         elif isinstance(uri, str):
-            data = reader.uri(uri, f"image {i}")
+            source = ("uri", uri)
         else:
             raise _fail("glTF image has neither uri nor bufferView", image=i)
+        if source in named:
+            image.pop("bufferView", None)
+            image["uri"] = named[source]
+            continue
+        if source[0] == "view":
+            data: bytes | None = bytes(reader.view(source[1]))
+        else:
+            data = reader.uri(source[1], f"image {i}")
         if data is None:
             dropped["images not sent with the file"] = (
                 dropped.get("images not sent with the file", 0) + 1
@@ -724,6 +735,7 @@ def read_materials(reader: _Reader, dropped: dict[str, int]) -> Materials | None
         if name in files:
             name = f"{i}_{name}"
         files[name] = data
+        named[source] = name
         image.pop("bufferView", None)
         image["uri"] = name
         if isinstance(mime, str):

@@ -276,13 +276,19 @@ def library_names(materials: Materials) -> list[str]:
     if materials.mtl is not None:
         return list(materials.names)
     out: list[str] = []
+    # a set, and the last number tried per word: searching a list from 1 each time made
+    # 200 000 materials (or as many of one name) take minutes
+    seen: set[str] = set()
+    tried: dict[str, int] = {}
     for name in materials.names:
         word = re.sub(r"\s+", "_", name.strip()) or "material"
-        unique, n = word, 1
-        while unique in out:
+        unique, n = word, tried.get(word, 1)
+        while unique in seen:
             n += 1
             unique = f"{word}_{n}"
+        tried[word] = n
         out.append(unique)
+        seen.add(unique)
     return out
 
 

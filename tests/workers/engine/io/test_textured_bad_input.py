@@ -444,3 +444,27 @@ def test_objzip_counts_the_images_it_cannot_write():
     mesh = _with(_library(files=files))
     assert left_out(mesh, "objzip") == {"textures": 2}
     assert left_out(mesh, "glb") == {}
+
+
+def test_images_of_one_view_share_one_file_read_and_written():
+    b = _textured()
+    png_view = b.tree["images"][0]["bufferView"]
+    b.tree["images"] = [{"bufferView": png_view}] * 1000
+    b.tree["textures"] = [{"source": i} for i in range(1000)]
+    m = load_bytes(b.glb(), "a.glb")
+    assert list(m.materials.files.values()) == [PNG]
+    assert {image["uri"] for image in m.materials.gltf["images"]} == set(m.materials.files)
+    from workers.engine.io.gltf import split_glb
+
+    tree, _ = split_glb(serialize(m, "glb"))
+    assert len(tree["images"]) == 1000
+    assert len({image["bufferView"] for image in tree["images"]}) == 1
+
+
+def test_many_materials_of_one_name_get_distinct_words_quickly():
+    from workers.engine.io.mtl import library_names
+
+    names = ["a", "a", "a_2", "a b", "a_b", "a", " "] + ["x"] * 50_000
+    words = library_names(Materials(names))
+    assert words[:7] == ["a", "a_2", "a_2_2", "a_b", "a_b_2", "a_3", "material"]
+    assert len(set(words)) == len(words)  # a search from 1 for each took minutes at this size
