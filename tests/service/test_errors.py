@@ -112,6 +112,28 @@ def test_bad_spec(client, nothing_left, text, code):
         assert body["errors"], body
 
 
+def textured_glb(change: dict) -> bytes:
+    """A textured triangle's GLB, its glTF tree updated by ``change`` (keys of the tree, or of
+    its first image or material under ``image.`` / ``material.``)."""
+    import numpy as np
+
+    from tests.workers.engine.io.common import GltfBuilder
+
+    b = GltfBuilder()
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    position = b.accessor(V, 5126, "VEC3", min=[0, 0, 0], max=[1, 1, 0])
+    uv = b.accessor(np.array([[0, 0], [1, 0], [0, 1]], np.float32), 5126, "VEC2")
+    b.primitive(attributes={"POSITION": position, "TEXCOORD_0": uv}, material=0)
+    b.tree["images"] = [{"bufferView": b.view(b"\x89PNG\r\n\x1a\n" + bytes(24))}]
+    b.tree["textures"] = [{"source": 0}]
+    b.tree["materials"] = [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}]
+    for key, value in change.items():
+        where, _, name = key.rpartition(".")
+        target = {"": b.tree, "image": b.tree["images"][0], "material": b.tree["materials"][0]}
+        target[where][name] = value
+    return b.glb()
+
+
 BAD_MESHES = [
     (b"", "x.obj", "mesh.empty"),  # empty file
     (b"v 0 0 0\nv 1 0 0\nv 0 1 0\n", "x.obj", "mesh.no_faces"),  # point cloud
@@ -135,6 +157,17 @@ BAD_MESHES = [
     (zipped("../../evil.obj", CUBE), "x.zip", "format.archive_unsafe_name"),
     (zipped("readme.txt", b"hello"), "x.zip", "format.archive_no_mesh"),
     (b"\x1f\x8b\x08\x00" + b"\x00" * 40, "x.obj.gz", "format.archive_corrupt"),
+    # textured glTF with a malformed material library (each was a raw TypeError)
+    (textured_glb({"image.mimeType": {"a": 1}}), "x.glb", "format.parse_error"),
+    (textured_glb({"extensionsRequired": [{"a": 1}]}), "x.glb", "format.gltf_extension"),
+    (
+        textured_glb(
+            {"material.pbrMetallicRoughness": {"baseColorTexture": {"index": 0, "texCoord": [1]}}}
+        ),
+        "x.glb",
+        "format.parse_error",
+    ),
+    (textured_glb({"textures": [{"source": 7}]}), "x.glb", "format.parse_error"),
 ]
 
 

@@ -47,3 +47,89 @@ class Materials:
 
     def encode(self) -> bytes:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
+
+
+def library_problem(gltf: dict[str, Any], n_names: int | None = None) -> str | None:
+    """What is wrong with a material library's glTF terms, in plain words (None: nothing):
+    arrays that are not lists of objects, values JSON cannot hold (NaN, infinities, sets,
+    bytes), ``extensions`` that are not objects, names that are not text, a texture naming an
+    image or sampler the library does not have, a material's texture reference whose ``index``
+    or ``texCoord`` is not a valid whole number, factors that are not lists of numbers. A
+    library with a problem cannot be written as valid glTF or MTL."""
+    for key in ("materials", "textures", "samplers", "images"):
+        items = gltf.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+            return f"{key} is not a list of objects"
+    try:
+        json.dumps(gltf, allow_nan=False)
+    except (TypeError, ValueError):
+        return "the library holds values JSON cannot hold (NaN, infinity, or not JSON at all)"
+    n_images, n_samplers = len(gltf.get("images", [])), len(gltf.get("samplers", []))
+    n_textures = len(gltf.get("textures", []))
+    for key in ("materials", "textures", "samplers", "images"):
+        for i, item in enumerate(gltf.get(key, [])):
+            if not isinstance(item.get("extensions", {}), dict):
+                return f"{key[:-1]} {i} has extensions that are not an object"
+            if not isinstance(item.get("name", ""), str):
+                return f"{key[:-1]} {i} has a name that is not text"
+    for i, t in enumerate(gltf.get("textures", [])):
+        for ref, n in (("source", n_images), ("sampler", n_samplers)):
+            if ref in t and not _whole(t[ref], n):
+                return f"texture {i} names {ref} {str(t[ref])[:20]}, which the library lacks"
+    for i, image in enumerate(gltf.get("images", [])):
+        for k in ("uri", "mimeType"):
+            if k in image and not isinstance(image[k], str):
+                return f"image {i} has a {k} that is not text"
+    for i, m in enumerate(gltf.get("materials", [])):
+        problem = _material_problem(m, n_textures)
+        if problem:
+            return f"material {i}: {problem}"
+    if n_names is not None and len(gltf.get("materials", [])) > n_names:
+        return "the library has more materials than names"
+    return None
+
+
+def _whole(x: Any, below: int | None = None) -> bool:
+    ok = isinstance(x, int) and not isinstance(x, bool) and x >= 0
+    return ok and (below is None or x < below)
+
+
+def _numbers(x: Any, n: int) -> bool:
+    return (
+        isinstance(x, list)
+        and len(x) == n
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in x)
+    )
+
+
+def _material_problem(m: dict[str, Any], n_textures: int) -> str | None:
+    pbr = m.get("pbrMetallicRoughness", {})
+    if not isinstance(pbr, dict):
+        return "pbrMetallicRoughness is not an object"
+    if "baseColorFactor" in pbr and not _numbers(pbr["baseColorFactor"], 4):
+        return "baseColorFactor is not 4 numbers"
+    if "emissiveFactor" in m and not _numbers(m["emissiveFactor"], 3):
+        return "emissiveFactor is not 3 numbers"
+    for k in ("metallicFactor", "roughnessFactor", "alphaCutoff"):
+        if k in pbr and not _numbers([pbr[k]], 1):
+            return f"{k} is not a number"
+    for key, ref in [*pbr.items(), *m.items()]:
+        if not str(key).endswith("Texture"):
+            continue
+        if not isinstance(ref, dict) or not _whole(ref.get("index"), n_textures):
+            return f"{key} does not name a texture the library has"
+        if not _whole(ref.get("texCoord", 0)):
+            return f"{key} has a texCoord that is not a whole number"
+        ext = ref.get("extensions", {})
+        if not isinstance(ext, dict):
+            return f"{key} has extensions that are not an object"
+        t = ext.get("KHR_texture_transform")
+        if t is not None and (
+            not isinstance(t, dict)
+            or not _whole(t.get("texCoord", 0))
+            or ("offset" in t and not _numbers(t["offset"], 2))
+            or ("scale" in t and not _numbers(t["scale"], 2))
+            or ("rotation" in t and not _numbers([t["rotation"]], 1))
+        ):
+            return f"{key} has a KHR_texture_transform that is not offset, scale and rotation"
+    return None

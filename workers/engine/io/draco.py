@@ -87,13 +87,16 @@ def _encode(
         if colors.dtype != np.uint8:
             return None  # float colours: DracoPy encodes bytes only
         kw["colors"] = colors
-    stream = DracoPy.encode(
-        points,
-        faces,
-        quantization_bits=POSITION_BITS,
-        compression_level=LEVEL,
-        **kw,
-    )
+    try:
+        stream = DracoPy.encode(
+            points,
+            faces,
+            quantization_bits=POSITION_BITS,
+            compression_level=LEVEL,
+            **kw,
+        )
+    except DracoPy.EncodingFailedException:
+        return None  # every triangle degenerate, or values Draco refuses: left uncompressed
     decoded = DracoPy.decode(stream)
     ids: dict[str, int] = {}
     for name in attrs:

@@ -305,13 +305,17 @@ def textured_glb_chunks(
         k = view(np.ascontiguousarray(a), target)
         accessors.append({"bufferView": k, "byteOffset": 0, "count": a.shape[0], **accessor})
     images = []
+    embedded: dict[str, int] = {}  # a file several images name is embedded once
     for image in library["images"]:
         image = dict(image)
-        data = materials.files.get(image.get("uri", "")) if materials is not None else None
+        uri = image.get("uri", "")
+        data = materials.files.get(uri) if materials is not None else None
         mime = (image_mime_type(data) or image.get("mimeType")) if data is not None else None
         if data is not None and mime:
             image.pop("uri")
-            image["bufferView"] = view(data, None)
+            if uri not in embedded:
+                embedded[uri] = view(data, None)
+            image["bufferView"] = embedded[uri]
             image["mimeType"] = mime
         images.append(image)
     tree: dict[str, Any] = {
@@ -409,11 +413,12 @@ def _texcoords_used(node: Any, key: str = "") -> set[int]:
     out: set[int] = set()
     if isinstance(node, dict):
         if key.endswith("Texture") and "index" in node:
-            out.add(node.get("texCoord", 0))
+            sets = [node.get("texCoord", 0)]
             ext = node.get("extensions")
             t = ext.get("KHR_texture_transform") if isinstance(ext, dict) else None
             if isinstance(t, dict) and "texCoord" in t:
-                out.add(t["texCoord"])
+                sets.append(t["texCoord"])
+            out |= {k for k in sets if isinstance(k, int) and not isinstance(k, bool)}
         for k, v in node.items():
             out |= _texcoords_used(v, str(k))
     elif isinstance(node, list):

@@ -52,7 +52,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from ..errors import FormatError, MeshError
-from ..materials import Materials
+from ..materials import Materials, library_problem
 from .glb import _COMPONENTS, _SHAPES, unit_rows
 
 #: decompressed views and zero-filled accessors may hold this many times the file's bytes
@@ -508,7 +508,9 @@ def read_scene(data: bytes, resources: dict[str, bytes] | None = None, base: str
         "EXT_texture_webp",
     }
     unknown = (
-        [str(n)[:60] for n in required if n not in known] if isinstance(required, list) else []
+        [str(n)[:60] for n in required if not isinstance(n, str) or n not in known]
+        if isinstance(required, list)
+        else []
     )
     if unknown:
         raise _fail(
@@ -692,32 +694,48 @@ def read_materials(reader: _Reader, dropped: dict[str, int]) -> Materials | None
             gltf[key] = json.loads(json.dumps(items))  # a copy the mesh owns
     if not gltf.get("materials") and not gltf.get("textures"):
         return None
+    problem = library_problem(gltf)
+    if problem is not None:
+        raise _fail(f"glTF material library is malformed: {problem}", key="materials")
     required = tree.get("extensionsRequired")
     if isinstance(required, list) and required:
         gltf["extensionsRequired"] = [str(x) for x in required]
     files: dict[str, bytes] = {}
+    # images of the same bytes (the same view or URI) share one file: a thousand images of one
+    # view are not a thousand copies of it
+    named: dict[tuple[str, Any], str] = {}
     for i, image in enumerate(gltf.get("images", [])):
         uri = image.get("uri")
         if "bufferView" in image:
-            data: bytes | None = bytes(reader.view(_index(image["bufferView"], "image bufferView")))
+            source: tuple[str, Any] = ("view", _index(image["bufferView"], "image bufferView"))
         elif isinstance(uri, str):
-            data = reader.uri(uri, f"image {i}")
+            source = ("uri", uri)
         else:
             raise _fail("glTF image has neither uri nor bufferView", image=i)
+        if source in named:
+            image.pop("bufferView", None)
+            image["uri"] = named[source]
+            continue
+        if source[0] == "view":
+            data: bytes | None = bytes(reader.view(source[1]))
+        else:
+            data = reader.uri(source[1], f"image {i}")
         if data is None:
             dropped["images not sent with the file"] = (
                 dropped.get("images not sent with the file", 0) + 1
             )
             continue
-        mime = image_mime_type(data) or image.get("mimeType")
+        mime = image_mime_type(data) or image.get("mimeType")  # text: library_problem checked
         base = uri if isinstance(uri, str) and not uri.startswith("data:") else image.get("name")
         name = posixpath.basename(unquote(base)) if isinstance(base, str) else ""
-        name = "".join(ch for ch in name if ch.isalnum() or ch in "._-")[:100] or f"image{i}"
+        name = "".join(ch for ch in name if ch.isalnum() or ch in "._-")[:100].strip(".")
+        name = name or f"image{i}"  # nothing but dots ("..") is no file name
         if not posixpath.splitext(name)[1] and mime in _MIME_EXT:
             name += _MIME_EXT[mime]
         if name in files:
             name = f"{i}_{name}"
         files[name] = data
+        named[source] = name
         image.pop("bufferView", None)
         image["uri"] = name
         if isinstance(mime, str):
@@ -736,7 +754,7 @@ _SET_NAMES = {
 def _uv_name(attribute: str) -> str | None:
     """``uv`` for TEXCOORD_0, ``uv1`` for TEXCOORD_1...; None for a malformed name."""
     digits = attribute[len("TEXCOORD_") :]
-    if not digits.isdigit() or len(digits) > 3:
+    if not digits.isdigit() or len(digits) > 3 or digits != str(int(digits)):
         return None
     return "uv" if int(digits) == 0 else f"uv{int(digits)}"
 

@@ -110,6 +110,18 @@ def file_key(name: str) -> str:
     return norm
 
 
+def safe_member(path: str) -> bool:
+    """Whether a library's image path (:func:`file_key`'s) may be written as a zip member and
+    named on a ``map_`` line: a relative path without ``..``, blanks or control characters."""
+    parts = path.split("/")
+    return (
+        bool(path)
+        and not path.startswith("/")
+        and all(p not in ("", ".", "..") for p in parts)
+        and all(ch.isprintable() and not ch.isspace() for ch in path)
+    )
+
+
 def find_member(name: str, folder: str, members: dict[str, bytes]) -> str | None:
     """The archive member a library (or OBJ) in ``folder`` means by ``name``: the relative path,
     then the same case-insensitively, then a member with that file name in any folder."""
@@ -264,13 +276,19 @@ def library_names(materials: Materials) -> list[str]:
     if materials.mtl is not None:
         return list(materials.names)
     out: list[str] = []
+    # a set, and the last number tried per word: searching a list from 1 each time made
+    # 200 000 materials (or as many of one name) take minutes
+    seen: set[str] = set()
+    tried: dict[str, int] = {}
     for name in materials.names:
         word = re.sub(r"\s+", "_", name.strip()) or "material"
-        unique, n = word, 1
-        while unique in out:
+        unique, n = word, tried.get(word, 1)
+        while unique in seen:
             n += 1
             unique = f"{word}_{n}"
+        tried[word] = n
         out.append(unique)
+        seen.add(unique)
     return out
 
 
@@ -289,7 +307,8 @@ def write_mtl(materials: Materials) -> str:
             uri = images[textures[int(ref["index"])]["source"]].get("uri")  # type: ignore[index]
         except (KeyError, IndexError, TypeError, ValueError):
             return None
-        return uri if isinstance(uri, str) and uri in materials.files else None
+        ok = isinstance(uri, str) and uri in materials.files and safe_member(file_key(uri))
+        return file_key(uri) if ok else None
 
     lines = ["# written by tessera"]
     for i, name in enumerate(library_names(materials)):

@@ -28,7 +28,7 @@ from ..backend import array_backend, xp_for
 from ..errors import FormatError
 from . import _records
 from ._text import parse_floats
-from .polygons import nonconvex, triangulate
+from .polygons import nonconvex, triangulate, triangulate_corners
 
 _SIZES = {
     "char": 1,
@@ -413,6 +413,8 @@ class BinaryPly(NamedTuple):
     face_attrs: dict[str, np.ndarray]
     #: per triangle corner (``uv`` from MeshLab's face ``texcoord`` list)
     corner_attrs: dict[str, np.ndarray] | None = None
+    #: what the file held that is not read (``{"texture coordinates": 1}``), for ``mesh.dropped``
+    dropped: dict[str, int] | None = None
 
 
 class _Element(NamedTuple):
@@ -625,16 +627,27 @@ def read_ascii(data: bytes) -> BinaryPly | None:
     F = triangulate(V, corners, sizes)
     of_triangle = np.repeat(np.arange(sizes.shape[0]), sizes - 2)
     fa = _ascii_attributes(fcols, set())
+    dropped: dict[str, int] = {}
+    k = int(sizes[0]) if sizes.shape[0] else 0
+    same = sizes.shape[0] and bool((sizes == k).all())
+    corner_attrs: dict[str, np.ndarray] = {}
+    tc = flists.get("texcoord")
+    if tc is not None and not same and bool((tc[1] == 2 * sizes).all()):
+        # polygons of several sizes, u v for each of their corners
+        C = triangulate_corners(V, corners, sizes)
+        corner_attrs["uv"] = np.ascontiguousarray(tc[0].reshape(-1, 2)[C], dtype=np.float32)
+        del flists["texcoord"]
     for name, (values, lengths) in flists.items():  # per-corner lists, e.g. texcoord
         c = int(lengths[0]) if lengths.shape[0] else 0
         if c > 0 and bool((lengths == c).all()):
             fa[name] = values.reshape(-1, c).astype(np.float32)
-    k = int(sizes[0]) if sizes.shape[0] else 0
-    same = sizes.shape[0] and bool((sizes == k).all())
+        elif values.shape[0]:  # rows of several lengths: no attribute holds them
+            word = "texture coordinates" if name == "texcoord" else "face list properties"
+            dropped[word] = dropped.get(word, 0) + 1
     polygons = corners.reshape(-1, k) if same else None
-    corner_attrs = corner_texcoords(fa, polygons, F, of_triangle)
+    corner_attrs = corner_attrs or corner_texcoords(fa, polygons, F, of_triangle)
     fa = {FACE_RENAMES.get(n, n): a[of_triangle] for n, a in fa.items()}
-    return BinaryPly(V, F, _ascii_attributes(vcols, {"x", "y", "z"}), fa, corner_attrs)
+    return BinaryPly(V, F, _ascii_attributes(vcols, {"x", "y", "z"}), fa, corner_attrs, dropped)
 
 
 def corner_texcoords(

@@ -288,6 +288,8 @@ def _read_ply(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
         p.V, p.F, dtype=dtype, vertex_attrs=p.vertex_attrs, face_attrs=p.face_attrs
     )
     mesh.corner_attrs = {k: mesh.xp.asarray(v) for k, v in (p.corner_attrs or {}).items()}
+    if p.dropped:
+        mesh.dropped = {**mesh.dropped, **p.dropped}
     return _vertex_uv(mesh)
 
 
@@ -307,8 +309,15 @@ def _vertex_uv(mesh: TriMesh) -> TriMesh:
             continue
         xp = mesh.xp
         uv = xp.stack([a, b], axis=1).astype(xp.float32)
-        mesh.corner_attrs = {**mesh.corner_attrs, "uv": uv[mesh.F]}
         mesh.vertex_attrs = {k: x for k, x in va.items() if k not in (u, v)}
+        if not bool(xp.isfinite(uv).all()):  # as OBJ's vt: not carried, and counted
+            mesh.dropped = {**mesh.dropped, "texture coordinates": 1}
+            break
+        mesh.corner_attrs = {**mesh.corner_attrs, "uv": uv[mesh.F]}
+    uv = mesh.corner_attrs.get("uv")
+    if uv is not None and not bool(mesh.xp.isfinite(uv).all()):
+        mesh.corner_attrs = {k: x for k, x in mesh.corner_attrs.items() if k != "uv"}
+        mesh.dropped = {**mesh.dropped, "texture coordinates": 1}
     return mesh
 
 

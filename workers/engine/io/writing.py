@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, SpecError
+from ..errors import FormatError, MeshError, SpecError
+from ..materials import library_problem
 from ..mesh import TriMesh
 from . import glb, mtl, ply, stl
 from .formats import (
@@ -236,19 +237,21 @@ def _corner(ca: dict[str, np.ndarray], name: str, k: int) -> np.ndarray | None:
 
 
 def _write_obj_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
+    check_materials(mesh)
     return [_obj_asset(mesh, va, MTL_MEMBER)]
 
 
 def _write_objzip_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
     """The OBJ, its material library (the text it was read with, or one made from the glTF
     terms: :func:`.mtl.write_mtl`) and the images, at the paths the library names."""
+    check_materials(mesh)
     members = {OBJ_MEMBER: _obj_asset(mesh, va, MTL_MEMBER)}
     m = mesh.materials
     if m is not None and m.names:
         members[MTL_MEMBER] = mtl.write_mtl(m).encode()
         for name, data in m.files.items():
             path = mtl.file_key(name)
-            if path not in members and path not in ("", "."):
+            if path not in members and mtl.safe_member(path):
                 members[path] = data
     return [_zip(members)]
 
@@ -311,6 +314,14 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], prefer_vertex:
         for k, v in mesh.corner_attrs.items()
         if format_can_hold("glb", k, "corner") and _gltf_corner_shape(k, v)
     }
+    for k, v in corners.items():
+        if v.dtype.kind == "f" and not np.isfinite(v).all():
+            raise MeshError(
+                "corner values are NaN or infinite: glTF cannot hold them",
+                code="mesh.non_finite",
+                attribute=k,
+            )
+    check_materials(mesh)
     material = mesh.face_attrs.get("material")
     return glb.textured_glb_chunks(
         to_numpy(mesh.V),
@@ -321,6 +332,27 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], prefer_vertex:
         mesh.materials,
         vertex_normals_first=prefer_vertex,
     )
+
+
+def check_materials(mesh: TriMesh) -> None:
+    """Raise :class:`MeshError` (``mesh.materials_invalid``) when the mesh's materials cannot be
+    written: a library :func:`.materials.library_problem` finds fault with, or a face naming a
+    material the library does not have."""
+    from ..backend import to_numpy
+
+    m = mesh.materials
+    material = mesh.face_attrs.get("material")
+    if m is None:
+        return
+    problem = library_problem(m.gltf, len(m.names))
+    if problem is None and material is not None:
+        a = to_numpy(material)
+        if a.size and (a.dtype.kind not in "iu" or int(a.min()) < 0 or int(a.max()) >= len(m)):
+            problem = f"a face names a material outside the library's {len(m)}"
+    if problem is not None:
+        raise MeshError(
+            f"the mesh's materials cannot be written: {problem}", code="mesh.materials_invalid"
+        )
 
 
 def _gltf_corner_shape(name: str, a: np.ndarray) -> bool:
@@ -426,6 +458,11 @@ def left_out(mesh: TriMesh, fmt: str) -> dict[str, int]:
     if mesh.materials is not None and not FORMATS[fmt].library:
         out["materials"] = len(mesh.materials)
         textures = mesh.materials.gltf.get("textures", [])
-        if textures:
+        if isinstance(textures, list) and textures:
             out["textures"] = len(textures)
+    elif mesh.materials is not None and fmt == "objzip":
+        # an image whose name is no safe path in a zip (``..``, blanks) is not written
+        unsafe = [n for n in mesh.materials.files if not mtl.safe_member(mtl.file_key(n))]
+        if unsafe:
+            out["textures"] = len(unsafe)
     return out
