@@ -6,17 +6,17 @@ step of a mesh that has corner attributes or materials (:func:`carry`):
 
 - An operation that keeps the faces (same ``F``: smoothing, normals, curvature, ...) keeps the
   corners as they are, exactly.
-- An operation that changes the faces gets a mesh without them, and each corner of its result
-  takes its value from the input surface, within the same *chart*: the output face's centroid
-  picks the input face nearest to it, hence its chart (faces joined across edges where the corner
-  values and the material agree: one piece of the texture atlas), and each corner takes the
-  value at the closest point of that chart's faces (barycentric interpolation of the input
-  corners). A face kept as it was (a weld, a repair) gets its own values back; a new vertex
-  inside a chart (a split, a subdivision, a collapse) gets the interpolated value; a face never
-  mixes two charts, so no triangle spans the atlas.
-- Faces that the operation rebuilt also take the ``material`` (and any face attribute it
-  dropped, unless its attribute flow says it removed it on purpose) of the input face nearest
-  to their centroid.
+- An operation that changes the faces: a face it kept as it was (a weld, a repair: found by its
+  corner positions, :func:`match_faces`) gets its own values back; each corner of a rebuilt face
+  takes its value from the input surface within the same *chart* (faces joined across edges
+  where the corner values and the material agree: one piece of the texture atlas), at the
+  closest point of that chart's faces (barycentric interpolation of the input corners). The
+  chart is that of the input face the result face was made from, which rebuilding operations
+  carry as a face attribute (:data:`ORIGIN`); failing that, of the input face nearest to the
+  face's centroid. A new vertex inside a chart (a split, a subdivision, a collapse) gets the
+  interpolated value; a face never mixes two charts, so no triangle spans the atlas.
+- Rebuilt faces also take the ``material`` (and any face attribute the operation dropped,
+  unless its attribute flow says it removed it on purpose) of the face they came from.
 - A non-finite corner value (NaN, inf) reaches only the corners interpolated from it: where
   another face is as close (a shared vertex or edge), its finite values are taken, and a
   corner of weight 0 takes no part.
@@ -26,9 +26,9 @@ step of a mesh that has corner attributes or materials (:func:`carry`):
   too except along a seam line (a seam vertex between two seam edges may go onto its neighbour
   on the line: ``simplify_seams``), ``isotropic_remesh`` treats them as feature edges (split at
   midpoints, never collapsed or flipped), ``delaunay_flip`` never flips them. So seams stay
-  where the texture has them; and each tells the pipeline the seams of its result
-  (:func:`workers.engine.dynamic.seams.recording_kept`), whose faces then take their chart by
-  a vote of each of the result's own charts rather than face by face.
+  where the texture has them. Each also tells the seams of its result
+  (:func:`workers.engine.dynamic.seams.recording_kept`): where an operation gives no origin,
+  each of the result's own charts then takes its input chart by a vote of its faces.
 """
 
 from __future__ import annotations
@@ -86,33 +86,33 @@ def charts(
     values at both ends, and whose materials, agree; or, given ``seams`` as vertex pairs, across
     every such edge that is not one of them) and the seam edges (edges shared by two faces that
     disagree), as ``(chart per face, (k, 2) int64 vertex pairs, smaller first)``."""
+    from .topology import Topology
+
     m = F.shape[0]
     if m == 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
     F = F.astype(np.int64)
-    a = F.ravel()
-    b = F[:, [1, 2, 0]].ravel()
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
     n = int(F.max()) + 1
-    key = lo * n + hi
-    key[lo == hi] = -1  # a degenerate face's repeated corner: no edge
-    order = np.argsort(key, kind="stable")
-    order = order[key[order] >= 0]
-    ks = key[order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    counts = np.diff(np.r_[starts, ks.size])
-    two = starts[counts == 2]
-    h0, h1 = order[two], order[two + 1]  # half-edges: face = h // 3, corner = h % 3
+    topo = Topology.build(F, n)
+    EV = np.asarray(topo.EV, np.int64)
+    counts = np.asarray(topo.edge_face_count)
+    # edges of exactly two faces, not a degenerate face's repeated corner
+    e = np.flatnonzero((counts == 2) & (EV[:, 0] != EV[:, 1]))
+    first = np.asarray(topo.ef_offsets)[e]
+    sides = np.asarray(topo.ef_sides)
+    h0, h1 = sides[first], sides[first + 1]  # face = h // 3, side = h % 3
+    lo, hi = EV[e, 0], EV[e, 1]
     f0, c0 = h0 // 3, h0 % 3
     f1, c1 = h1 // 3, h1 % 3
-    # the corner of each face at the edge's smaller-index end and at its other end
+    # the corner of each face at the edge's smaller-index end and at its other end (side k
+    # runs from corner k to corner k + 1)
     n0 = (c0 + 1) % 3
     n1 = (c1 + 1) % 3
-    s0 = np.where(F[f0, c0] == lo[h0], c0, n0)
-    e0 = np.where(F[f0, c0] == lo[h0], n0, c0)
-    s1 = np.where(F[f1, c1] == lo[h1], c1, n1)
-    e1 = np.where(F[f1, c1] == lo[h1], n1, c1)
-    same = np.ones(two.size, dtype=bool)
+    s0 = np.where(F[f0, c0] == lo, c0, n0)
+    e0 = np.where(F[f0, c0] == lo, n0, c0)
+    s1 = np.where(F[f1, c1] == lo, c1, n1)
+    e1 = np.where(F[f1, c1] == lo, n1, c1)
+    same = np.ones(e.size, dtype=bool)
     for values in corners.values():
         v = values.reshape(m, 3, -1)
         same &= (v[f0, s0] == v[f1, s1]).all(axis=1) & (v[f0, e0] == v[f1, e1]).all(axis=1)
@@ -120,15 +120,15 @@ def charts(
         same &= material[f0] == material[f1]
     if seams is not None and seams.size:
         seams = seams.astype(np.int64)
-        marked = np.isin(key[h0], np.minimum(seams[:, 0], seams[:, 1]) * n + seams.max(axis=1))
+        marked = np.isin(lo * n + hi, seams.min(axis=1) * n + seams.max(axis=1))
         same &= ~marked
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     g = coo_matrix((np.ones(int(same.sum())), (f0[same], f1[same])), shape=(m, m))
     _, label = connected_components(g, directed=False)
-    seams = np.stack([lo[h0[~same]], hi[h0[~same]]], axis=1)
-    return label.astype(np.int64), seams
+    seams = np.stack([lo[~same], hi[~same]], axis=1)
+    return label.astype(np.int64), seams[np.lexsort((seams[:, 1], seams[:, 0]))]
 
 
 def closest_on_triangles(
@@ -297,26 +297,24 @@ def transfer(
     after: TriMesh,
     seams: np.ndarray | None = None,
     origin: np.ndarray | None = None,
+    chart: np.ndarray | None = None,
 ) -> tuple[TriMesh, np.ndarray, bool]:
     """``after`` (the result of an operation on ``before`` that rebuilt the faces) with corner
     attributes, materials and the face attributes it dropped taken from ``before``'s surface,
-    chart by chart (see the module docstring); and for each of its faces, the face of ``before``
-    nearest to its centroid. Given the result's ``seams`` (what a dynamic operation kept), the
-    result's own charts (its faces joined across every other edge) each take the input chart
-    most of their faces' centroids lie on, so that a thin face beside a seam whose centroid
-    falls just across it still takes its own side's values; given ``origin`` (the input face
-    each result face was made from, carried by the operation: see :data:`ORIGIN`), its chart
-    decides, with no guess. Faces the operation kept as they
-    were (:func:`match_faces`) keep their values exactly; the others are found on the surface
-    (the returned face is then the one each face was found on). The last value says whether
-    every face was kept (nothing rebuilt)."""
+    chart by chart (see the module docstring), and the face of ``before`` each of its faces
+    came from. That face is given as ``origin`` (carried by the operation: see
+    :data:`ORIGIN`); without it, it is the face nearest the centroid, and given the result's
+    ``seams`` (what a dynamic operation kept), each of the result's own charts (its faces
+    joined across every other edge) takes the input chart most of its faces' centroids lie on,
+    so that a thin face beside a seam whose centroid falls just across it still takes its own
+    side's values. Faces the operation kept as they were (:func:`match_faces`) keep their
+    values exactly. ``chart``: ``before``'s charts when the caller has them. The last value says
+    whether every face was kept (nothing rebuilt)."""
     V0 = _host(before.V).astype(np.float64)
     F0 = _host(before.F).astype(np.int64)
     V1 = _host(after.V).astype(np.float64)
     F1 = _host(after.F).astype(np.int64)
     corners = {k: _host(v) for k, v in before.corner_attrs.items()}
-    material = before.face_attrs.get("material")
-    material = None if material is None else _host(material)
     src, turn = match_faces(V0, F0, V1, F1)
     if (src >= 0).all():  # nothing rebuilt (no texture report: see carry)
         face = np.repeat(src, 3)
@@ -324,7 +322,9 @@ def transfer(
         bary = np.zeros((F1.shape[0] * 3, 3))
         bary[np.arange(bary.shape[0]), corner] = 1.0
         return _assemble(before, after, corners, face, bary, src), src, True
-    home, face, bary = _find(V0, F0, V1, F1, corners, material, seams, origin)
+    if chart is None:
+        chart, _ = _charts_of(before)
+    home, face, bary = _find(V0, F0, V1, F1, corners, chart, seams, origin)
     kept = np.flatnonzero(src >= 0)
     if kept.size:
         corner = (np.arange(3)[None, :] + turn[kept, None]) % 3
@@ -342,7 +342,7 @@ def _find(
     V1: np.ndarray,
     F1: np.ndarray,
     corners: dict[str, np.ndarray],
-    material: np.ndarray | None,
+    chart: np.ndarray,
     seams: np.ndarray | None,
     origin: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -351,7 +351,6 @@ def _find(
     the chart (see :func:`transfer`). Corners at one vertex in one chart are found once."""
     from scipy.spatial import cKDTree
 
-    chart, _ = charts(F0, corners, material)
     # faces with a non-finite corner value: where a face without one is as close, it is taken
     # (so a NaN corner does not reach every corner at its vertex)
     bad = np.zeros(F0.shape[0], dtype=bool)
@@ -462,11 +461,13 @@ def run_carrying(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
     xp = mesh.xp
     seams = None
     work = mesh
+    label = None
     rebuilds = op.kind in (OpKind.dynamic, OpKind.remesh)
-    if rebuilds:
+    if rebuilds:  # the input's charts, found once for the operation and for the carrying
         work = mesh.with_attrs(face={ORIGIN: xp.arange(mesh.n_faces, dtype=xp.int64)})
-    if op.kind is OpKind.dynamic:
-        seams = seams_of(mesh)
+        label, found = _charts_of(mesh)
+        if op.kind is OpKind.dynamic:
+            seams = xp.asarray(found)
     with keeping_seams(seams), dynamic_seams.recording_kept() as kept:
         out = op.implementation(backend)(work, params)
     after = out.mesh
@@ -483,7 +484,7 @@ def run_carrying(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
         after.dropped = out.mesh.dropped
     kept_seams = xp.concatenate(kept) if kept else None
     new_normals = "vertex_normals" in op.outputs
-    out.mesh, texture = carry(mesh, after, kept_seams, new_normals, origin)
+    out.mesh, texture = carry(mesh, after, kept_seams, new_normals, origin, label)
     _drop_undeclared(op, params, mesh, after, out.mesh)
     if texture is not None:
         out.report = {**out.report, "texture": texture}
@@ -519,6 +520,7 @@ def carry(
     seams: Any | None = None,
     new_normals: bool = False,
     origin: np.ndarray | None = None,
+    chart: np.ndarray | None = None,
 ) -> tuple[TriMesh, dict[str, Any] | None]:
     """``after`` with what ``before`` carried: kept as it is where the faces are the same,
     transferred from the surface where they changed; with, when they changed and there are
@@ -527,7 +529,8 @@ def carry(
     :func:`transfer`). An operation that computed new vertex normals (``new_normals``: it
     declares ``vertex_normals`` among its outputs) makes the corner normals (the file's hard
     edges) stale: they are left out, and the new normals are written. ``origin``: the face of
-    ``before`` each result face was made from, when the operation said (see :data:`ORIGIN`)."""
+    ``before`` each result face was made from, when the operation said (see :data:`ORIGIN`);
+    ``chart``: ``before``'s charts when the caller has them (:func:`charts`)."""
     if not carries(before):
         return after, None
     texture = None
@@ -545,7 +548,9 @@ def carry(
         out.face_attrs.update(fa)
         out.dropped = after.dropped
     else:
-        out, home, kept = transfer(before, after, None if seams is None else _host(seams), origin)
+        out, home, kept = transfer(
+            before, after, None if seams is None else _host(seams), origin, chart
+        )
         texture = None if kept else texture_report(before, out, home)
     if "normal" in out.corner_attrs and new_normals:
         if out is after:
@@ -555,13 +560,16 @@ def carry(
     return out, texture
 
 
-def seams_of(mesh: TriMesh) -> Any:
-    """The seam edges of ``mesh`` on its backend (see :func:`charts`)."""
-    F = _host(mesh.F)
+def _charts_of(mesh: TriMesh) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`charts` of a mesh: by its corner attributes and materials, on the host."""
     corners = {k: _host(v) for k, v in mesh.corner_attrs.items()}
     material = mesh.face_attrs.get("material")
-    _, seams = charts(F, corners, None if material is None else _host(material))
-    return mesh.xp.asarray(seams)
+    return charts(_host(mesh.F), corners, None if material is None else _host(material))
+
+
+def seams_of(mesh: TriMesh) -> Any:
+    """The seam edges of ``mesh`` on its backend (see :func:`charts`)."""
+    return mesh.xp.asarray(_charts_of(mesh)[1])
 
 
 def _face_stretch(
@@ -590,16 +598,23 @@ def _weighted_quantile(x: np.ndarray, w: np.ndarray, q: float) -> float:
     return float(x[order][min(np.searchsorted(c, q * c[-1]), x.size - 1)])
 
 
+def _stretch_of(mesh: TriMesh, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_face_stretch` of ``mesh``'s corner attribute ``name`` (its first two values)."""
+    V = _host(mesh.V).astype(np.float64)
+    F = _host(mesh.F).astype(np.int64)
+    return _face_stretch(V, F, _host(mesh.corner_attrs[name]).astype(np.float64)[:, :, :2])
+
+
 def uv_measures(mesh: TriMesh, name: str = "uv") -> dict[str, Any] | None:
     """How the texture lies on ``mesh``: the L2 texture stretch of its faces, normalised so that
     a map that only scales gives 1.0 everywhere (the surface's median and 95th percentile by 3D
     area), and the faces with no texture area. None without the corner attribute ``name``."""
     if name not in mesh.corner_attrs:
         return None
-    V = _host(mesh.V).astype(np.float64)
-    F = _host(mesh.F).astype(np.int64)
-    uv = _host(mesh.corner_attrs[name]).astype(np.float64)[:, :, :2]
-    l2, signed, area3 = _face_stretch(V, F, uv)
+    return _measures(*_stretch_of(mesh, name))
+
+
+def _measures(l2: np.ndarray, signed: np.ndarray, area3: np.ndarray) -> dict[str, Any]:
     ok = (signed != 0) & (area3 > 0) & np.isfinite(l2)
     out: dict[str, Any] = {"faces_without_texture_area": int((~ok).sum())}
     if not ok.any():
@@ -616,19 +631,10 @@ def texture_report(before: TriMesh, after: TriMesh, home: np.ndarray) -> dict[st
     against the input face they lie on (a fold: the texture seen from behind)."""
     if "uv" not in before.corner_attrs:
         return None
-    _, s0, _ = _face_stretch(
-        _host(before.V).astype(np.float64),
-        _host(before.F).astype(np.int64),
-        _host(before.corner_attrs["uv"]).astype(np.float64)[:, :, :2],
-    )
-    _, s1, _ = _face_stretch(
-        _host(after.V).astype(np.float64),
-        _host(after.F).astype(np.int64),
-        _host(after.corner_attrs["uv"]).astype(np.float64)[:, :, :2],
-    )
-    folded = (np.sign(s1) * np.sign(s0[home])) < 0
+    s0, s1 = _stretch_of(before, "uv"), _stretch_of(after, "uv")
+    folded = (np.sign(s1[1]) * np.sign(s0[1][home])) < 0
     return {
-        "before": uv_measures(before),
-        "after": uv_measures(after),
+        "before": _measures(*s0),
+        "after": _measures(*s1),
         "folded_faces": int(folded.sum()),
     }
