@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .glb import container
-from .gltf import split_glb
+from .gltf import MAX_EXPANSION, _Reader, split_glb
 
 EXTENSION = "KHR_draco_mesh_compression"
 POSITION_BITS = 14
@@ -29,38 +29,14 @@ NORMAL_BITS = 10
 #: Draco's encoder effort (0 fastest .. 10 smallest); 7 is gltfpack's and Draco's default
 LEVEL = 7
 
-_FLOAT = 5126
-_UBYTE = 5121
 _USHORT = 5123
 _UINT = 5125
 _TRIANGLES = 4
-_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4}
-_DTYPE = {5120: np.int8, _UBYTE: np.uint8, 5122: np.int16, _USHORT: np.uint16, _UINT: np.uint32,
-          _FLOAT: np.float32}  # fmt: skip
 #: Draco's attribute types, as DracoPy reports them
 _DRACO_TYPE = {"POSITION": 0, "NORMAL": 1, "COLOR_0": 2, "TEXCOORD_0": 3}
 
 
-def _read(tree: dict[str, Any], binary: bytes, index: int) -> np.ndarray:
-    """An accessor of a GLB we wrote (tightly packed or strided, no sparse)."""
-    a = tree["accessors"][index]
-    view = tree["bufferViews"][a["bufferView"]]
-    dtype = np.dtype(_DTYPE[a["componentType"]])
-    width = _WIDTH[a["type"]]
-    start = view.get("byteOffset", 0) + a.get("byteOffset", 0)
-    stride = view.get("byteStride", width * dtype.itemsize)
-    count = a["count"]
-    raw = np.frombuffer(binary, dtype=np.uint8, count=stride * (count - 1) + width * dtype.itemsize,
-                        offset=start) if count else np.zeros(0, np.uint8)  # fmt: skip
-    if not count:
-        return np.zeros((0, width), dtype)
-    rows = np.lib.stride_tricks.as_strided(raw, (count, width * dtype.itemsize), (stride, 1))
-    return np.ascontiguousarray(rows).view(dtype).reshape(count, width)
-
-
-def _encode(
-    tree: dict[str, Any], binary: bytes, p: dict[str, Any]
-) -> tuple[bytes, dict[str, int], int, int] | None:
+def _encode(reader: _Reader, p: dict[str, Any]) -> tuple[bytes, dict[str, int], int, int] | None:
     """The Draco stream of one primitive, its attribute ids and its vertex and triangle counts
     (Draco may merge equal vertices and drop degenerate triangles); None when the primitive is
     not one this encodes (see the module docstring)."""
@@ -73,17 +49,17 @@ def _encode(
         or set(attrs) - set(_DRACO_TYPE)
     ):
         return None
-    faces = _read(tree, binary, p["indices"]).reshape(-1, 3).astype(np.uint32)
-    points = _read(tree, binary, attrs["POSITION"]).astype(np.float32)
+    faces = reader.accessor(p["indices"]).reshape(-1, 3).astype(np.uint32)
+    points = reader.accessor(attrs["POSITION"]).astype(np.float32)
     kw: dict[str, Any] = {}
     if "NORMAL" in attrs:
-        kw["normals"] = _read(tree, binary, attrs["NORMAL"]).astype(np.float64)
+        kw["normals"] = reader.accessor(attrs["NORMAL"]).astype(np.float64)
         kw["normal_quantization_bits"] = NORMAL_BITS
     if "TEXCOORD_0" in attrs:
-        kw["tex_coord"] = _read(tree, binary, attrs["TEXCOORD_0"]).astype(np.float64)
+        kw["tex_coord"] = reader.accessor(attrs["TEXCOORD_0"]).astype(np.float64)
         kw["tex_coord_quantization_bits"] = TEXCOORD_BITS
     if "COLOR_0" in attrs:
-        colors = _read(tree, binary, attrs["COLOR_0"])
+        colors = reader.accessor(attrs["COLOR_0"])
         if colors.dtype != np.uint8:
             return None  # float colours: DracoPy encodes bytes only
         kw["colors"] = colors
@@ -116,13 +92,14 @@ def compress_glb(data: bytes) -> bytes:
     tree, binary = split_glb(data)
     if binary is None:
         return data  # no vertices in a buffer: nothing to compress
+    reader = _Reader(tree, binary, None, "", MAX_EXPANSION * len(data))
     views: list[dict[str, Any]] = tree.get("bufferViews", [])
     accessors: list[dict[str, Any]] = tree.get("accessors", [])
     streams: list[bytes] = []
     compressed = False
     for mesh in tree.get("meshes", []):
         for p in mesh.get("primitives", []):
-            got = _encode(tree, binary, p)
+            got = _encode(reader, p)
             if got is None:
                 continue
             stream, ids, n_points, n_faces = got
