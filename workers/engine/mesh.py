@@ -327,9 +327,10 @@ class TriMesh:
         ca = common([m.corner_attrs for m in meshes])
         materials = meshes[0].materials
         lost: dict[str, int] = {}
-        if any(not _same_library(m.materials, materials) for m in meshes[1:]):
-            # parts with their own libraries: the material ids would clash, so none is kept (and
-            # the mesh says so: a job reports what its input left out)
+        if any(m.materials != materials for m in meshes[1:]):
+            # parts with their own libraries (not one equal in every name, material, texture
+            # and file: the same asset read twice): the material ids would clash, so none is
+            # kept (and the mesh says so: a job reports what its input left out)
             materials = None
             fa.pop("material", None)
             lost["materials (parts with different libraries)"] = sum(
@@ -398,13 +399,3 @@ def segment_mean(xp: ModuleType, a: Any, seg: Any, n: int) -> Any:
     cnt = xp.bincount(seg, minlength=n).astype(xp.float64)
     out /= xp.maximum(cnt, 1.0)[:, None]
     return out.reshape((n,) + a.shape[1:]).astype(a.dtype)
-
-
-def _same_library(a: Materials | None, b: Materials | None) -> bool:
-    """Whether two parts' material libraries are one: the same object, or equal in every name,
-    material, texture and file (the same asset read twice), so that their ids agree."""
-    if a is b:
-        return True
-    if a is None or b is None:
-        return False
-    return a.to_json() == b.to_json() and a.files == b.files
