@@ -161,15 +161,11 @@ def file_chunks(
                 )
     if on_device:
         return ply.ply_chunks(mesh.V, mesh.F, va, fa, texcoord=texcoord)
-    if fmt == "glb" and (mesh.corner_attrs or mesh.materials is not None):
-        prefer = explicit and "vertex_normals" in va
-        return _write_textured_glb(mesh, va, prefer)
-    if texcoord is not None:
-        V, F = to_numpy(mesh.V), to_numpy(mesh.F)
-        return ply.ply_chunks(V, F, va, fa, texcoord=to_numpy(texcoord))
-    V, F = to_numpy(mesh.V), to_numpy(mesh.F)
     if fmt in _ASSET_WRITERS and (mesh.corner_attrs or mesh.materials is not None):
-        return _ASSET_WRITERS[fmt](mesh, va)  # triangles, with what their corners carry
+        return _ASSET_WRITERS[fmt](mesh, va, explicit)  # with what their corners carry
+    V, F = to_numpy(mesh.V), to_numpy(mesh.F)
+    if texcoord is not None:
+        return ply.ply_chunks(V, F, va, fa, texcoord=to_numpy(texcoord))
     poly = mesh_polygons(mesh) if polygons and fmt in POLYGON_FORMATS else None
     if poly is not None:
         V = V[poly.vertices]
@@ -236,12 +232,12 @@ def _corner(ca: dict[str, np.ndarray], name: str, k: int) -> np.ndarray | None:
     return a[:, :, :k]
 
 
-def _write_obj_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
+def _write_obj_asset(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool) -> Any:
     check_materials(mesh)
     return [_obj_asset(mesh, va, MTL_MEMBER)]
 
 
-def _write_objzip_asset(mesh: TriMesh, va: dict[str, np.ndarray]) -> Any:
+def _write_objzip_asset(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool) -> Any:
     """The OBJ, its material library (the text it was read with, or one made from the glTF
     terms: :func:`.mtl.write_mtl`) and the images, at the paths the library names."""
     check_materials(mesh)
@@ -296,9 +292,10 @@ def _write_glb(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa:
     return glb.glb_chunks(V, F, normals, colors, va)
 
 
-def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], prefer_vertex: bool) -> Any:
+def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool) -> Any:
     """A GLB of a mesh with corner attributes or materials: one primitive per material, the
-    vertices split at seams (:func:`.glb.textured_glb_chunks`)."""
+    vertices split at seams (:func:`.glb.textured_glb_chunks`); vertex normals asked for by
+    name (``explicit``) are written before the corner normals."""
     from ..backend import to_numpy
 
     for k, v in va.items():
@@ -330,7 +327,7 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], prefer_vertex:
         corners,
         None if material is None else to_numpy(material),
         mesh.materials,
-        vertex_normals_first=prefer_vertex,
+        vertex_normals_first=explicit and "vertex_normals" in va,
     )
 
 
@@ -378,10 +375,11 @@ _WRITERS: dict[str, Writer] = {
 
 
 #: formats that hold corner values and materials: written from the mesh (as triangles) when it
-#: has any, with the vertex attributes the format keeps
-_ASSET_WRITERS: dict[str, Callable[[TriMesh, dict[str, np.ndarray]], Iterable[bytes]]] = {
+#: has any, with the vertex attributes the format keeps and whether they were asked for by name
+_ASSET_WRITERS: dict[str, Callable[[TriMesh, dict[str, np.ndarray], bool], Iterable[Any]]] = {
     "obj": _write_obj_asset,
     "objzip": _write_objzip_asset,
+    "glb": _write_textured_glb,
 }
 
 
