@@ -1,7 +1,8 @@
 """Tessera from Python: the HTTP clients, their errors, and the engine as a library.
 
-``Client`` / ``AsyncClient`` talk to a running service; ``Mesh`` (the engine's ``TriMesh``) runs
-the same operations in this process with no server at all, and is imported only when used.
+``Client`` / ``AsyncClient`` talk to a running service; ``load``, ``run`` and ``save`` run the same
+operations in this process with no server at all, on ``Mesh`` (the engine's ``TriMesh``); the
+engine is imported only when one of them is used.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from workers.engine.library import load, run, save
     from workers.engine.mesh import TriMesh as Mesh
 
 __all__ = [
@@ -49,6 +51,9 @@ __all__ = [
     "Unauthorized",
     "WaitTimeout",
     "errors",
+    "load",
+    "run",
+    "save",
 ]
 
 
@@ -57,4 +62,8 @@ def __getattr__(name: str) -> Any:
         from workers.engine.mesh import TriMesh
 
         return TriMesh
+    if name in ("load", "run", "save"):
+        from workers.engine import library
+
+        return getattr(library, name)
     raise AttributeError(f"module 'tessera' has no attribute {name!r}")

@@ -35,6 +35,22 @@ def test_exported_members():
     assert tessera.Mesh.load(mesh_path("rx-cube.obj")).n_faces == 12
 
 
+def test_the_library_facade_loads_runs_and_saves(tmp_path):
+    mesh = tessera.load(mesh_path("rx-cube.obj"))
+    assert isinstance(mesh, tessera.Mesh)
+    result = tessera.run(mesh, ["weld", "vertex_normals", "stats"], device="cpu")
+    assert result.reports["stats"]["vertices"] == 8
+    assert "vertex_normals" in result.mesh.vertex_attrs
+    tessera.save(result.mesh, tmp_path / "cube.ply", attributes=["vertex_normals"])
+    back = tessera.load(tmp_path / "cube.ply")
+    assert back.n_faces == 12
+    assert np.allclose(
+        back.vertex_attrs["vertex_normals"], result.mesh.vertex_attrs["vertex_normals"]
+    )
+    with pytest.raises(FileNotFoundError, match="missing.obj"):
+        tessera.load(tmp_path / "missing.obj")
+
+
 def test_submit_wait_download_with_progress(tc, tmp_path):
     seen = []
     job = tc.submit(

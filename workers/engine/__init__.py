@@ -1,11 +1,11 @@
 """The Tessera mesh engine: meshes on NumPy or CuPy, re-indexing, topology and operations.
 
-Use it as a library with no server::
+Use it as a library with no server (``tessera.load`` / ``run`` / ``save`` are these)::
 
-    from workers.engine import TriMesh
-    mesh = TriMesh.load("bunny.obj")
-    result = mesh.run(["weld", ("vertex_normals", {"weighting": "angle"}), "gaussian_curvature"])
-    result.mesh.save("bunny.ply")
+    from workers.engine import load, run, save
+    mesh = load("bunny.obj")
+    result = run(mesh, ["weld", ("vertex_normals", {"weighting": "angle"}), "gaussian_curvature"])
+    save(result.mesh, "bunny.ply")
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .errors import (
     OpParamsError,
     SpecError,
 )
+from .library import load, run, save
 from .mesh import TriMesh
 from .pipeline import PipelineResult, parse_pipeline, run_pipeline
 
@@ -40,6 +41,9 @@ __all__ = [
     "SpecError",
     "TriMesh",
     "gpu_available",
+    "load",
     "parse_pipeline",
+    "run",
     "run_pipeline",
+    "save",
 ]

@@ -359,35 +359,26 @@ class TriMesh:
         return out
 
     # -------------------------------------------------------------- library
+    # Conveniences for scripts: the same as :func:`~.library.load`, :func:`~.library.save` and
+    # :func:`~.library.run`, which are the facade (``tessera.load`` / ``save`` / ``run``).
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMesh:
-        """Read a mesh file (OBJ, PLY, STL, OFF, GLB/glTF, or one of them in .zip/.gz)."""
-        from .io import load_path
+        """:func:`workers.engine.library.load`."""
+        from .library import load
 
-        return load_path(path, dtype=dtype)
+        return load(path, dtype=dtype)
 
-    def save(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        attributes: Iterable[str] | None = None,
-        polygons: bool = True,
-        compression: str = "none",
-    ) -> None:
-        """Write the mesh; the format is taken from the file name's extension. OBJ, PLY and OFF
-        write Catmull-Clark quads and dual polygons as polygons unless ``polygons`` is False;
-        ``compression="draco"`` compresses a GLB's triangles (KHR_draco_mesh_compression)."""
-        from .io import save_path
+    def save(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """:func:`workers.engine.library.save` of this mesh."""
+        from .library import save
 
-        save_path(self, path, attributes=attributes, polygons=polygons, compression=compression)
+        save(self, path, **options)
 
     def run(self, pipeline: Iterable[Any], *, device: str = "auto") -> PipelineResult:
-        """Run operations in order, e.g. ``mesh.run(["weld", ("vertex_normals", {"weighting":
-        "angle"})])``. Returns a :class:`~workers.engine.pipeline.PipelineResult` whose ``mesh`` is
-        the processed mesh and ``reports`` what each operation reported."""
-        from .pipeline import run_pipeline
+        """:func:`workers.engine.library.run` on this mesh."""
+        from .library import run
 
-        return run_pipeline(self, pipeline, device=device)
+        return run(self, pipeline, device=device)
 
 
 def segment_mean(xp: ModuleType, a: Any, seg: Any, n: int) -> Any:
