@@ -31,8 +31,9 @@ One round (:func:`collapse_round`):
    merges in another, and their preconditions, checked on the mesh before the round, still hold
    after it.
 5. **apply** all accepted at once: ``b -> a`` in the faces, ``a`` moved, per-vertex attributes
-   interpolated ``(1 - t) A[a] + t A[b]``, the edges' faces removed; surviving faces keep their
-   order, their orientation and their face attributes.
+   interpolated ``(1 - t) A[a] + t A[b]``, quadrics summed (texture error quadrics too, and the
+   tracked corner texture coordinates updated: :func:`merged_corners`), the edges' faces
+   removed; surviving faces keep their order, their orientation and their face attributes.
 
 What a round may change and what it may not: it removes vertices, edges and faces inside the
 accepted cavities only. An edge-manifold mesh stays edge-manifold and a manifold vertex stays
@@ -78,7 +79,12 @@ class CollapseState:
     quadrics (decimation) or None: summed when two vertices merge, ``pinned (n,) bool`` vertices
     that never move and are never removed but may take a neighbour collapsing onto them (seam
     vertices), or None; ``seams (K,)`` sorted int64 keys of the seam edges (current vertex ids)
-    or None; ``seam_lines``: collapses may run along seam lines (:func:`seam_line_edges`)."""
+    or None; ``seam_lines``: collapses may run along seam lines (:func:`seam_line_edges`);
+    ``U (n, 19) float64`` per-vertex texture error quadrics
+    (:func:`.quadrics.attribute_quadrics`; zero rows at pinned vertices) or None, summed when two
+    vertices merge; ``C (m, 3, 2) float64`` each face's corner texture coordinates (scaled as
+    ``U``'s), or None: the working estimate of what the result's corners get, the values of a
+    vertex within one chart kept equal (:func:`apply_collapses`)."""
 
     X: Any
     F: Any
@@ -89,6 +95,8 @@ class CollapseState:
     pinned: Any = None
     seams: Any = None
     seam_lines: bool = False
+    U: Any = None
+    C: Any = None
 
     @property
     def xp(self) -> ModuleType:
@@ -108,7 +116,9 @@ class CollapseState:
 @dataclass
 class Candidates:
     """Planned collapses: edge ids, survivor ``a``, removed ``b``, new position ``p (k, 3)``,
-    attribute parameter ``t`` (0 at ``a``, 1 at ``b``) and ``priority`` (smaller first)."""
+    attribute parameter ``t`` (0 at ``a``, 1 at ``b``), ``priority`` (smaller first) and, when
+    the state carries corner texture coordinates, ``s (k, 2)``: the merged vertex's in the chart
+    of the edge's first face (``a``'s own there when ``a`` stays where it is)."""
 
     edge: Any
     a: Any
@@ -116,10 +126,17 @@ class Candidates:
     p: Any
     t: Any
     priority: Any
+    s: Any = None
 
     def take(self, idx: Any) -> Candidates:
         return Candidates(
-            self.edge[idx], self.a[idx], self.b[idx], self.p[idx], self.t[idx], self.priority[idx]
+            self.edge[idx],
+            self.a[idx],
+            self.b[idx],
+            self.p[idx],
+            self.t[idx],
+            self.priority[idx],
+            None if self.s is None else self.s[idx],
         )
 
     def __len__(self) -> int:
@@ -366,6 +383,11 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     if Q is not None:
         Q = Q.copy()
         Q[a] = state.Q[a] + state.Q[b]
+    U = state.U
+    if U is not None:  # a pinned survivor keeps its zero row
+        U = U.copy()
+        merged = state.U[a] + state.U[b]
+        U[a] = merged if state.pinned is None else xp.where(state.pinned[a][:, None], 0.0, merged)
     # faces of the collapsed edges go; the others are renamed b -> a
     gone = xp.zeros(state.n_faces, dtype=bool)
     _, side = gather_rows(xp, topo.ef_offsets, topo.ef_sides, c.edge)
@@ -374,14 +396,59 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     remap = xp.arange(n, dtype=xp.int64)
     remap[b] = a
     F = remap[state.F[keep]]
+    C = None if state.C is None else merged_corners(state, topo, c, keep)
     seams = state.seams
     if seams is not None and seams.shape[0]:
         # b -> a in the seam keys: a-b goes, b-c becomes a-c
         lo, hi = remap[seams >> SHIFT], remap[seams & ((1 << SHIFT) - 1)]
         seams = xp.unique(edge_keys(xp, lo[lo != hi], hi[lo != hi]))
     return CollapseState(
-        X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines
+        X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines, U, C
     )
+
+
+def edge_end_values(state: CollapseState, topo: Topology, edge: Any, a: Any, b: Any) -> Any:
+    """``(k, 4, 2)``: the corner texture coordinates (``state.C``) of ``a`` and ``b`` in the
+    first face of each edge, then of ``a`` and ``b`` in its second face (the first again for a
+    boundary edge). Across a seam the two faces lie in two charts."""
+    xp = state.xp
+    first = topo.ef_offsets[edge]
+    second = xp.where(topo.edge_face_count[edge] > 1, first + 1, first)
+    out = []
+    for h in (topo.ef_sides[first], topo.ef_sides[second]):
+        f = h // 3
+        ca = xp.argmax(state.F[f] == a[:, None], axis=1)
+        cb = xp.argmax(state.F[f] == b[:, None], axis=1)
+        out += [state.C[f, ca], state.C[f, cb]]
+    return xp.stack(out, axis=1)
+
+
+def merged_corners(state: CollapseState, topo: Topology, c: Candidates, keep: Any) -> Any:
+    """The surviving faces' corner texture coordinates after the collapses ``c``: a corner of
+    ``b`` in the first face's chart (its value is ``b``'s there) and a corner of ``a`` in that
+    chart take ``c.s``; a corner of ``b`` in another chart (across a seam line ``b`` goes along)
+    takes ``a``'s value in the second face's chart; every other corner keeps its value. Charts
+    are told apart by the values (exactly equal within a chart)."""
+    xp = state.xp
+    ends = edge_end_values(state, topo, c.edge, c.a, c.b)
+    which = xp.full(state.n_vertices, -1, dtype=xp.int64)
+    k = xp.arange(len(c), dtype=xp.int64)
+    which[c.a] = k
+    which[c.b] = k
+    C = state.C[keep]
+    near = xp.nonzero((which[state.F[keep]] >= 0).any(axis=1))[0]  # faces in the cavities
+    Fk, Ck = state.F[keep[near]], C[near]
+    i = which[Fk]
+    at = i >= 0
+    i = xp.where(at, i, 0)
+    at_a = (at & (Fk == c.a[i]))[:, :, None]
+    at_b = (at & (Fk == c.b[i]))[:, :, None]
+    s = c.s[i]
+    in_first_a = (Ck == ends[i, 0]).all(axis=2)[:, :, None]
+    in_first_b = (Ck == ends[i, 1]).all(axis=2)[:, :, None]
+    out = xp.where(at_a & in_first_a, s, Ck)
+    C[near] = xp.where(at_b, xp.where(in_first_b, s, ends[i, 2]), out)
+    return C
 
 
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]

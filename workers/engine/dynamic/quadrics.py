@@ -119,3 +119,92 @@ def edge_parameter(xp: ModuleType, Xa: Any, Xb: Any, p: Any) -> Any:
     ll = (e * e).sum(axis=1)
     t = ((p - Xa) * e).sum(axis=1) / xp.where(ll > 0, ll, 1.0)
     return xp.clip(t, 0.0, 1.0)
+
+
+# ------------------------------------------------------------------------ texture coordinates
+#: columns of an attribute quadric (:func:`attribute_quadrics`): ``Σ (g.p + d)^2`` as a 4x4
+#: quadric, the sums of the gradients ``g`` and offsets ``d`` of the two channels, the weight
+ATTR_COLUMNS = 19
+
+
+def face_gradients(xp: ModuleType, X: Any, F: Any, S: Any) -> tuple[Any, Any, Any, Any]:
+    """The linear functions that interpolate each face's corner values ``S (m, 3, 2)``, as
+    ``(g (m, 2, 3), d (m, 2), area (m,), ok (m,))``: value ``j`` at a point ``p`` of face
+    ``f``'s plane is ``g[f, j] . p + d[f, j]``, ``g`` lying in the plane (Hoppe 1999, section
+    3); ``ok`` is False for faces of zero area or with a non-finite value (their ``g``, ``d``
+    and ``area`` are 0)."""
+    P0, P1, P2 = X[F[:, 0]], X[F[:, 1]], X[F[:, 2]]
+    cr = xp.cross(P1 - P0, P2 - P0)
+    a2 = xp.linalg.norm(cr, axis=1)  # twice the area
+    ok = (a2 > 0) & xp.isfinite(S).all(axis=(1, 2))
+    safe = xp.where(ok, a2, 1.0)[:, None]
+    n = cr / safe
+    # the gradient of the barycentric coordinate of corner i: n x (opposite edge) / (2 area)
+    d0 = xp.cross(n, P2 - P1) / safe
+    d1 = xp.cross(n, P0 - P2) / safe
+    d2 = xp.cross(n, P1 - P0) / safe
+    Sz = xp.where(ok[:, None, None], S, 0.0)
+    g = Sz[:, 0, :, None] * d0[:, None] + Sz[:, 1, :, None] * d1[:, None]
+    g = g + Sz[:, 2, :, None] * d2[:, None]
+    g = xp.where(ok[:, None, None], g, 0.0)
+    d = Sz[:, 0] - (g * P0[:, None]).sum(axis=2)
+    return g, d, xp.where(ok, 0.5 * a2, 0.0), ok
+
+
+def attribute_quadrics(xp: ModuleType, X: Any, F: Any, S: Any, n: int, skip: Any = None) -> Any:
+    """(n, :data:`ATTR_COLUMNS`) per-vertex sums of each face's texture error
+    ``sum_j (s_j - g_j . p - d_j)^2`` (Hoppe 1999, "New quadric metric for simplifying meshes
+    with appearance attributes": the attribute value ``s`` a vertex at ``p`` takes against the
+    linear attribute function of every face it was part of), stored in Hoppe's memory-efficient
+    form: ``Σ (g_j . p + d_j)^2`` as a 4x4 quadric (10 columns), ``Σ g_u``, ``Σ g_v`` (3 each),
+    ``Σ d_u``, ``Σ d_v`` and the total weight ``W``. ``S (m, 3, 2)``: corner values (scaled texture
+    coordinates). Each face weighs its area over the mean face area (G&H 1998 weigh by area;
+    the geometric quadrics weigh each face 1, so a face of mean area weighs the same in both).
+    Faces of zero area or non-finite values add nothing; the vertices marked in
+    ``skip`` (n,) get zero rows (seam vertices: their faces lie in several charts, so their
+    values do not make one function)."""
+    g, d, area, ok = face_gradients(xp, X, F, S)
+    K = plane_quadrics(xp, g[:, 0], d[:, 0]) + plane_quadrics(xp, g[:, 1], d[:, 1])
+    rows = xp.concatenate([K, g[:, 0], g[:, 1], d, ok.astype(xp.float64)[:, None]], axis=1)
+    # by area, a face of mean area weighing 1 (as one plane of the geometric quadric)
+    n_ok = int(ok.sum())
+    mean = float(area.sum()) / n_ok if n_ok else 1.0
+    rows = rows * (area / (mean if mean > 0 else 1.0))[:, None]
+    U = scatter_rows(xp, F.ravel(), xp.repeat(rows, 3, axis=0), n)
+    if skip is not None:
+        U = xp.where(skip[:, None], 0.0, U)
+    return U
+
+
+def _channels(U: Any) -> tuple[Any, Any, Any, Any, Any]:
+    return U[:, 10:13], U[:, 13:16], U[:, 16], U[:, 17], U[:, 18]
+
+
+def attribute_reduced(xp: ModuleType, U: Any) -> Any:
+    """(k, 10) the geometric form of attribute quadrics ``U (k, 19)`` with the attribute values
+    at their best for each position (``s_j = (G_j . p + D_j) / W``): ``Σ (g . p + d)^2 -
+    (G . p + D)^2 / W`` per channel, what is left of the texture error once the merged vertex
+    takes the mean of its faces' functions. Added to the plane quadric, the 3x3 solve of
+    :func:`optimal_points` then finds the position (Schur complement of the 5x5 system)."""
+    Gu, Gv, Du, Dv, W = _channels(U)
+    inv = xp.sqrt(1.0 / xp.where(W > 0, W, 1.0))[:, None]
+    R = plane_quadrics(xp, Gu * inv, Du * inv[:, 0]) + plane_quadrics(xp, Gv * inv, Dv * inv[:, 0])
+    return U[:, :10] - R
+
+
+def attribute_best(xp: ModuleType, U: Any, p: Any) -> Any:
+    """(k, 2) the attribute values at ``p (k, 3)`` that make ``U``'s error smallest (the mean of
+    the faces' functions there); 0 where ``U`` has no face."""
+    Gu, Gv, Du, Dv, W = _channels(U)
+    su = (Gu * p).sum(axis=1) + Du
+    sv = (Gv * p).sum(axis=1) + Dv
+    return xp.stack([su, sv], axis=1) / xp.where(W > 0, W, 1.0)[:, None]
+
+
+def attribute_error(xp: ModuleType, U: Any, p: Any, s: Any) -> Any:
+    """(k,) the texture error of attribute quadrics ``U`` at position ``p (k, 3)`` with values
+    ``s (k, 2)``: ``Σ (g . p + d)^2 - 2 s . (G . p + D) + W |s|^2``, clamped at 0."""
+    Gu, Gv, Du, Dv, W = _channels(U)
+    lin = s[:, 0] * ((Gu * p).sum(axis=1) + Du) + s[:, 1] * ((Gv * p).sum(axis=1) + Dv)
+    val = evaluate(xp, U[:, :10], p) - 2.0 * lin + W * (s * s).sum(axis=1)
+    return xp.maximum(val, 0.0)

@@ -23,6 +23,29 @@ through them perpendicular to their faces, weighted as a boundary's, so bending 
 what it moves. Each output face therefore lies in one chart of the input's atlas, and the charts
 the seams cut the surface into stay those of the input.
 
+Texture (``uv_weight``, when the mesh has the corner attribute ``uv`` and runs with its seams
+known, as the pipeline runs it): the result's corners are found again on the input surface
+within each face's chart (:mod:`workers.engine.corners`), so what decimation can spoil is the
+texture's placement: a merged triangle whose linear texture coordinates no longer follow the
+input's. Each face's coordinates make a linear function on its plane; a vertex carries, besides
+its plane quadric, the error of its coordinates against the functions of the faces merged into it
+(Hoppe 1999, "New quadric metric for simplifying meshes with appearance attributes", in its
+memory-efficient form: 19 floats, :func:`workers.engine.dynamic.quadrics.attribute_quadrics`),
+faces weighted by area as in Garland and Heckbert 1998. The coordinates are scaled to surface
+units, times the square root of ``uv_weight``. A free merged vertex takes the coordinates that
+make the error smallest at each position (the Schur complement leaves a 3x3 solve); one that
+stays where it is (a seam or boundary end) keeps its own, in the chart of the edge's face, which
+the rounds track per corner (:func:`workers.engine.dynamic.collapse.merged_corners`). Seam
+vertices carry no texture error of their own: their faces lie in several charts. Measured with
+``python -m bench.decimate_uv`` (texture shift: the coordinates at 16 points a face against those
+of the input's closest point): spot at 50/20/10 %, 0.01 moves the texture 12/12/11 % less (95th
+percentile 18/18/21 %) for +4/+5/-1 % mean geometric error; Loop-subdivided spot (23K faces) at
+20/5/2 % 12/4/7 % less for +2/-1/-5 %; 1.0 moves it 22 to 52 % less on both, for 25 to 46 %
+more mean geometric error, hence the small default. On a flat grid with a swirled texture (no
+geometric error at all) it moves 2.6 times less. On the shared assets (small meshes, many
+vertices on seams) colour error and texture shift change within their noise. Without texture
+coordinates the result is the same bit for bit.
+
 Alternatives: the multiple-choice scheme of Wu and Kobbelt (random edges, best of k) needs no
 ranking but no ordering either; vertex clustering (``cluster_coarsen``) is faster but keeps no
 error bound. Testing: invariants as for every collapse, the target reached, the sampled distance
@@ -36,9 +59,14 @@ from typing import Any
 
 from pydantic import Field
 
+from .. import corners
 from ..dynamic._edges import edge_keys, edge_lookup
-from ..dynamic.collapse import Candidates, CollapseState, Eligible
+from ..dynamic.collapse import Candidates, CollapseState, Eligible, edge_end_values
 from ..dynamic.quadrics import (
+    attribute_best,
+    attribute_error,
+    attribute_quadrics,
+    attribute_reduced,
     boundary_quadrics,
     edge_parameter,
     evaluate,
@@ -99,6 +127,19 @@ class Params(OpParams):
         "where it is; bending the line costs like moving a boundary. Junctions and ends of seam "
         "lines never move or go. When false, no seam vertex moves or goes.",
     )
+    uv_weight: float = Field(
+        0.01,
+        ge=0.0,
+        le=1e6,
+        description="Weight of the texture error in the collapse cost, when the mesh has texture "
+        "coordinates (the corner attribute 'uv'): the merged vertex's coordinates against the "
+        "linear texture function of each face it replaces (Hoppe 1999), texture distances in "
+        "surface units (the texture scaled to the surface's area), each face weighted by its "
+        "area; 1 weighs a texture shift like the same distance off the surface. Spot at 20 %: "
+        "0.01 moves the texture 12 % less for 5 % more mean geometric error, 1 moves it 28 % "
+        "less for 46 % more. 0: geometric error only. Costs 19 more floats per vertex and up to "
+        "a fifth more time.",
+    )
 
 
 class _Planner:
@@ -121,10 +162,19 @@ class _Planner:
         X, Q = state.X, state.Q
         Xa, Xb = X[el.a], X[el.b]
         Qe = Q[el.a] + Q[el.b]
-        p, cost = optimal_points(xp, Qe, Xa, Xb)
+        at_a = evaluate(xp, Qe, Xa)
+        if state.U is None:
+            p, cost = optimal_points(xp, Qe, Xa, Xb)
+        else:  # the texture coordinates at their best for each position (Schur complement)
+            Ue = state.U[el.a] + state.U[el.b]
+            p, cost = optimal_points(xp, Qe + attribute_reduced(xp, Ue), Xa, Xb)
+            # an end that stays where it is keeps its texture coordinates (in the edge's chart)
+            sn = xp.nonzero(el.snap)[0]
+            s_sn = edge_end_values(state, topo, el.edge[sn], el.a[sn], el.b[sn])[:, 0]
+            at_a[sn] += attribute_error(xp, Ue[sn], Xa[sn], s_sn)
         # a boundary end that must stay put: the collapse goes there
         p = xp.where(el.snap[:, None], Xa, p)
-        cost = xp.where(el.snap, evaluate(xp, Qe, Xa), cost)
+        cost = xp.where(el.snap, at_a, cost)
         keep = xp.arange(cost.shape[0], dtype=xp.int64)
         if self.max_cost is not None:
             keep = xp.nonzero(cost <= self.max_cost)[0]
@@ -134,7 +184,24 @@ class _Planner:
         if n_take < k:
             keep = keep[xp.argsort(cost[keep], kind="stable")[:n_take]]
         t = edge_parameter(xp, Xa[keep], Xb[keep], p[keep])
-        return Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep])
+        c = Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep])
+        if state.U is not None:
+            c.s = merged_texture(state, topo, c, Ue[keep], el.snap[keep])
+        return c
+
+
+def merged_texture(state: CollapseState, topo: Topology, c: Candidates, Ue: Any, snap: Any) -> Any:
+    """(k, 2) the merged vertex's texture coordinates for the candidates ``c`` (summed texture
+    quadrics ``Ue``), in the chart of each edge's first face: an end that stays where it is
+    (``snap``) keeps its own; else the best for the new position
+    (:func:`~workers.engine.dynamic.quadrics.attribute_best`), or where no face weighs in (the
+    ends' faces have no area) the ends' interpolated at ``t``."""
+    xp = state.xp
+    ends = edge_end_values(state, topo, c.edge, c.a, c.b)
+    t = c.t[:, None]
+    lerp = (1.0 - t) * ends[:, 0] + t * ends[:, 1]
+    s = xp.where(Ue[:, 18:19] > 0, attribute_best(xp, Ue, c.p), lerp)
+    return xp.where(snap[:, None], ends[:, 0], s)
 
 
 def seam_quadrics(state: CollapseState, topo: Topology) -> Any:
@@ -149,6 +216,33 @@ def seam_quadrics(state: CollapseState, topo: Topology) -> Any:
     first = topo.ef_offsets[e]
     sides = xp.concatenate([topo.ef_sides[first], topo.ef_sides[first + 1]])
     return boundary_quadrics(xp, state.X, state.F, sides, state.n_vertices, BOUNDARY_WEIGHT)
+
+
+def texture_quadrics(mesh: TriMesh, state: CollapseState, weight: float) -> None:
+    """Give ``state`` texture error quadrics and corner texture coordinates (``U``, ``C``) when
+    ``mesh`` has the corner attribute ``uv`` and the operation runs with its seams known
+    (:func:`workers.engine.corners.seam_edges`: then a vertex that is not pinned lies in one
+    chart and has one value). The coordinates are scaled by ``sqrt(weight * area / uv area)``
+    (sums over the faces), so that a texture shift is measured in surface units."""
+    xp = state.xp
+    uv = mesh.corner_attrs.get("uv")
+    if uv is None or corners.seam_edges(xp) is None or uv.shape[1:] != (3, 2):
+        return
+    S = xp.asarray(uv).astype(xp.float64)
+    X, F = state.X, state.F
+    ok = xp.isfinite(S).all(axis=(1, 2))
+    S = xp.where(ok[:, None, None], S, 0.0)
+    area = float(
+        xp.linalg.norm(xp.cross(X[F[:, 1]] - X[F[:, 0]], X[F[:, 2]] - X[F[:, 0]]), axis=1)[ok].sum()
+    )
+    e1, e2 = S[:, 1] - S[:, 0], S[:, 2] - S[:, 0]
+    uv_area = float(xp.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]).sum())
+    if not (area > 0 and uv_area > 0):
+        return
+    C = S * math.sqrt(weight * area / uv_area)
+    C = xp.where(ok[:, None, None], C, xp.nan)
+    state.U = attribute_quadrics(xp, X, F, C, state.n_vertices, state.pinned)
+    state.C = xp.where(ok[:, None, None], C, 0.0)
 
 
 def check_targets(p: Params) -> None:
@@ -184,6 +278,8 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
     if state.seams is not None and state.seam_lines:
         Q = Q + seam_quadrics(state, topo)
     state.Q = Q
+    if p.uv_weight > 0:
+        texture_quadrics(mesh, state, p.uv_weight)
     max_cost = None if p.max_error is None else (p.max_error * diag) ** 2
     planner = _Planner(max_cost)
     state, log, stopped = run_rounds(
@@ -250,7 +346,16 @@ OP = Operation(
     ``preserve_boundary`` the boundary is unchanged; the target may therefore be out of reach
     (a closed mesh keeps at least a tetrahedron per component). Non-manifold parts are left
     alone. ``max_error`` stops collapses whose error (square root of the cost) exceeds that
-    fraction of the bounding-box diagonal.
+    fraction of the bounding-box diagonal (with texture error, of the summed cost).
+
+    With texture coordinates (the corner attribute ``uv``) and ``uv_weight`` above 0, the cost
+    also counts how far the merged vertex's texture coordinates fall from the linear texture
+    function of each face it replaces (Hoppe 1999; faces weighted by area as in Garland and
+    Heckbert 1998), texture distances scaled to surface units and weighted by ``uv_weight``; a
+    free merged vertex takes the position and coordinates that make the sum smallest. This
+    keeps the texture where it was: on spot at 20 %, the default 0.01 moves the texture 12 %
+    less for 5 % more mean geometric error. It costs 19 floats per vertex and up to a fifth
+    more time.
 
     Texture seams (edges where the corner attributes, such as UVs, or the material differ) are
     kept: their vertices never move, a neighbour may collapse onto them, and with

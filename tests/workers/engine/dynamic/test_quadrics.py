@@ -1,0 +1,127 @@
+"""Texture error quadrics (Hoppe 1999) in :mod:`workers.engine.dynamic.quadrics`: each face's
+texture coordinates as a linear function on its plane, the error of a vertex's coordinates
+against the functions of its faces, and the position and coordinates that make it smallest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.workers.engine.shapes import grid, random_rotation
+from workers.engine.dynamic.quadrics import (
+    attribute_best,
+    attribute_error,
+    attribute_quadrics,
+    attribute_reduced,
+    evaluate,
+    face_gradients,
+)
+
+
+def _tilted_grid(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A jittered flat grid turned and moved off the origin: ``(X, F, R)``, ``R`` the rotation
+    (its first two columns span the plane)."""
+    rng = np.random.default_rng(seed)
+    g = grid(6, jitter=0.2, seed=seed)
+    R = random_rotation(rng)
+    X = np.asarray(g.V, np.float64) @ R.T + [3.0, -2.0, 5.0]
+    return X, np.asarray(g.F, np.int64), R
+
+
+def test_face_gradients_interpolate_the_corners() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 3))
+    F = rng.permutation(30).reshape(10, 3)
+    S = rng.normal(size=(10, 3, 2))
+    g, d, area, ok = face_gradients(np, X, F, S)
+    assert ok.all()
+    at = np.einsum("fjk,fck->fcj", g, X[F]) + d[:, None, :]  # value j at corner c
+    np.testing.assert_allclose(at, S, atol=1e-12)
+    n = np.cross(X[F[:, 1]] - X[F[:, 0]], X[F[:, 2]] - X[F[:, 0]])
+    np.testing.assert_allclose(np.einsum("fjk,fk->fj", g, n), 0.0, atol=1e-12)  # in the plane
+    np.testing.assert_allclose(area, 0.5 * np.linalg.norm(n, axis=1))
+
+
+def test_a_linear_map_costs_nothing_and_is_recovered() -> None:
+    """Coordinates linear over the surface (an affine map of the plane): every face has the
+    same function, so the reduced quadric is 0 everywhere on the plane, the best coordinates at
+    a point are the map's, and coordinates off the map by ``e`` cost ``W |e|^2``."""
+    X, F, R = _tilted_grid()
+    M = np.array([[1.5, -0.4], [0.3, 0.8]])
+    c = np.array([0.2, -0.1])
+
+    def uv(P: np.ndarray) -> np.ndarray:
+        return ((P - [3.0, -2.0, 5.0]) @ R)[..., :2] @ M.T + c
+
+    U = attribute_quadrics(np, X, F, uv(X[F]), X.shape[0])
+    rng = np.random.default_rng(2)
+    P = np.concatenate([rng.random((X.shape[0], 2)), np.zeros((X.shape[0], 1))], 1) @ R.T
+    P += [3.0, -2.0, 5.0]
+    scale = float(np.abs(U[:, :10]).max())
+    assert np.abs(evaluate(np, attribute_reduced(np, U), P)).max() < 1e-12 * scale
+    np.testing.assert_allclose(attribute_best(np, U, P), uv(P), atol=1e-10)
+    e = rng.normal(size=(X.shape[0], 2)) * 0.1
+    want = U[:, 18] * (e * e).sum(1)
+    np.testing.assert_allclose(attribute_error(np, U, P, uv(P) + e), want, atol=1e-10 * scale)
+
+
+def test_a_curved_map_costs_off_the_vertices() -> None:
+    """``u = x^2`` is linear on no two faces of different x-extent: at a vertex every face's
+    function gives the vertex's value (no error), between vertices they disagree."""
+    g = grid(6)
+    X, F = np.asarray(g.V, np.float64), np.asarray(g.F, np.int64)
+    S = np.stack([X[:, 0] ** 2, X[:, 1]], 1)[F]
+    U = attribute_quadrics(np, X, F, S, X.shape[0])
+    Qr = attribute_reduced(np, U)
+    inner = (X[:, 0] > 0) & (X[:, 0] < 1) & (X[:, 1] > 0) & (X[:, 1] < 1)
+    assert np.abs(evaluate(np, Qr, X)).max() < 1e-14
+    off = X + [0.5 / 6, 0.0, 0.0]
+    assert (evaluate(np, Qr, off)[inner] > 1e-6).all()
+
+
+def test_weights_follow_the_area_and_skip_rows() -> None:
+    """A face weighs its area over the mean face area (a grid of equal faces: 1 each, so the
+    weight column counts a vertex's faces); rows marked ``skip`` are zero; faces of zero area
+    or with a non-finite value add nothing."""
+    g = grid(4)
+    X, F = np.asarray(g.V, np.float64), np.asarray(g.F, np.int64)
+    S = X[F][:, :, :2].copy()
+    U = attribute_quadrics(np, X, F, S, X.shape[0])
+    np.testing.assert_allclose(U[:, 18], np.bincount(F.ravel(), minlength=X.shape[0]))
+    skip = np.zeros(X.shape[0], bool)
+    skip[[0, 7]] = True
+    S[3, 1, 0] = np.nan
+    V = attribute_quadrics(np, X, F, S, X.shape[0], skip)
+    assert (V[skip] == 0).all()
+    counts = np.bincount(np.delete(F, 3, axis=0).ravel(), minlength=X.shape[0])
+    # the remaining faces are still of one area: the mean over the faces that count
+    np.testing.assert_allclose(V[~skip, 18], counts[~skip])
+
+
+@pytest.mark.gpu
+def test_texture_quadrics_on_the_gpu_equal_the_twin() -> None:
+    import cupy as cp
+
+    from tests.conftest import mesh_path
+    from workers.engine.mesh import TriMesh
+
+    m = TriMesh.load(mesh_path("spot.obj"))
+    X = np.asarray(m.V, np.float64)
+    F = np.asarray(m.F, np.int64)
+    S = np.asarray(m.corner_attrs["uv"], np.float64)
+    skip = np.zeros(X.shape[0], bool)
+    skip[::7] = True
+    U = attribute_quadrics(np, X, F, S, X.shape[0], skip)
+    Ug = attribute_quadrics(cp, cp.asarray(X), cp.asarray(F), cp.asarray(S), X.shape[0],
+                            cp.asarray(skip))  # fmt: skip
+    np.testing.assert_allclose(cp.asnumpy(Ug), U, rtol=1e-12, atol=1e-12)
+    P = X + 0.01
+    s = np.random.default_rng(0).random((X.shape[0], 2))
+    for fn, args in (
+        (attribute_reduced, ()),
+        (attribute_best, (P,)),
+        (attribute_error, (P, s)),
+    ):
+        want = fn(np, U, *args)
+        got = fn(cp, Ug, *(cp.asarray(a) for a in args))
+        np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-10, atol=1e-12)
