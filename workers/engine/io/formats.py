@@ -47,11 +47,12 @@ def _npz_holds(name: str, element: str) -> bool:
 
 def _glb_holds(name: str, element: str) -> bool:
     """Every vertex attribute; the face attribute ``material`` (a primitive per material); the
-    corner attributes ``uv``, ``uv1``... (``TEXCOORD_n``), ``normal`` and ``color``."""
+    corner attributes ``uv``, ``uv1``... (``TEXCOORD_n``), ``normal``, ``tangent`` and
+    ``color``."""
     if element == "face":
         return name == "material"
     if element == "corner":
-        return name in ("normal", "color") or (
+        return name in ("normal", "tangent", "color") or (
             name.startswith("uv") and (name == "uv" or name[2:].isdigit())
         )
     return element == "vertex"
@@ -127,7 +128,8 @@ FORMATS: dict[str, Format] = {
             writes=True,
             holds="vertex attributes, the face attribute material (one primitive per "
             "material, with the mesh's materials, textures and images) and the corner "
-            "attributes uv, uv1... (texture coordinate sets), normal and color",
+            "attributes uv, uv1... (texture coordinate sets), normal, tangent (with normals) "
+            "and color",
             can_hold=_glb_holds,
             library=True,
         ),

@@ -161,7 +161,8 @@ def textured_glb_chunks(
     coordinates, normals or colours differ (a seam). ``corners`` are the corner attributes to
     write, ``(m, 3, k)``: ``uv``, ``uv1``... as ``TEXCOORD_0``, ``TEXCOORD_1``...; ``normal`` as
     ``NORMAL`` (else the vertex attribute ``vertex_normals``, which ``vertex_normals_first``
-    prefers); ``color`` as ``COLOR_0`` (else ``vertex_colors``). Every other vertex attribute in
+    prefers); ``tangent`` as ``TANGENT`` (only where ``NORMAL`` is written, as glTF wants);
+    ``color`` as ``COLOR_0`` (else ``vertex_colors``). Every other vertex attribute in
     ``attrs`` is a float32 ``_name`` accessor. Indices are ``UNSIGNED_SHORT`` where a
     primitive's vertices fit, else ``UNSIGNED_INT``. The materials, textures, samplers and images
     are written as ``materials`` holds them, each image's file embedded in the buffer with its
@@ -200,6 +201,9 @@ def textured_glb_chunks(
     if "color" in corners:
         c = corners["color"]
         flat["COLOR_0"] = _rgba_bytes(np.asarray(c).reshape(-1, c.shape[-1]))
+    if "tangent" in corners and ("normal" in corners or vertex_normals is not None):
+        # glTF allows TANGENT only beside NORMAL; without normals it is not written
+        flat["TANGENT"] = np.ascontiguousarray(corners["tangent"], dtype="<f4").reshape(-1, 4)
 
     library = _library(materials)
     groups: list[tuple[int | None, np.ndarray]]
@@ -251,6 +255,12 @@ def textured_glb_chunks(
         if normals is not None:
             unit = _unit_normals(normals, V, F, faces, inverse)
             attributes["NORMAL"] = add({"componentType": 5126, "type": "VEC3"}, unit, _ARRAY_BUFFER)
+            if "TANGENT" in rows:
+                attributes["TANGENT"] = add(
+                    {"componentType": 5126, "type": "VEC4"},
+                    _unit_tangents(rows["TANGENT"], unit),
+                    _ARRAY_BUFFER,
+                )
         used = _texcoords_used(library["materials"][mat]) if mat is not None else set()
         uv_rows = [rows[f"TEXCOORD_{k}"] for k in range(len(sets))]
         while uv_rows and len(uv_rows) - 1 not in used and _absent(len(uv_rows) - 1, uv_rows[-1]):
@@ -396,6 +406,20 @@ def _unit_normals(
         n[~(np.abs(np.einsum("ij,ij->i", n, n) - 1.0) < 1e-3)] = (0.0, 0.0, 1.0)
         unit[bad] = n
     return unit
+
+
+def _unit_tangents(tangents: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """glTF tangents for a primitive's vertices: ``xyz`` unitized (a row of zero length takes a
+    unit vector perpendicular to the vertex's normal), ``w`` exactly +1 or -1."""
+    from ..tangents import perpendicular
+
+    xyz = unit_rows(np.asarray(tangents[:, :3]))
+    bad = ~(np.abs(np.einsum("ij,ij->i", xyz, xyz) - 1.0) < 1e-3)
+    if bad.any():
+        xyz = np.array(xyz)
+        xyz[bad] = perpendicular(normals[bad])
+    w = np.where(np.asarray(tangents[:, 3]) < 0, -1.0, 1.0).astype("<f4")
+    return np.ascontiguousarray(np.concatenate([xyz, w[:, None]], axis=1), dtype="<f4")
 
 
 def _library(materials: Materials | None) -> dict[str, list[Any]]:

@@ -359,7 +359,7 @@ def _gltf_corner_shape(name: str, a: np.ndarray) -> bool:
     width = a.shape[2] if a.ndim == 3 else -1
     if name.startswith("uv"):
         return width >= 2
-    return width == {"normal": 3, "color": 4 if width == 4 else 3}.get(name, 2)
+    return width == {"normal": 3, "tangent": 4, "color": 4 if width == 4 else 3}.get(name, 2)
 
 
 #: the writer of every output format (:data:`.formats.OUTPUT_FORMATS`)
@@ -432,6 +432,7 @@ _CORNER_WORDS = {
     "uv": "texture coordinate sets",
     "normal": "corner normals",
     "color": "corner colours",
+    "tangent": "tangents",
 }
 
 
@@ -441,7 +442,14 @@ def left_out(mesh: TriMesh, fmt: str) -> dict[str, int]:
     ``result.dropped`` says it; empty when the file keeps everything of that kind."""
     out: dict[str, int] = {}
     for name in mesh.corner_attrs:
-        if not format_can_hold(fmt, name, "corner"):
+        if (
+            name == "tangent"
+            and fmt == "glb"
+            and "normal" not in mesh.corner_attrs
+            and "vertex_normals" not in mesh.vertex_attrs
+        ):
+            out["tangents (no normals to go with them)"] = 1  # glTF: TANGENT only with NORMAL
+        elif not format_can_hold(fmt, name, "corner"):
             word = _CORNER_WORDS.get("uv" if name.startswith("uv") else name, "corner attributes")
             out[word] = out.get(word, 0) + 1
         elif (
