@@ -42,7 +42,8 @@ def _obj_holds(name: str, element: str) -> bool:
 
 
 def _npz_holds(name: str, element: str) -> bool:
-    return element != "corner"
+    """Every vertex, face and corner attribute (``corner.<name>``)."""
+    return True
 
 
 def _glb_holds(name: str, element: str) -> bool:
@@ -139,8 +140,9 @@ FORMATS: dict[str, Format] = {
             "application/x-npz",
             reads=True,
             writes=True,
-            holds="every vertex and face attribute",
+            holds="every vertex, face and corner attribute, materials and their textures",
             can_hold=_npz_holds,
+            library=True,
         ),
         Format(
             "gltf",

@@ -161,6 +161,8 @@ def file_chunks(
                 )
     if on_device:
         return ply.ply_chunks(mesh.V, mesh.F, va, fa, texcoord=texcoord)
+    if fmt == "npz" and (mesh.corner_attrs or mesh.materials is not None):
+        return _write_npz_asset(mesh, va, fa)
     if fmt in _ASSET_WRITERS and (mesh.corner_attrs or mesh.materials is not None):
         return _ASSET_WRITERS[fmt](mesh, va, explicit)  # with what their corners carry
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
@@ -274,6 +276,27 @@ def _write_stl(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa:
 def _write_npz(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
     buf = io.BytesIO()
     np.savez(buf, **named_arrays(V, F, va, fa))
+    return [buf.getvalue()]
+
+
+def _write_npz_asset(mesh: TriMesh, va: dict[str, Any], fa: dict[str, Any]) -> Any:
+    """An NPZ of a mesh with corner attributes or materials: the arrays :func:`_write_npz`
+    writes, each corner attribute as ``corner.<name>`` ``(m, 3, k)``, the faces' ``material``
+    (always, with the library), and the library as the stored form keeps it
+    (:func:`.stored.library_arrays`: ``materials``, its JSON as bytes, and ``file.<i>``)."""
+    from ..backend import to_numpy
+    from .stored import library_arrays
+
+    check_materials(mesh)
+    fa = dict(fa)
+    if mesh.materials is not None and "material" in mesh.face_attrs:
+        fa["material"] = to_numpy(mesh.face_attrs["material"])
+    arrays = named_arrays(to_numpy(mesh.V), to_numpy(mesh.F), va, fa)
+    arrays.update({f"corner.{k}": to_numpy(v) for k, v in mesh.corner_attrs.items()})
+    if mesh.materials is not None:
+        arrays.update(library_arrays(mesh.materials))
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
     return [buf.getvalue()]
 
 
