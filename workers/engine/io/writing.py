@@ -159,6 +159,8 @@ def file_chunks(
                     attribute=n,
                     holds=OUTPUT_HOLDS[fmt],
                 )
+    if texcoord is not None:
+        check_finite_corners({"uv": texcoord}, "PLY")
     if on_device:
         return ply.ply_chunks(mesh.V, mesh.F, va, fa, texcoord=texcoord)
     if fmt == "npz" and (mesh.corner_attrs or mesh.materials is not None):
@@ -211,6 +213,7 @@ def _obj_asset(mesh: TriMesh, va: dict[str, np.ndarray], mtllib: str | None) -> 
     from ..backend import to_numpy
 
     ca = {k: to_numpy(v) for k, v in mesh.corner_attrs.items()}
+    check_finite_corners({k: _corner(ca, k, n) for k, n in (("uv", 2), ("normal", 3))}, "OBJ")
     material = mesh.face_attrs.get("material")
     names = mtl.library_names(mesh.materials) if mesh.materials is not None else None
     return write_obj_asset(
@@ -334,13 +337,7 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool
         for k, v in mesh.corner_attrs.items()
         if format_can_hold("glb", k, "corner") and _gltf_corner_shape(k, v)
     }
-    for k, v in corners.items():
-        if v.dtype.kind == "f" and not np.isfinite(v).all():
-            raise MeshError(
-                "corner values are NaN or infinite: glTF cannot hold them",
-                code="mesh.non_finite",
-                attribute=k,
-            )
+    check_finite_corners(corners, "glTF")
     check_materials(mesh)
     material = mesh.face_attrs.get("material")
     return glb.textured_glb_chunks(
@@ -352,6 +349,24 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool
         mesh.materials,
         vertex_normals_first=explicit and "vertex_normals" in va,
     )
+
+
+def check_finite_corners(corners: dict[str, Any], fmt: str) -> None:
+    """Raise ``mesh.non_finite`` when a corner attribute to be written holds NaN or an
+    infinity (on its device): no format we write can hold one (OBJ and PLY would write the
+    text ``nan``, which readers take as an error or as zero)."""
+    from ..backend import array_backend, xp_for
+
+    for k, v in corners.items():
+        if v is None or v.dtype.kind != "f":
+            continue
+        xp = xp_for(array_backend(v))
+        if not bool(xp.isfinite(v).all()):
+            raise MeshError(
+                f"corner values are NaN or infinite: {fmt} cannot hold them",
+                code="mesh.non_finite",
+                attribute=k,
+            )
 
 
 def check_materials(mesh: TriMesh) -> None:
