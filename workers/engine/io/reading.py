@@ -259,6 +259,11 @@ def _read_obj(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
         has_uv=o.uv is not None,
         has_materials=o.material is not None,
     )
+    # corners without vt / vn beside others with them: read as (0, 0) / their triangle's normal
+    if o.faces_without_uv:
+        dropped["faces without texture coordinates (read as 0, 0)"] = o.faces_without_uv
+    if o.faces_without_normal:
+        dropped["faces without normals (read as their own)"] = o.faces_without_normal
     used: set[str] = set()
     if o.material is not None:
         mesh.materials, missing, used = mtl.read_materials(
