@@ -81,6 +81,8 @@ def library_problem(gltf: dict[str, Any], n_names: int | None = None) -> str | N
             if k in image and not isinstance(image[k], str):
                 return f"image {i} has a {k} that is not text"
     for i, m in enumerate(gltf.get("materials", [])):
+        if m.keys() <= {"name"}:  # a name alone (checked above): nothing more to look at
+            continue
         problem = _material_problem(m, n_textures)
         if problem:
             return f"material {i}: {problem}"
