@@ -17,6 +17,11 @@ step of a mesh that has corner attributes or materials (:func:`carry`):
   interpolated value; a face never mixes two charts, so no triangle spans the atlas.
 - Rebuilt faces also take the ``material`` (and any face attribute the operation dropped,
   unless its attribute flow says it removed it on purpose) of the face they came from.
+- Tangents (``tangent``, ``(m, 3, 4)``) are derived from positions, normals and texture
+  coordinates: they make no seam of their own, kept faces keep theirs exactly, and the
+  corners of rebuilt faces get tangents computed anew (:mod:`.tangents`), never the
+  interpolated, stale ones; without texture coordinates they are left out. The report's
+  ``texture.tangents`` says which.
 - A non-finite corner value (NaN, inf) reaches only the corners interpolated from it: where
   another face is as close (a shared vertex or edge), its finite values are taken, and a
   corner of weight 0 takes no part.
@@ -70,6 +75,11 @@ def keeping_seams(edges: Any | None) -> Iterator[None]:
 def carries(mesh: TriMesh) -> bool:
     """Whether ``mesh`` has anything the pipeline must carry across operations."""
     return bool(mesh.corner_attrs) or mesh.materials is not None
+
+
+#: corner attributes computed from the others (tangents: from positions, normals and
+#: texture coordinates): no seam or chart of their own, and recomputed where faces are rebuilt
+DERIVED = ("tangent",)
 
 
 def _host(a: Any) -> np.ndarray:
@@ -308,23 +318,25 @@ def transfer(
     joined across every other edge) takes the input chart most of its faces' centroids lie on,
     so that a thin face beside a seam whose centroid falls just across it still takes its own
     side's values. Faces the operation kept as they were (:func:`match_faces`) keep their
-    values exactly. ``chart``: ``before``'s charts when the caller has them. The last value says
-    whether every face was kept (nothing rebuilt)."""
+    values exactly. ``chart``: ``before``'s charts when the caller has them. The last value marks
+    the faces that were rebuilt (not kept as they were)."""
     V0 = _host(before.V).astype(np.float64)
     F0 = _host(before.F).astype(np.int64)
     V1 = _host(after.V).astype(np.float64)
     F1 = _host(after.F).astype(np.int64)
     corners = {k: _host(v) for k, v in before.corner_attrs.items()}
     src, turn = match_faces(V0, F0, V1, F1)
-    if (src >= 0).all():  # nothing rebuilt (no texture report: see carry)
+    rebuilt = src < 0
+    if not rebuilt.any():  # nothing rebuilt (no texture report: see carry)
         face = np.repeat(src, 3)
         corner = ((np.arange(3)[None, :] + turn[:, None]) % 3).ravel()
         bary = np.zeros((F1.shape[0] * 3, 3))
         bary[np.arange(bary.shape[0]), corner] = 1.0
-        return _assemble(before, after, corners, face, bary, src), src, True
+        return _assemble(before, after, corners, face, bary, src), src, rebuilt
     if chart is None:
         chart, _ = _charts_of(before)
-    home, face, bary = _find(V0, F0, V1, F1, corners, chart, seams, origin)
+    found = {k: v for k, v in corners.items() if k not in DERIVED}
+    home, face, bary = _find(V0, F0, V1, F1, found, chart, seams, origin)
     kept = np.flatnonzero(src >= 0)
     if kept.size:
         corner = (np.arange(3)[None, :] + turn[kept, None]) % 3
@@ -333,7 +345,7 @@ def transfer(
         bary[at] = 0.0
         bary[at, corner.ravel()] = 1.0
         home[kept] = src[kept]
-    return _assemble(before, after, corners, face, bary, home), home, False
+    return _assemble(before, after, corners, face, bary, home), home, rebuilt
 
 
 def _find(
@@ -534,6 +546,7 @@ def carry(
     if not carries(before):
         return after, None
     texture = None
+    rebuilt = None
     if after.corner_attrs.keys() >= before.corner_attrs.keys() and (
         after.materials is not None or before.materials is None
     ):
@@ -548,21 +561,54 @@ def carry(
         out.face_attrs.update(fa)
         out.dropped = after.dropped
     else:
-        out, home, kept = transfer(
+        out, home, rebuilt = transfer(
             before, after, None if seams is None else _host(seams), origin, chart
         )
-        texture = None if kept else texture_report(before, out, home)
+        texture = texture_report(before, out, home) if rebuilt.any() else None
     if "normal" in out.corner_attrs and new_normals:
         if out is after:
             out = after.with_attrs()
             out.dropped = after.dropped
         out.corner_attrs = {k: v for k, v in out.corner_attrs.items() if k != "normal"}
+    if rebuilt is not None and rebuilt.any() and "tangent" in out.corner_attrs:
+        tangents = _renew_tangents(out, rebuilt)
+        texture = {**(texture or {}), "tangents": tangents}
     return out, texture
 
 
+def _renew_tangents(mesh: TriMesh, rebuilt: np.ndarray) -> dict[str, Any]:
+    """Replace in place the tangents of the faces an operation ``rebuilt`` (interpolated from
+    the input's, they no longer follow the new triangles' texture gradients) with tangents
+    computed from the result (:func:`~.tangents.corner_tangents`: the texture gradients of
+    all its faces, summed per vertex and chart, against the normals it will be written with:
+    its corner normals, else its vertex normals, else area-weighted ones); kept faces keep
+    theirs exactly. Without texture coordinates there is nothing to compute them from: the
+    tangents are left out. Returns what was done, for the operation's report."""
+    from .tangents import corner_tangents, vertex_normals_of
+
+    n = int(rebuilt.sum())
+    uv = mesh.corner_attrs.get("uv")
+    if uv is None or uv.shape[2] < 2:
+        mesh.corner_attrs = {k: v for k, v in mesh.corner_attrs.items() if k != "tangent"}
+        return {"left_out": "no texture coordinates to compute them from", "faces": n}
+    V, F = _host(mesh.V), _host(mesh.F)
+    if "normal" in mesh.corner_attrs:
+        normal = _host(mesh.corner_attrs["normal"])
+    elif "vertex_normals" in mesh.vertex_attrs:
+        normal = _host(mesh.vertex_attrs["vertex_normals"])[F]
+    else:
+        normal = vertex_normals_of(V, F)[F]
+    new = corner_tangents(V, F, normal, _host(uv)[:, :, :2])
+    old = _host(mesh.corner_attrs["tangent"])
+    tangent = np.where(rebuilt[:, None, None], new, old).astype(old.dtype)
+    mesh.corner_attrs = {**mesh.corner_attrs, "tangent": mesh.xp.asarray(tangent)}
+    return {"recomputed_faces": n, "kept_faces": int(rebuilt.size - n)}
+
+
 def _charts_of(mesh: TriMesh) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`charts` of a mesh: by its corner attributes and materials, on the host."""
-    corners = {k: _host(v) for k, v in mesh.corner_attrs.items()}
+    """:func:`charts` of a mesh: by its corner attributes (not the derived ones: a tangent
+    differs where its texture coordinates or normal do) and materials, on the host."""
+    corners = {k: _host(v) for k, v in mesh.corner_attrs.items() if k not in DERIVED}
     material = mesh.face_attrs.get("material")
     return charts(_host(mesh.F), corners, None if material is None else _host(material))
 

@@ -81,6 +81,8 @@ def library_problem(gltf: dict[str, Any], n_names: int | None = None) -> str | N
             if k in image and not isinstance(image[k], str):
                 return f"image {i} has a {k} that is not text"
     for i, m in enumerate(gltf.get("materials", [])):
+        if m.keys() <= {"name"}:  # a name alone (checked above): nothing more to look at
+            continue
         problem = _material_problem(m, n_textures)
         if problem:
             return f"material {i}: {problem}"
@@ -133,3 +135,106 @@ def _material_problem(m: dict[str, Any], n_textures: int) -> str | None:
         ):
             return f"{key} has a KHR_texture_transform that is not offset, scale and rotation"
     return None
+
+
+def combine(libraries: list[Materials | None]) -> tuple[Materials, list[int]]:
+    """One library holding the materials, textures, samplers and images of every library in
+    ``libraries`` (the parts of one mesh), and for each part the offset its faces' ``material``
+    indices take in it. The second part's references are remapped (a texture's ``source`` and
+    ``sampler``, also inside its extensions; a material's ``...Texture.index``, also inside
+    its extensions); identical samplers and images are kept once, and image files of the same
+    bytes are one file (a file name another file already has is prefixed with the part's
+    number). A part without a library (None) gets glTF's default material, added once at the
+    end, and its offset points at it. The combined library has no MTL text
+    (:func:`~.io.mtl.write_mtl` writes one from the glTF terms): the parts' texts would name
+    clashing materials and files."""
+    import hashlib
+
+    names: list[str] = []
+    out: dict[str, list[Any]] = {"materials": [], "textures": [], "samplers": [], "images": []}
+    required: list[str] = []
+    files: dict[str, bytes] = {}
+    by_digest: dict[bytes, str] = {}
+    seen: dict[str, dict[str, int]] = {"samplers": {}, "images": {}}
+    offsets: list[int] = []
+    need_default = False
+
+    def once(key: str, item: dict[str, Any]) -> int:
+        text = json.dumps(item, sort_keys=True)
+        if text not in seen[key]:
+            seen[key][text] = len(out[key])
+            out[key].append(item)
+        return seen[key][text]
+
+    for part, lib in enumerate(libraries):
+        if lib is None:
+            offsets.append(-1)
+            need_default = True
+            continue
+        gltf = json.loads(json.dumps(lib.gltf))  # a copy the result owns
+        file_name: dict[str, str] = {}
+        for name, data in lib.files.items():
+            digest = hashlib.sha256(data).digest()
+            if digest not in by_digest:
+                unique = name if name not in files else f"{part}_{name}"
+                while unique in files:
+                    unique = f"{part}_{unique}"
+                files[unique] = data
+                by_digest[digest] = unique
+            file_name[name] = by_digest[digest]
+        image_map = []
+        for image in gltf.get("images", []):
+            if image.get("uri") in file_name:
+                image["uri"] = file_name[image["uri"]]
+            image_map.append(once("images", image))
+        sampler_map = [once("samplers", s) for s in gltf.get("samplers", [])]
+        texture_base = len(out["textures"])
+        for t in gltf.get("textures", []):
+            _remap_texture(t, image_map, sampler_map)
+            out["textures"].append(t)
+        materials = list(gltf.get("materials", []))
+        materials += [{"name": n} for n in lib.names[len(materials) :]]
+        for m in materials:
+            _remap_texture_refs(m, texture_base)
+        offsets.append(len(names))
+        names += list(lib.names)
+        out["materials"] += materials
+        required += [e for e in gltf.get("extensionsRequired", []) if e not in required]
+    if need_default:
+        default = "default"
+        while default in names:
+            default += "_"
+        offsets = [len(names) if o < 0 else o for o in offsets]
+        names.append(default)
+        out["materials"].append({"name": default})
+    gltf_out: dict[str, list[Any]] = {k: v for k, v in out.items() if v}
+    if required:
+        gltf_out["extensionsRequired"] = required
+    return Materials(names=names, gltf=gltf_out, files=files), offsets
+
+
+def _remap_texture(t: dict[str, Any], images: list[int], samplers: list[int]) -> None:
+    """A texture's image and sampler references (``source``, ``sampler``, and the ``source`` of
+    its extensions: ``KHR_texture_basisu``, ``EXT_texture_webp``...) as ``images``/``samplers``
+    map them (``library_problem`` has checked they are in range)."""
+    if isinstance(t.get("source"), int):
+        t["source"] = images[t["source"]]
+    if isinstance(t.get("sampler"), int):
+        t["sampler"] = samplers[t["sampler"]]
+    for ext in (t.get("extensions") or {}).values():
+        source = ext.get("source") if isinstance(ext, dict) else None
+        if isinstance(source, int) and 0 <= source < len(images):
+            ext["source"] = images[source]
+
+
+def _remap_texture_refs(node: Any, base: int, key: str = "") -> None:
+    """Every texture reference (an object under a key ending in ``Texture`` with an
+    ``index``) in a material, its extensions included, moved by ``base``."""
+    if isinstance(node, dict):
+        if key.endswith("Texture") and isinstance(node.get("index"), int):
+            node["index"] += base
+        for k, v in node.items():
+            _remap_texture_refs(v, base, str(k))
+    elif isinstance(node, list):
+        for v in node:
+            _remap_texture_refs(v, base, key)

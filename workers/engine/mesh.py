@@ -306,7 +306,9 @@ class TriMesh:
         """One mesh holding all of ``meshes`` side by side (Wald, section 3.2: vertex arrays
         appended, each mesh's indices shifted by the vertices before it). A face attribute
         ``part`` (int32) tells which input each face came from; other attributes are kept when
-        every part has them with the same shape per element."""
+        every part has them with the same shape per element. Parts with different material
+        libraries get one library holding all of them (:func:`.materials.combine`), the
+        faces' ``material`` moved to match; a part without one gets glTF's default material."""
         if not meshes:
             raise MeshError("nothing to concatenate", code="mesh.empty")
         xp = meshes[0].xp
@@ -329,12 +331,20 @@ class TriMesh:
         lost: dict[str, int] = {}
         if any(m.materials != materials for m in meshes[1:]):
             # parts with their own libraries (not one equal in every name, material, texture
-            # and file: the same asset read twice): the material ids would clash, so none is
-            # kept (and the mesh says so: a job reports what its input left out)
-            materials = None
-            fa.pop("material", None)
-            lost["materials (parts with different libraries)"] = sum(
-                len(m.materials) for m in meshes if m.materials is not None
+            # and file: the same asset read twice): one library holding them all, each part's
+            # material ids moved past the parts' before it (materials.combine)
+            from .materials import combine
+
+            materials, at = combine([m.materials for m in meshes])
+            fa["material"] = xp.concatenate(
+                [
+                    (
+                        m.face_attrs["material"].astype(xp.int32) + o
+                        if m.materials is not None and "material" in m.face_attrs
+                        else xp.full(m.n_faces, o, dtype=xp.int32)
+                    )
+                    for m, o in zip(meshes, at, strict=True)
+                ]
             )
         gone = set().union(*(m.corner_attrs for m in meshes)) - set(ca)
         if gone:

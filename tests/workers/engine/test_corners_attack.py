@@ -187,7 +187,7 @@ def test_glb_keeps_an_all_zero_uv_set_and_the_first_two_of_a_wider_one() -> None
         ), fmt
 
 
-def test_merging_parts_with_different_libraries_says_what_it_left_out() -> None:
+def test_merging_parts_with_different_libraries_keeps_both() -> None:
     V, F = _sphere()
     m = F.shape[0]
     uv = _planar_uv(V, F)
@@ -206,9 +206,11 @@ def test_merging_parts_with_different_libraries_says_what_it_left_out() -> None:
         materials=_library(2, "b"),
     )
     both = TriMesh.concatenate([a, b])
-    assert both.materials is None and "material" not in both.face_attrs
-    assert both.dropped["materials (parts with different libraries)"] == 3
-    assert both.dropped["corner attributes (not on every part alike)"] == 1
+    assert both.materials is not None and both.materials.names == ["a0", "b0", "b1"]
+    np.testing.assert_array_equal(
+        both.face_attrs["material"], np.r_[np.zeros(m), 1 + np.arange(m) % 2]
+    )
+    assert both.dropped == {"corner attributes (not on every part alike)": 1}
     # the same library read twice is one library: kept, with the faces' materials
     a2 = TriMesh(V + 3, F, face_attrs={"material": np.zeros(m, np.int32)},
                  corner_attrs={"uv": uv}, materials=_library(1, "a"))  # fmt: skip

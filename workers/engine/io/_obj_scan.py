@@ -39,18 +39,22 @@ _FORMS = {
 }
 
 
+#: the reference of a corner that has no texture (``vt``) or normal (``vn``) field
+MISSING = np.iinfo(np.int64).min
+
+
 class Scan(NamedTuple):
     """An OBJ file's numbers before the checks: what both scanners (vectorized, per line) give.
 
     ``V (n, 3) float64`` positions; ``k (m,)`` corner count of each ``f`` line and ``refs`` the
     first field of every corner (as written: 1-based, or negative); ``nv_at (m,)`` how many ``v``
     lines precede each ``f`` line. ``normals (p, 3) float64`` the ``vn`` lines (None when a ``vn``
-    line is malformed), ``normal_refs`` the third field of every corner (None unless every corner
-    has an integer one) and ``nn_at (m,)`` the ``vn`` lines preceding each ``f`` line; the same
+    line is malformed), ``normal_refs`` the third field of every corner (:data:`MISSING` where
+    a corner has none) and ``nn_at (m,)`` the ``vn`` lines preceding each ``f`` line; the same
     for texture coordinates: ``texcoords (q, 2) float64`` the first two numbers of each ``vt``
     line (None without ``vt`` lines, or when one is malformed), ``texcoord_refs`` the second
-    field of every corner (None unless every corner has one) and ``nt_at (m,)``. ``mtl_at (u,)``
-    is the count of ``f`` lines before each ``usemtl`` line and ``mtl_names`` its name."""
+    field of every corner (likewise) and ``nt_at (m,)``. ``mtl_at (u,)`` is the count of ``f``
+    lines before each ``usemtl`` line and ``mtl_names`` its name."""
 
     V: np.ndarray
     k: np.ndarray
@@ -259,17 +263,20 @@ def _faces(text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray, fac
         return False
     faces.k.append(np.searchsorted(corner_at, line_ends) - np.searchsorted(corner_at, line_starts))
     faces.refs.append(values[first])
+    c = first.shape[0]
     if faces.normal_refs is not None:
-        if normal is None:
-            faces.normal_refs = None  # some corner has no normal: none are used
-        else:
-            faces.normal_refs.append(values[normal])
+        faces.normal_refs.append(_field(values, normal, c))
     if faces.texcoord_refs is not None:
-        if texture is None:
-            faces.texcoord_refs = None
-        else:
-            faces.texcoord_refs.append(values[texture])
+        faces.texcoord_refs.append(_field(values, texture, c))
     return True
+
+
+def _field(values: np.ndarray, at: np.ndarray | None, c: int) -> np.ndarray:
+    """The references at positions ``at`` of the run's numbers, :data:`MISSING` for the
+    corners without the field (``at`` -1, or None: no corner of the run has it)."""
+    if at is None:
+        return np.full(c, MISSING, dtype=np.int64)
+    return np.where(at >= 0, values[np.maximum(at, 0)].astype(np.int64), MISSING)
 
 
 _Layout = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, int]
@@ -333,6 +340,7 @@ def _corner_forms(
     if bool((where_normal == -2).any()):
         return None
     first = np.cumsum(n_numbers) - n_numbers  # each corner's first number
-    normal = None if bool((where_normal < 0).any()) else first + where_normal
-    texture = None if bool((where_texture < 0).any()) else first + where_texture
+    # a corner without the field: -1 (a corner of ``a`` or ``a//c`` beside ``a/b/c`` ones)
+    normal = np.where(where_normal >= 0, first + where_normal, -1)
+    texture = np.where(where_texture >= 0, first + where_texture, -1)
     return first, normal, texture, int(n_numbers.sum())

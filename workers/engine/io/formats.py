@@ -42,16 +42,18 @@ def _obj_holds(name: str, element: str) -> bool:
 
 
 def _npz_holds(name: str, element: str) -> bool:
-    return element != "corner"
+    """Every vertex, face and corner attribute (``corner.<name>``)."""
+    return True
 
 
 def _glb_holds(name: str, element: str) -> bool:
     """Every vertex attribute; the face attribute ``material`` (a primitive per material); the
-    corner attributes ``uv``, ``uv1``... (``TEXCOORD_n``), ``normal`` and ``color``."""
+    corner attributes ``uv``, ``uv1``... (``TEXCOORD_n``), ``normal``, ``tangent`` and
+    ``color``."""
     if element == "face":
         return name == "material"
     if element == "corner":
-        return name in ("normal", "color") or (
+        return name in ("normal", "tangent", "color") or (
             name.startswith("uv") and (name == "uv" or name[2:].isdigit())
         )
     return element == "vertex"
@@ -127,7 +129,8 @@ FORMATS: dict[str, Format] = {
             writes=True,
             holds="vertex attributes, the face attribute material (one primitive per "
             "material, with the mesh's materials, textures and images) and the corner "
-            "attributes uv, uv1... (texture coordinate sets), normal and color",
+            "attributes uv, uv1... (texture coordinate sets), normal, tangent (with normals) "
+            "and color",
             can_hold=_glb_holds,
             library=True,
         ),
@@ -137,8 +140,9 @@ FORMATS: dict[str, Format] = {
             "application/x-npz",
             reads=True,
             writes=True,
-            holds="every vertex and face attribute",
+            holds="every vertex, face and corner attribute, materials and their textures",
             can_hold=_npz_holds,
+            library=True,
         ),
         Format(
             "gltf",

@@ -26,7 +26,9 @@ with its parent's. Every primitive of every mesh a node places becomes triangles
   :attr:`Scene.materials`, the document's materials, textures, samplers and images with the
   images' bytes, read from buffer views, ``data:`` URIs or the archive's files); primitives
   without one get glTF's default material, added at the end of the list;
-- tangents, skin joints and weights are not carried and are counted in :attr:`Scene.dropped`;
+- ``TANGENT`` is kept per corner as ``tangent`` (``(m, 3, 4)``: ``xyz`` moved by the node's
+  transform and unitized, ``w`` the handedness, reversed by a mirror); a Draco primitive's
+  tangents, skin joints and weights are not carried and are counted in :attr:`Scene.dropped`;
 - ``KHR_draco_mesh_compression`` primitives are decoded with DracoPy, ``EXT_meshopt_compression``
   buffer views with meshoptimizer's decoders (with its octahedral, quaternion and exponential
   filters), and ``KHR_mesh_quantization``'s integer attributes are read as the accessor says
@@ -596,7 +598,8 @@ class _Part(NamedTuple):
 def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
     """The parts' corner attributes joined: a part without a texture coordinate set the others
     have gets zeros for it, one without normals its flat face normals, one without colours
-    white."""
+    white, one without tangents those computed from its normals and first texture coordinate
+    set (:func:`~..tangents.corner_tangents`, as glTF asks of a client when a file has none)."""
     names: list[str] = []
     for p in parts:
         names += [n for n in p.corners if n not in names]
@@ -610,6 +613,14 @@ def _corners(parts: list[_Part]) -> dict[str, np.ndarray]:
                 arrays.append(np.repeat(_face_normals(p.V, p.F)[:, None, :], 3, axis=1))
             elif name == "color":  # no COLOR_0: glTF's white
                 arrays.append(np.ones((p.F.shape[0], 3, 4), np.float32))
+            elif name == "tangent":
+                from ..tangents import corner_tangents
+
+                normal = p.corners.get("normal")
+                if normal is None:
+                    normal = np.repeat(_face_normals(p.V, p.F)[:, None, :], 3, axis=1)
+                uv = p.corners.get("uv", np.zeros((p.F.shape[0], 3, 2), np.float32))
+                arrays.append(corner_tangents(p.V, p.F, normal, uv))
             else:
                 arrays.append(np.zeros((p.F.shape[0], 3, 2), np.float32))
         out[name] = np.concatenate(arrays)
@@ -745,7 +756,6 @@ def read_materials(reader: _Reader, dropped: dict[str, int]) -> Materials | None
 
 
 _SET_NAMES = {
-    "TANGENT": "tangents",
     "JOINTS_": "skin joints",
     "WEIGHTS_": "skin weights",
 }
@@ -782,9 +792,12 @@ def _primitive(
         material = _index(material, "primitive material")
     draco = (p.get("extensions") or {}).get("KHR_draco_mesh_compression")
     N = None
+    tangents = None
     sets: dict[str, np.ndarray] = {}
     if isinstance(draco, dict):
         V, F, N, sets = _draco(reader, draco)
+        if "TANGENT" in attributes:  # not among the attributes the Draco decoder gives
+            dropped["tangents"] = dropped.get("tangents", 0) + 1
         if mode != _TRIANGLES:
             raise _fail("a Draco primitive must be triangles", code="format.gltf_draco")
     else:
@@ -801,6 +814,14 @@ def _primitive(
         F = _triangles(flat, mode)
         if "NORMAL" in attributes:
             N = reader.accessor(_index(attributes["NORMAL"], "NORMAL"), as_float=True)
+        if "TANGENT" in attributes:
+            tangents = reader.accessor(_index(attributes["TANGENT"], "TANGENT"), as_float=True)
+            if tangents.shape != (V.shape[0], 4):
+                raise _fail(
+                    "glTF TANGENT is not one 4-vector per vertex",
+                    count=int(tangents.shape[0]),
+                    n_vertices=int(V.shape[0]),
+                )
         for name, index in attributes.items():
             if name.startswith("TEXCOORD_"):
                 sets[name] = reader.accessor(_index(index, name), as_float=True)
@@ -840,6 +861,8 @@ def _primitive(
             with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows stay so
                 attrs["vertex_normals"] = unit_rows(N @ inverse)
             corners["normal"] = attrs["vertex_normals"][F]
+    if tangents is not None:
+        corners["tangent"] = _tangents(tangents, linear)[F]
     if "COLOR_0" in attributes and not isinstance(draco, dict):
         ci = _index(attributes["COLOR_0"], "COLOR_0")
         colors = _colors(_item(reader.tree, "accessors", ci), reader, ci)
@@ -852,6 +875,17 @@ def _primitive(
             if a.shape[0] == V.shape[0] and a.dtype.kind in "iuf":
                 attrs[name[1:]] = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
     return _Part(V, np.ascontiguousarray(F, dtype=np.int64), attrs, corners, material)
+
+
+def _tangents(T: np.ndarray, linear: np.ndarray) -> np.ndarray:
+    """glTF tangents ``(n, 4)`` in world space, float32: ``xyz`` moved by the node's linear
+    part (a tangent lies in the surface, so it moves as positions do) and unitized; ``w`` the
+    sign of the handedness (a mirror reverses it), +1 where the file's is not negative."""
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows stay so
+        xyz = unit_rows(T[:, :3] @ linear.T)
+    w = np.where(T[:, 3] < 0, -1.0, 1.0) * (-1.0 if np.linalg.det(linear) < 0 else 1.0)
+    w = np.where(np.isfinite(T[:, 3]), w, np.nan)
+    return np.concatenate([xyz, w[:, None].astype(np.float32)], axis=1)
 
 
 def dropped_by_simple(data: bytes) -> dict[str, int]:

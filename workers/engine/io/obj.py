@@ -6,7 +6,9 @@ seams cut open and statistics describe the loader instead of the file. We read p
 faces exactly as stored: every ``v`` line is a vertex, every ``f`` line a polygon (split into
 triangles: fanned when convex, ear-clipped otherwise, ``polygons.triangulate``), and what the
 file gives per polygon corner follows the triangles' corners: ``vt`` references become the
-corner attribute ``uv`` (when every corner has one), and ``usemtl`` the face attribute
+corner attribute ``uv`` (a corner without one, in a file where others have them, gets
+``(0, 0)`` as a glTF primitive without the set does, and the read report counts its triangles),
+and ``usemtl`` the face attribute
 ``material``. ``vn`` references become the ``vertex_normals`` attribute when they give every
 vertex one normal (as our writer does, ``f a//a b//b c//c``, and most exporters), the corner
 attribute ``normal`` only where they differ between the corners of a vertex (hard edges): one
@@ -32,15 +34,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import FormatError, MeshError
-from ._obj_scan import Scan, scan_arrays
+from ._obj_scan import MISSING, Scan, scan_arrays
 from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
 from .polygons import triangulate_corners
 
 _ROWS = 1 << 15  # lines formatted per block
 _SLASH_TAIL = re.compile(rb"/\S*")
 _CONTINUATION = re.compile(rb"\\\r?\n")
-_NORMAL_REF = re.compile(rb"(?<!\S)[^\s/]+/[^\s/]*/([^\s/]*)")
-_TEXTURE_REF = re.compile(rb"(?<!\S)[^\s/]+/([^\s/]*)")
 
 
 class ObjMesh(NamedTuple):
@@ -49,9 +49,11 @@ class ObjMesh(NamedTuple):
     ``V (n, 3) float64``, ``F (m, 3) int64`` (0-based triangles, polygons split as
     ``polygons.triangulate`` splits them), ``vertex_normals (n, 3) float32`` or None, and per
     triangle corner (each corner keeps the values of the polygon corner it came from): ``uv
-    (m, 3, 2) float32`` from the ``vt`` references (None unless every corner has one),
-    ``normal (m, 3, 3) float32`` from the ``vn`` references (likewise, and only where they are
-    not one normal per vertex: those are ``vertex_normals``, as before). ``material (m,)
+    (m, 3, 2) float32`` from the ``vt`` references (None when no corner has one; ``(0, 0)``
+    for a corner without one beside others with them, counted in ``faces_without_uv``),
+    ``normal (m, 3, 3) float32`` from the ``vn`` references (likewise, a corner without one
+    taking its triangle's normal, and only where they are not one normal per vertex: those are
+    ``vertex_normals``, as before). ``material (m,)
     int32`` indexes ``material_names`` (the ``usemtl`` names in the order they first appear;
     faces before the first ``usemtl`` take a material named ``default`` added last), None
     without ``usemtl`` lines. ``libraries`` are the files the ``mtllib`` lines name."""
@@ -64,6 +66,10 @@ class ObjMesh(NamedTuple):
     material: np.ndarray | None
     material_names: list[str]
     libraries: list[str]
+    #: triangles with a corner that has no ``vt`` (given ``(0, 0)``) / no ``vn`` (given its
+    #: triangle's normal) in a file where other corners have them
+    faces_without_uv: int = 0
+    faces_without_normal: int = 0
 
 
 def read_obj(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -96,12 +102,22 @@ def read_obj_mesh(data: bytes) -> ObjMesh:
     N = None
     if scan.normals is not None and scan.normals.shape[0] and idx.shape[0]:
         N = _vertex_normals(scan, idx, V.shape[0])
-    C = triangulate_corners(V, idx, scan.k)  # each triangle corner's polygon corner
-    F = idx[C].reshape(-1, 3)
-    uv = _corner_values(scan.texcoords, scan.texcoord_refs, scan.nt_at, scan.k, C)
-    normal = None
+    C = triangulate_corners(V, idx, scan.k).reshape(-1, 3)  # each corner's polygon corner
+    F = idx[C]
+    uv, no_uv = None, 0
+    got = _corner_values(scan.texcoords, scan.texcoord_refs, scan.nt_at, scan.k, C)
+    if got is not None:  # a corner without vt: (0, 0), as a glTF primitive without the set
+        uv, missing = got
+        no_uv = int(missing.any(axis=1).sum())
+    normal, no_normal = None, 0
     if N is None:  # normals that differ between the corners of a vertex: hard edges
-        normal = _corner_values(scan.normals, scan.normal_refs, scan.nn_at, scan.k, C)
+        got = _corner_values(scan.normals, scan.normal_refs, scan.nn_at, scan.k, C)
+        if got is not None:  # a corner without vn: its triangle's own normal
+            normal, missing = got
+            if missing.any():
+                flat = _face_normals(V, F)
+                normal[missing] = np.repeat(flat[:, None, :], 3, axis=1)[missing]
+                no_normal = int(missing.any(axis=1).sum())
     material, names = _materials(scan)
     return ObjMesh(
         V,
@@ -112,7 +128,19 @@ def read_obj_mesh(data: bytes) -> ObjMesh:
         material,
         names,
         mtl_libraries(data),
+        no_uv,
+        no_normal,
     )
+
+
+def _face_normals(V: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Unit normals of the triangles (+z for a degenerate one), float64."""
+    n = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    ok = length[:, 0] > 0
+    out = np.tile([0.0, 0.0, 1.0], (F.shape[0], 1))
+    out[ok] = n[ok] / length[ok]
+    return out
 
 
 def _corner_values(
@@ -121,21 +149,30 @@ def _corner_values(
     at: np.ndarray,
     k: np.ndarray,
     C: np.ndarray,
-) -> np.ndarray | None:
+) -> tuple[np.ndarray, np.ndarray] | None:
     """``(m, 3, d)``: the ``values`` rows the references ``refs`` (one per polygon corner,
     1-based, or negative counting back from the ``at`` rows read before each polygon) give the
-    triangle corners ``C``; None without them, or when a reference is 0 or out of range or a
-    value is not finite (the values are then not carried, and reported as dropped)."""
+    triangle corners ``C`` (zeros where a corner has no reference, :data:`MISSING`), and the
+    mask ``(m, 3)`` of those corners; None without values or references (no corner has one),
+    or when a reference is 0 or out of range or a value is not finite (the values are then not
+    carried, and reported as dropped)."""
     if values is None or refs is None or refs.shape[0] != int(k.sum()) or not C.size:
+        return None
+    absent = refs == MISSING
+    if bool(absent.all()):
         return None
     if bool((refs == 0).any()) or not bool(np.isfinite(values).all()):
         return None
     ridx = refs - 1
     if bool((refs < 0).any()):
         ridx = np.where(refs > 0, ridx, np.repeat(at, k) + refs)
+    ridx = np.where(absent, 0, ridx)
     if int(ridx.min()) < 0 or int(ridx.max()) >= values.shape[0]:
         return None
-    return values[ridx[C]]
+    got = values[ridx[C]]
+    missing = absent[C]
+    got[missing] = 0.0
+    return got, missing
 
 
 def _materials(scan: Scan) -> tuple[np.ndarray | None, list[str]]:
@@ -281,26 +318,22 @@ def _scan_lines(data: bytes) -> Scan:
     normal_refs: np.ndarray | None = None
     if nlines:
         rows = [ln.split()[:3] for ln in nlines]
-        found = _NORMAL_REF.findall(b"\n".join(flines))  # third field of every v/vt/vn corner
         try:
             if all(len(r) == 3 for r in rows):
                 normals = np.array(rows, dtype=np.float64)
-            if len(found) == refs.shape[0] and b"" not in found:
-                normal_refs = np.array(found, dtype=np.int64)
         except ValueError:
             pass
+        normal_refs = _field_refs(flines, 2, refs.shape[0])
     texcoords: np.ndarray | None = None
     texcoord_refs: np.ndarray | None = None
     if tlines:
         rows = [ln.split() for ln in tlines]
-        found = _TEXTURE_REF.findall(b"\n".join(flines))  # second field of every v/vt corner
         try:
             if all(2 <= len(r) <= 3 for r in rows):
                 texcoords = np.array([r[:2] for r in rows], dtype=np.float64)
-            if len(found) == refs.shape[0] and b"" not in found:
-                texcoord_refs = np.array(found, dtype=np.int64)
         except ValueError:
             texcoords = None
+        texcoord_refs = _field_refs(flines, 1, refs.shape[0])
     return Scan(
         V,
         k,
@@ -369,6 +402,22 @@ def _corner_indices(
     return idx
 
 
+def _field_refs(flines: list[bytes], field: int, n: int) -> np.ndarray | None:
+    """The ``field``-th slash-separated field (1: texture, 2: normal) of every corner of the
+    ``f`` lines, :data:`MISSING` where a corner has none; None when one is not an integer or
+    the corners are not the ``n`` the vertex fields gave."""
+    out: list[int] = []
+    try:
+        for ln in flines:
+            for token in ln.split():
+                parts = token.split(b"/")
+                text = parts[field] if len(parts) > field else b""
+                out.append(int(text) if text else MISSING)
+    except ValueError:
+        return None
+    return np.array(out, dtype=np.int64) if len(out) == n else None
+
+
 def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray | None:
     """One normal per vertex from the corners' ``vn`` references, or None when some corner has
     none, a reference or a ``vn`` line is malformed, or the corners of one vertex disagree."""
@@ -376,6 +425,8 @@ def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray 
     if normals is None or nidx is None or nidx.shape[0] != idx.shape[0]:
         return None
     if not bool(np.isfinite(normals).all()) or bool((nidx == 0).any()):
+        return None
+    if bool((nidx == MISSING).any()):  # some corner has none: corner normals, if any
         return None
     if bool((nidx < 0).any()):
         nidx = np.where(nidx > 0, nidx - 1, np.repeat(scan.nn_at, scan.k) + nidx)

@@ -259,6 +259,11 @@ def _read_obj(data: bytes, dtype: str, resources: Any, base: str) -> TriMesh:
         has_uv=o.uv is not None,
         has_materials=o.material is not None,
     )
+    # corners without vt / vn beside others with them: read as (0, 0) / their triangle's normal
+    if o.faces_without_uv:
+        dropped["faces without texture coordinates (read as 0, 0)"] = o.faces_without_uv
+    if o.faces_without_normal:
+        dropped["faces without normals (read as their own)"] = o.faces_without_normal
     used: set[str] = set()
     if o.material is not None:
         mesh.materials, missing, used = mtl.read_materials(
@@ -479,7 +484,37 @@ def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
     F = arrays["F"]
     if F.ndim != 2 or F.shape[1] != 3:
         raise MeshError("faces must be (m, 3)", code="mesh.bad_shape", shape=list(F.shape))
-    return TriMesh.from_arrays(arrays["V"], F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+    mesh = TriMesh.from_arrays(arrays["V"], F, dtype=dtype, vertex_attrs=va, face_attrs=fa)
+    mesh.corner_attrs = {
+        k[len("corner.") :]: v for k, v in arrays.items() if k.startswith("corner.")
+    }
+    mesh.materials = _npz_library(arrays)
+    if mesh.corner_attrs or mesh.materials is not None:
+        mesh.check()  # corner shapes, material indices
+    return mesh
+
+
+def _npz_library(arrays: dict[str, np.ndarray]) -> Any:
+    """The material library an NPZ we wrote holds (``materials`` and ``file.<i>``: see
+    :func:`.stored.library_arrays`), None without one; a malformed one is refused."""
+    from ..materials import library_problem
+    from .stored import library_of
+
+    if "materials" not in arrays:
+        return None
+    try:
+        materials = library_of(arrays)
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise FormatError(
+            "the NPZ's material library is not one Tessera wrote", code="format.parse_error"
+        ) from None
+    assert materials is not None
+    problem = library_problem(materials.gltf, len(materials.names))
+    if problem is not None:
+        raise FormatError(
+            f"the NPZ's material library is malformed: {problem}", code="format.parse_error"
+        )
+    return materials
 
 
 def load_path(path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMesh:

@@ -21,12 +21,15 @@ import io
 import json
 import struct
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import FormatError
 from ..mesh import TriMesh
+
+if TYPE_CHECKING:
+    from ..materials import Materials
 
 MAGIC = b"TESSARR1"
 ALIGN = 64
@@ -60,10 +63,29 @@ def _arrays(mesh: TriMesh) -> list[tuple[str, np.ndarray]]:
     named.update({f"corner.{k}": v for k, v in mesh.corner_attrs.items()})
     out = [(k, to_numpy(v)) for k, v in named.items()]
     if mesh.materials is not None:
-        out.append(("materials", np.frombuffer(mesh.materials.encode(), dtype=np.uint8)))
-        for i, data in enumerate(mesh.materials.files.values()):
-            out.append((f"file.{i}", np.frombuffer(data, dtype=np.uint8)))
+        out += list(library_arrays(mesh.materials).items())
     return out
+
+
+def library_arrays(materials: Materials) -> dict[str, np.ndarray]:
+    """A material library as arrays: ``materials`` (its JSON, :meth:`Materials.encode`, as
+    bytes) and ``file.<i>`` (its image files, in the library's order)."""
+    out = {"materials": np.frombuffer(materials.encode(), dtype=np.uint8)}
+    for i, data in enumerate(materials.files.values()):
+        out[f"file.{i}"] = np.frombuffer(data, dtype=np.uint8)
+    return out
+
+
+def library_of(arrays: dict[str, np.ndarray]) -> Materials | None:
+    """The material library :func:`library_arrays` laid out (None without ``materials``)."""
+    from ..materials import Materials
+
+    if "materials" not in arrays:
+        return None
+    doc = json.loads(arrays["materials"].tobytes())
+    names = doc.get("files", [])
+    files = {n: arrays[f"file.{i}"].tobytes() for i, n in enumerate(names)}
+    return Materials.from_json(doc, files)
 
 
 def encode_chunks(mesh: TriMesh) -> Iterator[bytes | memoryview]:
@@ -138,14 +160,7 @@ def _decode_npz(data: bytes, source: str | None) -> TriMesh:
 def _mesh(arrays: dict[str, np.ndarray], source: str | None) -> TriMesh:
     va, fa = split_named(arrays)
     ca = {k[len("corner.") :]: v for k, v in arrays.items() if k.startswith("corner.")}
-    materials = None
-    if "materials" in arrays:
-        from ..materials import Materials
-
-        doc = json.loads(arrays["materials"].tobytes())
-        names = doc.get("files", [])
-        files = {n: arrays[f"file.{i}"].tobytes() for i, n in enumerate(names)}
-        materials = Materials.from_json(doc, files)
+    materials = library_of(arrays)
     return TriMesh(
         arrays["V"], arrays["F"], va, fa, source=source, corner_attrs=ca, materials=materials
     )

@@ -159,8 +159,12 @@ def file_chunks(
                     attribute=n,
                     holds=OUTPUT_HOLDS[fmt],
                 )
+    if texcoord is not None:
+        check_finite_corners({"uv": texcoord}, "PLY")
     if on_device:
         return ply.ply_chunks(mesh.V, mesh.F, va, fa, texcoord=texcoord)
+    if fmt == "npz" and (mesh.corner_attrs or mesh.materials is not None):
+        return _write_npz_asset(mesh, va, fa)
     if fmt in _ASSET_WRITERS and (mesh.corner_attrs or mesh.materials is not None):
         return _ASSET_WRITERS[fmt](mesh, va, explicit)  # with what their corners carry
     V, F = to_numpy(mesh.V), to_numpy(mesh.F)
@@ -209,6 +213,7 @@ def _obj_asset(mesh: TriMesh, va: dict[str, np.ndarray], mtllib: str | None) -> 
     from ..backend import to_numpy
 
     ca = {k: to_numpy(v) for k, v in mesh.corner_attrs.items()}
+    check_finite_corners({k: _corner(ca, k, n) for k, n in (("uv", 2), ("normal", 3))}, "OBJ")
     material = mesh.face_attrs.get("material")
     names = mtl.library_names(mesh.materials) if mesh.materials is not None else None
     return write_obj_asset(
@@ -277,6 +282,27 @@ def _write_npz(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa:
     return [buf.getvalue()]
 
 
+def _write_npz_asset(mesh: TriMesh, va: dict[str, Any], fa: dict[str, Any]) -> Any:
+    """An NPZ of a mesh with corner attributes or materials: the arrays :func:`_write_npz`
+    writes, each corner attribute as ``corner.<name>`` ``(m, 3, k)``, the faces' ``material``
+    (always, with the library), and the library as the stored form keeps it
+    (:func:`.stored.library_arrays`: ``materials``, its JSON as bytes, and ``file.<i>``)."""
+    from ..backend import to_numpy
+    from .stored import library_arrays
+
+    check_materials(mesh)
+    fa = dict(fa)
+    if mesh.materials is not None and "material" in mesh.face_attrs:
+        fa["material"] = to_numpy(mesh.face_attrs["material"])
+    arrays = named_arrays(to_numpy(mesh.V), to_numpy(mesh.F), va, fa)
+    arrays.update({f"corner.{k}": to_numpy(v) for k, v in mesh.corner_attrs.items()})
+    if mesh.materials is not None:
+        arrays.update(library_arrays(mesh.materials))
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return [buf.getvalue()]
+
+
 def _write_glb(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
     va = dict(va)
     normals = va.pop("vertex_normals", None)
@@ -311,13 +337,7 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool
         for k, v in mesh.corner_attrs.items()
         if format_can_hold("glb", k, "corner") and _gltf_corner_shape(k, v)
     }
-    for k, v in corners.items():
-        if v.dtype.kind == "f" and not np.isfinite(v).all():
-            raise MeshError(
-                "corner values are NaN or infinite: glTF cannot hold them",
-                code="mesh.non_finite",
-                attribute=k,
-            )
+    check_finite_corners(corners, "glTF")
     check_materials(mesh)
     material = mesh.face_attrs.get("material")
     return glb.textured_glb_chunks(
@@ -329,6 +349,24 @@ def _write_textured_glb(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool
         mesh.materials,
         vertex_normals_first=explicit and "vertex_normals" in va,
     )
+
+
+def check_finite_corners(corners: dict[str, Any], fmt: str) -> None:
+    """Raise ``mesh.non_finite`` when a corner attribute to be written holds NaN or an
+    infinity (on its device): no format we write can hold one (OBJ and PLY would write the
+    text ``nan``, which readers take as an error or as zero)."""
+    from ..backend import array_backend, xp_for
+
+    for k, v in corners.items():
+        if v is None or v.dtype.kind != "f":
+            continue
+        xp = xp_for(array_backend(v))
+        if not bool(xp.isfinite(v).all()):
+            raise MeshError(
+                f"corner values are NaN or infinite: {fmt} cannot hold them",
+                code="mesh.non_finite",
+                attribute=k,
+            )
 
 
 def check_materials(mesh: TriMesh) -> None:
@@ -359,7 +397,7 @@ def _gltf_corner_shape(name: str, a: np.ndarray) -> bool:
     width = a.shape[2] if a.ndim == 3 else -1
     if name.startswith("uv"):
         return width >= 2
-    return width == {"normal": 3, "color": 4 if width == 4 else 3}.get(name, 2)
+    return width == {"normal": 3, "tangent": 4, "color": 4 if width == 4 else 3}.get(name, 2)
 
 
 #: the writer of every output format (:data:`.formats.OUTPUT_FORMATS`)
@@ -432,6 +470,7 @@ _CORNER_WORDS = {
     "uv": "texture coordinate sets",
     "normal": "corner normals",
     "color": "corner colours",
+    "tangent": "tangents",
 }
 
 
@@ -441,7 +480,14 @@ def left_out(mesh: TriMesh, fmt: str) -> dict[str, int]:
     ``result.dropped`` says it; empty when the file keeps everything of that kind."""
     out: dict[str, int] = {}
     for name in mesh.corner_attrs:
-        if not format_can_hold(fmt, name, "corner"):
+        if (
+            name == "tangent"
+            and fmt == "glb"
+            and "normal" not in mesh.corner_attrs
+            and "vertex_normals" not in mesh.vertex_attrs
+        ):
+            out["tangents (no normals to go with them)"] = 1  # glTF: TANGENT only with NORMAL
+        elif not format_can_hold(fmt, name, "corner"):
             word = _CORNER_WORDS.get("uv" if name.startswith("uv") else name, "corner attributes")
             out[word] = out.get(word, 0) + 1
         elif (

@@ -359,7 +359,7 @@ def test_large_primitives_get_32_bit_indices(tmp_path: Path) -> None:
 def test_glb_holds_corners_and_the_material() -> None:
     assert format_can_hold("glb", "uv", "corner") and format_can_hold("glb", "uv3", "corner")
     assert format_can_hold("glb", "normal", "corner") and format_can_hold("glb", "color", "corner")
-    assert not format_can_hold("glb", "tangent", "corner")
+    assert format_can_hold("glb", "tangent", "corner")  # beside NORMAL
     assert format_can_hold("glb", "material", "face")
     assert not format_can_hold("glb", "part", "face")
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ASSETS
-from workers.engine.io import load_bytes, serialize
+from workers.engine.io import load_bytes, obj, serialize
 from workers.engine.materials import Materials
 from workers.engine.mesh import TriMesh
 
@@ -170,9 +170,35 @@ def test_a_concave_polygon_keeps_its_corners_through_ear_clipping() -> None:
     np.testing.assert_array_equal(back.corner_attrs["uv"], m.corner_attrs["uv"])
 
 
-def test_corners_without_a_texture_reference_are_reported_not_guessed() -> None:
-    data = CONCAVE + b"f 1/6 2/5 3/4\nf 1 3 4\n"
+@pytest.mark.parametrize("reader", ["scan", "lines"])
+def test_corners_without_a_texture_reference_get_zeros_and_are_counted(reader, monkeypatch):
+    """Faces with vt keep theirs, the corners without one get (0, 0) (what the glTF reader
+    gives a primitive without the set), and the read report counts their faces."""
+    if reader == "lines":  # the line-by-line reader, as for files the scan declines
+        monkeypatch.setattr(obj, "scan_arrays", lambda data: None)
+    data = CONCAVE + b"f 1/6 2/5 3/4\nf 1 3 4\nf 4/3 5 6/1\n"
     m = load_bytes(data, "p.obj")
+    uv = np.asarray(m.corner_attrs["uv"])
+    np.testing.assert_array_equal(uv[0], [[0, 0], [4, 0], [4, 1]])
+    np.testing.assert_array_equal(uv[1], np.zeros((3, 2)))
+    np.testing.assert_array_equal(uv[2], [[1, 1], [0, 0], [0, 4]])
+    assert m.dropped == {"faces without texture coordinates (read as 0, 0)": 2, "normals": 1}
+
+
+@pytest.mark.parametrize("reader", ["scan", "lines"])
+def test_corners_without_a_normal_reference_get_their_face_normal(reader, monkeypatch):
+    if reader == "lines":
+        monkeypatch.setattr(obj, "scan_arrays", lambda data: None)
+    data = CONCAVE + b"vn 1 0 0\nf 1//1 2//2 3//1\nf 1 3 4\n"
+    m = load_bytes(data, "p.obj")
+    normal = np.asarray(m.corner_attrs["normal"])
+    np.testing.assert_array_equal(normal[0], [[0, 0, 1], [1, 0, 0], [0, 0, 1]])
+    np.testing.assert_allclose(normal[1], np.tile([0, 0, 1], (3, 1)))  # the face's own
+    assert m.dropped == {"faces without normals (read as their own)": 1, "texture coordinates": 6}
+
+
+def test_a_file_whose_faces_reference_no_vt_still_drops_the_vt_lines() -> None:
+    m = load_bytes(CONCAVE + b"f 1 2 3\n", "p.obj")
     assert "uv" not in m.corner_attrs
     assert m.dropped == {"texture coordinates": 6, "normals": 1}
 
@@ -382,7 +408,8 @@ def test_texture_references_read_alike_on_both_paths(
     texcoords: bytes, faces: bytes, fast: bool, monkeypatch
 ) -> None:
     """The buffer scan and the line-by-line reader give the same corners; a reference out of
-    range or a corner without one leaves the UVs out (reported), never guessed."""
+    range leaves the UVs out (reported), never guessed; a corner without one reads (0, 0), and
+    its face is counted."""
     from workers.engine.io import _obj_scan, obj
 
     data = TEXTURED + texcoords + b"vn 0 0 1\nusemtl a\n" + faces
@@ -392,9 +419,12 @@ def test_texture_references_read_alike_on_both_paths(
     for a, b in zip(got, obj.read_obj_mesh(data), strict=True):
         np.testing.assert_array_equal(a, b)
     whole = b"f 1/1 2/2 3/3\nf 2/2 4/1 3/3\n"
+    vt = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], np.float32)
     if faces in (whole, b"f -4/-3 -3/-2 -2/-1\nf 2/2 4/1 3/3\n"):
-        vt = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], np.float32)
         np.testing.assert_array_equal(got.uv, vt[[[0, 1, 2], [1, 0, 2]]])
+    elif faces == b"f 1/1/1 2/2/1 3/3/1\nf 2//1 4//1 3//1\n":  # the second face has no vt
+        np.testing.assert_array_equal(got.uv, [vt, np.zeros((3, 2))])
+        assert got.faces_without_uv == 1
     else:
         assert got.uv is None
         assert "texture coordinates" in load_bytes(data, "t.obj").dropped

@@ -55,3 +55,18 @@ def test_quads_of_a_gpu_mesh_are_still_written_as_polygons():
     assert b"element face 36\n" in polygons  # 36 quads (each triangle makes 3), not 72 triangles
     triangles = serialize(host.to("cupy"), "ply", None, polygons=False)
     assert triangles == serialize(host, "ply", None, polygons=False)
+
+
+def test_non_finite_texcoords_of_a_gpu_mesh_are_refused_as_on_the_host():
+    """The PLY written on the device checks its texcoord list as the host does (on the
+    device): a NaN would be written as the text 'nan'."""
+    from workers.engine import MeshError, TriMesh
+
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    uv = np.zeros((1, 3, 2), np.float32)
+    uv[0, 1, 0] = np.nan
+    host = TriMesh(V, np.array([[0, 1, 2]], np.int32), corner_attrs={"uv": uv})
+    for mesh in (host, host.to("cupy")):
+        with pytest.raises(MeshError) as e:
+            serialize(mesh, "ply")
+        assert e.value.code == "mesh.non_finite"

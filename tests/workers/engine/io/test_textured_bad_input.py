@@ -386,6 +386,35 @@ def test_non_finite_corner_uv_is_not_written_to_gltf(compression):
     assert e.value.code == "mesh.non_finite"
 
 
+@pytest.mark.parametrize("fmt", ["obj", "objzip", "ply", "npz"])
+@pytest.mark.parametrize(
+    ("name", "width", "bad"),
+    [
+        ("uv", 2, np.nan),  # as text: "nan"
+        ("uv", 2, -np.inf),
+        ("normal", 3, np.nan),
+    ],
+)
+def test_non_finite_corner_values_are_not_written_to_obj_or_ply(fmt, name, width, bad):
+    values = np.ones((2, 3, width), np.float32)
+    values[1, 2, 0] = bad
+    mesh = TriMesh(V4, F2, corner_attrs={name: values})
+    if fmt == "ply" and name == "normal" or fmt == "npz":
+        serialize(mesh, fmt)  # PLY does not hold corner normals; NPZ holds any float
+        return
+    with pytest.raises(MeshError) as e:
+        serialize(mesh, fmt)
+    assert e.value.code == "mesh.non_finite"
+    assert e.value.detail["attribute"] == name
+
+
+def test_finite_corner_values_are_written_to_obj_and_ply():
+    uv = np.full((2, 3, 2), 0.25, np.float32)
+    for fmt in ("obj", "ply"):
+        back = load_bytes(serialize(TriMesh(V4, F2, corner_attrs={"uv": uv}), fmt), f"a.{fmt}")
+        np.testing.assert_array_equal(back.corner_attrs["uv"], uv)
+
+
 @pytest.mark.parametrize(
     "files",
     [
