@@ -272,16 +272,75 @@ def test_propagation_is_a_fixed_point_below_the_edge_graph_distance(name: str) -
     d1, l1, d2, l2, _ = fronts_numpy(m, np.array(src))
     np.testing.assert_array_equal(d1.astype(np.float32), d)  # the op stores float32
     assert ((l1 >= 0) == np.isfinite(d1)).all() and (l1 != l2)[np.isfinite(d2)].all()
-    C, A, B, *lengths = corners(m)
+    C, A, B, a, b, c, D, e, f = corners(m)
     assert C.shape[0] > 3 * m.n_faces  # virtual corners exist
+    assert (D[: 3 * m.n_faces] >= 0).any() and (D[3 * m.n_faces :] == -1).all()
+    Dv = np.maximum(D, 0)
     for lab in (l1[A], l2[A], l1[B], l2[B]):
         v = candidate(
             value_for(lab, d1[A], l1[A], d2[A], l2[A]),
             value_for(lab, d1[B], l1[B], d2[B], l2[B]),
-            *lengths,
+            a,
+            b,
+            c,
+            np.where(D >= 0, value_for(lab, d1[Dv], l1[Dv], d2[Dv], l2[Dv]), np.inf),
+            e,
+            f,
         )
         held = np.where(lab == l1[C], d1[C], d2[C])
         assert (v >= held - 1e-12).all()
+
+
+def test_a_virtual_source_that_the_vertex_across_contradicts_is_refused() -> None:
+    """``A = (0, 0)``, ``B = (2, 0)``, ``C = (1, 1)``; ``D = (1, -1)`` across ``AB``. With
+    ``dA = dB = 5`` the virtual source is ``S = (1, -sqrt(24))`` and ``|S C| = 1 + sqrt(24)``,
+    ``|S D| = sqrt(24) - 1``. A real source never puts ``D`` (inside its wedge over ``AB``)
+    farther than that; two fronts meeting there can, and then only the edge paths remain."""
+    from workers.engine.propagation import candidate
+
+    r2 = np.sqrt(2.0)
+    sd = np.sqrt(24.0) - 1.0
+
+    def cand(dD: float) -> float:
+        one = np.ones(1)
+        return float(
+            candidate(5 * one, 5 * one, r2 * one, r2 * one, 2 * one, dD * one, r2 * one, r2 * one)[
+                0
+            ]
+        )
+
+    assert cand(np.inf) == pytest.approx(1.0 + np.sqrt(24.0))  # no face across: no check
+    assert cand(sd) == pytest.approx(1.0 + np.sqrt(24.0))  # consistent with a real source
+    assert cand(0.9 * sd) == pytest.approx(1.0 + np.sqrt(24.0))
+    assert cand(1.01 * sd) == pytest.approx(5.0 + r2)  # contradicted: the edge paths
+    # D outside the wedge (unfolded far to the side of AB) is not evidence either way
+    far = float(
+        candidate(
+            np.array([5.0]),
+            np.array([5.0]),
+            np.array([r2]),
+            np.array([r2]),
+            np.array([2.0]),
+            np.array([100.0]),
+            np.array([10.0]),
+            np.array([np.sqrt(68.0)]),
+        )[0]
+    )
+    assert far == pytest.approx(1.0 + np.sqrt(24.0))
+
+
+@pytest.mark.parametrize("name", ["fandisk.obj", "beetle.obj"])
+def test_propagation_one_source_loop_is_the_general_loop(name: str) -> None:
+    """The single-source loop (one front) reaches the general loop's fixed point bit for bit."""
+    from workers.engine import propagation
+
+    m = welded(name)
+    one, _ = propagation.propagate_numpy(m, np.array([7]))
+    # the general loop with a second source out of reach: an extra vertex on no face
+    V = np.vstack([np.asarray(m.V), np.zeros((1, 3), dtype=np.asarray(m.V).dtype)])
+    m2 = TriMesh(V, np.asarray(m.F))
+    d1, *_ = propagation.fronts_numpy(m2, np.array([7, m.n_vertices]))
+    np.testing.assert_array_equal(d1[: m.n_vertices], one)
 
 
 def test_propagation_reaches_the_end_of_a_long_strip_where_heat_underflows() -> None:
