@@ -7,7 +7,9 @@ reach a source and are not one (``d* > 0``): its mean and its maximum, and the m
 vertices at least five mean edge lengths ``h`` from every source (a first-order method errs by a
 fraction of an edge length, which near a source is a large fraction of the distance).
 Meshes left out, with the reason printed: fewer than 100 vertices, and meshes with non-manifold
-edges, on which libigl's exact geodesic aborts the process.
+edges, on which libigl's exact geodesic aborts the process. ``--sources 1,4,8 --seed 1`` picks
+other source sets; ``--default-only`` measures the default method alone (the heat solves are
+most of the time).
 
 ``--sizes 1e6,4e6,16e6`` (the GPU host; CPU when no GPU): the Stanford bunny welded and
 midpoint-subdivided to at least each face count, as ``python -m bench`` makes its inputs. Each
@@ -109,25 +111,27 @@ def graph_distance(mesh: TriMesh, sources: list[int]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ accuracy
-def accuracy_rows(name: str, counts: list[int]) -> list[dict[str, Any]]:
+def accuracy_rows(
+    name: str, counts: list[int], seed: int = 2013, methods: dict[str, Any] = METHODS
+) -> list[dict[str, Any]]:
     mesh, _ = weld(TriMesh.load(MESHES / name))
     V = np.asarray(mesh.V, dtype=np.float64)
     F = np.asarray(mesh.F, dtype=np.int64)
     h = mean_edge(mesh)
     rows = []
     for k in counts:
-        src = sources_for(mesh.n_vertices, k)
+        src = sources_for(mesh.n_vertices, k, seed)
         t = time.perf_counter()
         ref = exact(V, F, src)
         t_exact = time.perf_counter() - t
         row: dict[str, Any] = {"mesh": name, "n": mesh.n_vertices, "k": k, "exact_s": t_exact}
         wrong = int((ref > graph_distance(mesh, src) * (1 + 1e-6) + 1e-12).sum())
         if wrong:  # libigl's answer is longer than an edge path: not the exact distance
-            for label in METHODS:
+            for label in methods:
                 row[label] = f"no reference: libigl's exact exceeds edge paths at {wrong} vertices"
             rows.append(row)
             continue
-        for label, params in METHODS.items():
+        for label, params in methods.items():
             try:
                 d = distance(mesh, src, params, "cpu").astype(np.float64)
             except EngineError as exc:
@@ -139,7 +143,7 @@ def accuracy_rows(name: str, counts: list[int]) -> list[dict[str, Any]]:
     return rows
 
 
-def accuracy(counts: list[int]) -> None:
+def accuracy(counts: list[int], seed: int = 2013, default_only: bool = False) -> None:
     import json
 
     names = sorted(p.name for p in MESHES.glob("*.obj"))
@@ -161,6 +165,9 @@ def accuracy(counts: list[int]) -> None:
                 name,
                 "--sources",
                 ",".join(map(str, counts)),
+                "--seed",
+                str(seed),
+                *(["--default-only"] if default_only else []),
             ],
             capture_output=True,
             text=True,
@@ -176,7 +183,7 @@ def accuracy(counts: list[int]) -> None:
             )
             continue
         rows += json.loads(out.stdout.strip().splitlines()[-1])
-    labels = list(METHODS)
+    labels = list(METHODS)[:1] if default_only else list(METHODS)
     head = (
         "| mesh | vertices | sources | "
         + " | ".join(f"{m}: mean / max / max at d* >= {FAR:g} h" for m in labels)
@@ -290,6 +297,10 @@ def main() -> None:
     ap.add_argument("--accuracy", action="store_true", help="the CPU accuracy table")
     ap.add_argument("--accuracy-one", help=argparse.SUPPRESS)
     ap.add_argument("--sources", default="1,8", help="source counts for --accuracy")
+    ap.add_argument("--seed", type=int, default=2013, help="seed of the sources for --accuracy")
+    ap.add_argument(
+        "--default-only", action="store_true", help="--accuracy of the default method alone"
+    )
     ap.add_argument("--sizes", default="1e6,4e6,16e6", help="face counts for the scale table")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--heat-max-faces", type=float, default=1.2e6)
@@ -299,9 +310,10 @@ def main() -> None:
     if a.accuracy_one:
         import json
 
-        print(json.dumps(accuracy_rows(a.accuracy_one, counts)))
+        methods = dict(list(METHODS.items())[:1]) if a.default_only else METHODS
+        print(json.dumps(accuracy_rows(a.accuracy_one, counts, a.seed, methods)))
     elif a.accuracy:
-        accuracy(counts)
+        accuracy(counts, a.seed, a.default_only)
     else:
         scale([float(x) for x in a.sizes.split(",")], a.repeat, a.heat_max_faces, a.mesh)
 

@@ -5,7 +5,16 @@ it: the face's other two corners ``A`` and ``B`` (distances ``dA``, ``dB``) are 
 plane with a virtual source ``S`` at distance ``dA`` from ``A`` and ``dB`` from ``B`` on the far
 side of edge ``AB``; when the straight line from ``S`` to the vertex crosses ``AB`` the candidate
 is ``|S C|`` (the planar wave front through the triangle, as in fast marching on triangulated
-domains), otherwise the better of the two edge paths ``dA + |AC|``, ``dB + |BC|``. Sources are 0,
+domains), otherwise the better of the two edge paths ``dA + |AC|``, ``dB + |BC|``. ``S`` is a
+real source only when ``dA`` and ``dB`` come from the same unfolded point; where two fronts meet
+(around a saddle vertex, over a crease) the circles meet nearer than either, and ``|S C|`` falls
+short (by 7 % on fandisk). So ``S`` is checked against ``D``, the vertex across ``AB`` (the face
+the front comes through): when ``D`` lies in ``S``'s wedge over ``AB`` a real source reaches it
+in at most ``|S D|``, and a virtual source with ``dD > |S D|`` is refused (the edge paths
+remain; the update of another face around ``C`` carries the true front). Measured against
+exact geodesics this takes the worst error on the shared meshes from 7.0 % to 4.5 %; the virtual
+corners below go unchecked (their side is no mesh edge; checking them against the vertex across
+the real side they stand on refused true fronts: 5.9 % too long on rocker-arm). Sources are 0,
 everything else starts at infinity; the iteration stops when no value changes. This is the
 iterative scheme of the parallel geodesic methods (fast iterative method, the toplesets
 propagation that RXMesh's geodesic application runs): a fixed point of the update, reached from
@@ -87,10 +96,23 @@ def _length(P: Any, Q: Any) -> Any:
     return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
 
 
-def candidate(dA: Any, dB: Any, a: Any, b: Any, c: Any) -> Any:
+#: a triangle candidate is refused when the opposite vertex's distance exceeds its distance from
+#: the virtual source by more than this factor (rounding aside: a real source never does)
+SLACK = 1.000000001
+
+
+def candidate(dA: Any, dB: Any, a: Any, b: Any, c: Any, dD: Any, e: Any, f: Any) -> Any:
     """Distance at ``C`` from the triangle ``A B C`` given ``dA``, ``dB`` and the side lengths
     ``a = |BC|``, ``b = |AC|``, ``c = |AB|`` (NumPy arrays; mirrors ``tri_candidate`` in
-    ``kernels/propagation.cu`` operation for operation)."""
+    ``kernels/propagation.cu`` operation for operation).
+
+    ``D`` is the vertex across ``AB`` (the face ``A B D`` the front comes through; ``dD`` its
+    distance to the same source, inf where there is none), ``e = |AD|`` and ``f = |BD|``. The
+    virtual source ``S`` placed from ``dA`` and ``dB`` is a real one only when both come from the
+    same unfolded point; where two fronts meet (around a saddle vertex, across a crease) it is a
+    point nearer than either, and ``|S C|`` too short. A real source sees ``D`` no farther than
+    ``|S D|`` when ``D`` lies in its wedge over ``AB``, so a virtual source with ``dD > |S D|``
+    (by more than rounding, ``SLACK``) is refused and the edge paths remain."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         edge = np.minimum(dA + b, dB + a)
         two_c = 2.0 * c
@@ -113,7 +135,18 @@ def candidate(dA: Any, dB: Any, a: Any, b: Any, c: Any) -> Any:
             & (x >= 0.0)
             & (x <= c)
         )
-    return np.where(ok, np.minimum(edge, tri), edge)
+        # the consistency check against D, unfolded on S's side of AB
+        Dx = ((e - f) * (e + f) + c * c) / two_c
+        Dy2 = (e - Dx) * (e + Dx)
+        Dy = -np.sqrt(np.maximum(Dy2, 0.0))
+        xD = Sx + (Dx - Sx) * (-Sy / (Dy - Sy))
+        ex = Dx - Sx
+        ey = Dy - Sy
+        sd = np.sqrt(ex * ex + ey * ey)
+        refused = (
+            np.isfinite(dD) & (Dy2 > 0.0) & (Dy > Sy) & (xD >= 0.0) & (xD <= c) & (dD > sd * SLACK)
+        )
+    return np.where(ok & ~refused, np.minimum(edge, tri), edge)
 
 
 #: which corners get virtual ones (Kimmel and Sethian's unfolding): "obtuse", "all" or "none"
@@ -185,6 +218,26 @@ def virtual_corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
     )
 
 
+def opposite(mesh: TriMesh) -> Any:
+    """(3 * n_faces,) int64: for face corner ``3 f + k`` (vertex ``F[f, k]``) the vertex across
+    the opposite side (``F[f, k+1]``, ``F[f, k+2]``), the far corner of the other face on that
+    edge; -1 on a boundary side and on a side of a non-manifold edge (no single face across).
+    Elementwise and a scatter without repeated targets: NumPy and CuPy give the same array."""
+    xp = mesh.xp
+    F = xp.asarray(mesh.F, dtype=xp.int64)
+    m = int(F.shape[0])
+    s, t = mesh.topology.ef_pairs()
+    s, t = xp.asarray(s, dtype=xp.int64), xp.asarray(t, dtype=xp.int64)
+    s, t = xp.concatenate([s, t]), xp.concatenate([t, s])
+    one = xp.bincount(s, minlength=3 * m)[s] == 1
+    across = xp.full(3 * m, -1, dtype=xp.int64)
+    across[s[one]] = F[t[one] // 3, (t[one] % 3 + 2) % 3]
+    # side 3 f + j joins F[f, j] and F[f, j+1]: the side opposite corner k is j = k + 1
+    f = xp.arange(m, dtype=xp.int64)[:, None]
+    k = xp.arange(3, dtype=xp.int64)[None, :]
+    return across[(3 * f + (k + 1) % 3).ravel()]
+
+
 def initial_labels(xp: Any, n: int, sources: Any) -> Any:
     """(n,) int32: source ``i`` (in the order given) holds label ``i``, every other vertex -1."""
     labels = xp.full(n, -1, dtype=xp.int32)
@@ -234,7 +287,8 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
     if len(sources) == 1:
         d1, it = _propagate_one(mesh, d1)
         return d1, np.where(np.isfinite(d1), 0, -1).astype(np.int32), d2, l2, it
-    C, A, B, a, b, c = corners(mesh)
+    C, A, B, a, b, c, D, e, f = corners(mesh)
+    has_d = D >= 0
     changed = np.zeros(n, dtype=bool)
     changed[sources] = True
     for it in range(1, _cap(n) + 1):
@@ -242,7 +296,7 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
         # only corners with a changed input: any other candidate is one the target has merged
         # already, and merging it again changes nothing (the fronts are the best two of all
         # candidates ever seen), so this is the full Jacobi iteration, step for step
-        live = np.flatnonzero(changed[A] | changed[B])
+        live = np.flatnonzero(changed[A] | changed[B] | (has_d & changed[D]))
         if live.shape[0] == 0:
             return d1, l1, d2, l2, it
         Cl, Al, Bl = C[live], A[live], B[live]
@@ -256,6 +310,9 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
         row, col = np.nonzero(need)
         lab = options[row, col]
         Ar, Br, lr = Al[row], Bl[row], live[row]
+        Dr = D[lr]
+        Dv = np.maximum(Dr, 0)
+        dD = np.where(Dr >= 0, value_for(lab, d1[Dv], l1[Dv], d2[Dv], l2[Dv]), np.inf)
         cand = np.full(options.shape, np.inf)
         cand[row, col] = candidate(
             value_for(lab, d1[Ar], l1[Ar], d2[Ar], l2[Ar]),
@@ -263,6 +320,9 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
             a[lr],
             b[lr],
             c[lr],
+            dD,
+            e[lr],
+            f[lr],
         )
         options = np.where(need, options, -1)
         starts = np.flatnonzero(np.r_[True, Cl[1:] != Cl[:-1]])
@@ -293,18 +353,26 @@ def fronts_numpy(mesh: TriMesh, sources: np.ndarray) -> tuple[Any, Any, Any, Any
     raise _not_converged(_cap(n))
 
 
-def corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
-    """Every face corner ``(C, A, B, a, b, c)`` (target ``C = F[f, k]``, ``A = F[f, k+1]``,
-    ``B = F[f, k+2]``, the side lengths as in :func:`candidate`) and then the virtual corners."""
+def corners(mesh: TriMesh) -> tuple[Any, ...]:
+    """Every face corner ``(C, A, B, a, b, c, D, e, f)`` (target ``C = F[f, k]``, ``A = F[f, k+1]``,
+    ``B = F[f, k+2]``, ``D`` across ``AB`` or -1, the side lengths as in :func:`candidate`) and
+    then the virtual corners (no ``D``: -1, ``e = f = 0``)."""
     V = np.asarray(mesh.V, dtype=np.float64)
     F = np.asarray(mesh.F, dtype=np.int64)
     C = F.ravel()
     A = F[:, [1, 2, 0]].ravel()
     B = F[:, [2, 0, 1]].ravel()
     a, b, c = _length(V[C], V[B]), _length(V[C], V[A]), _length(V[A], V[B])
-    virtual = virtual_corners(mesh)
-    real = (C, A, B, a, b, c)
-    return tuple(np.concatenate([x, y]) for x, y in zip(real, virtual, strict=True))  # type: ignore[return-value]
+    D = opposite(mesh)
+    e = np.where(D >= 0, _length(V[D], V[A]), 0.0)
+    f = np.where(D >= 0, _length(V[D], V[B]), 0.0)
+    vC, vA, vB, va, vb, vc = virtual_corners(mesh)
+    # a virtual corner's side AB is no mesh edge: no face across it, no check
+    none = np.full(vC.shape[0], -1, dtype=np.int64)
+    zero = np.zeros(vC.shape[0])
+    real = (C, A, B, a, b, c, D, e, f)
+    virtual = (vC, vA, vB, va, vb, vc, none, zero, zero)
+    return tuple(np.concatenate([x, y]) for x, y in zip(real, virtual, strict=True))
 
 
 def _propagate_one(mesh: TriMesh, d: np.ndarray) -> tuple[np.ndarray, int]:
@@ -312,14 +380,17 @@ def _propagate_one(mesh: TriMesh, d: np.ndarray) -> tuple[np.ndarray, int]:
     is the triangle candidate alone (the same numbers as the general loop, 4x less work), over
     the corners with a changed input (as there)."""
     n = d.shape[0]
-    C, A, B, a, b, c = corners(mesh)
+    C, A, B, a, b, c, D, e, f = corners(mesh)
+    has_d = D >= 0
     changed = np.isfinite(d)
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        live = np.flatnonzero(changed[A] | changed[B])
+        live = np.flatnonzero(changed[A] | changed[B] | (has_d & changed[D]))
         if live.shape[0] == 0:
             return d, it
-        cand = candidate(d[A[live]], d[B[live]], a[live], b[live], c[live])
+        Dl = D[live]
+        dD = np.where(Dl >= 0, d[Dl], np.inf)
+        cand = candidate(d[A[live]], d[B[live]], a[live], b[live], c[live], dD, e[live], f[live])
         new = d.copy()
         np.minimum.at(new, C[live], cand)
         changed = new != d
@@ -341,14 +412,18 @@ def fronts(cp: Any, n: int, sources: Any) -> tuple[Any, Any, Any, Any]:
     return initial(cp, n, src), initial_labels(cp, n, src), d2, l2
 
 
-def virtual_device(mesh: TriMesh) -> tuple[tuple[Any, ...], tuple[Any, Any]]:
-    """The virtual corners on the device as a CSR by target, in the kernels' argument order
-    ``(offsets, A, B, a, b, c)``, and the dependents CSR ``(offsets, targets)``: for each vertex,
-    the targets whose virtual corners read it (the patched path wakes their patches too)."""
+def device_corners(mesh: TriMesh) -> tuple[Any, tuple[Any, ...], tuple[Any, Any]]:
+    """What the kernels read besides the fronts: ``across`` (3 * n_faces,) int32 (the vertex
+    across each face corner's opposite side, -1 where none: :func:`opposite`); the virtual
+    corners on the device as a CSR by target, in the kernels' argument order ``(offsets, A, B,
+    a, b, c)``; and the dependents CSR ``(offsets, targets)``: for each vertex, the targets whose
+    corners read it from two rings away (a virtual corner's ``A`` and ``B``, a face corner's
+    vertex across), whose patches the patched path wakes too."""
     from .graph import csr_from_pairs
 
     cp = mesh.xp
     n = mesh.n_vertices
+    across = opposite(mesh)
     C, A, B, a, b, c = virtual_corners(mesh)
     off, _, order = csr_from_pairs(cp, n, C, C)
     corners = (
@@ -357,15 +432,18 @@ def virtual_device(mesh: TriMesh) -> tuple[tuple[Any, ...], tuple[Any, Any]]:
         cp.ascontiguousarray(B[order], dtype=cp.int32),
         *(cp.ascontiguousarray(x[order], dtype=cp.float64) for x in (a, b, c)),
     )
-    # A and B of a virtual corner: one is a neighbour of C, the other is D (two rings away)
-    src = cp.concatenate([A, B])
-    dst = cp.concatenate([C, C])
+    # A and B of a virtual corner: one is a neighbour of C, the other is D (two rings away); the
+    # vertex across a face corner's side is two rings away from the corner's vertex
+    has = across >= 0
+    Fc = cp.asarray(mesh.F, dtype=cp.int64).ravel()
+    src = cp.concatenate([A, B, across[has]])
+    dst = cp.concatenate([C, C, Fc[has]])
     doff, dval, _ = csr_from_pairs(cp, n, src, dst)
     dependents = (
         cp.ascontiguousarray(doff, dtype=cp.int64),
         cp.ascontiguousarray(dval, dtype=cp.int32),
     )
-    return corners, dependents
+    return cp.ascontiguousarray(across, dtype=cp.int32), corners, dependents
 
 
 def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
@@ -381,7 +459,7 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
     V = _device.positions64(mesh)
     F = _device.faces(mesh)
     kernel = load_kernel("propagation", "propagate_global")
-    vc, _ = virtual_device(mesh)
+    across, vc, _ = device_corners(mesh)
     cur = fronts(cp, n, sources)
     nxt = tuple(x.copy() for x in cur)
     changed = cp.zeros(1, dtype=cp.int32)
@@ -389,7 +467,7 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
         launch(
             kernel,
             n,
-            (V, F, off, val, *cur, *nxt, *vc, changed, np.int64(n)),
+            (V, F, off, val, across, *cur, *nxt, *vc, changed, np.int64(n)),
             op="geodesic_distance",
         )
         cur, nxt = nxt, cur
@@ -430,7 +508,7 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
     vp_off, vp_val = vertex_patches(patches)
     V = _device.positions64(mesh)
     kernel = load_kernel("propagation", "propagate_patched")
-    vc, dependents = virtual_device(mesh)
+    across, vc, dependents = device_corners(mesh)
     cur = fronts(cp, n, sources)
     nxt = tuple(x.copy() for x in cur)
     active = cp.ones(patches.n_patches, dtype=cp.uint8)
@@ -441,7 +519,7 @@ def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, i
         launch_patched(
             kernel,
             patches,
-            (V, *cur, *nxt, *vc, vp_off, vp_val, *dependents, next_active),
+            (V, across, *cur, *nxt, *vc, vp_off, vp_val, *dependents, next_active),
             op="geodesic_distance",
             active=active,
         )

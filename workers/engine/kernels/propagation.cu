@@ -16,9 +16,15 @@ __device__ __forceinline__ double side_length(const double* V, int i, int j) {
 __device__ __forceinline__ double infinity() { return __longlong_as_double(0x7ff0000000000000LL); }
 __device__ __forceinline__ bool is_finite(double x) { return fabs(x) <= 1.7976931348623157e308; }
 
-// Distance at C from triangle A B C given dA, dB and a = |BC|, b = |AC|, c = |AB|.
-__device__ __forceinline__ double tri_candidate(double dA, double dB, double a, double b,
-                                                double c) {
+// SLACK in propagation.py: the same decimal literal, so the same double.
+#define SLACK 1.000000001
+
+// Distance at C from triangle A B C given dA, dB and a = |BC|, b = |AC|, c = |AB|; D is the vertex
+// across AB (dD its distance to the same source, inf where there is none), e = |AD|, f = |BD|: a
+// virtual source S that puts D farther than |SD| while D lies in its wedge over AB is two fronts
+// meeting, not a source, and is refused (candidate in propagation.py, operation for operation).
+__device__ __forceinline__ double tri_candidate(double dA, double dB, double a, double b, double c,
+                                                double dD, double e, double f) {
   const double edge = fmin(dA + b, dB + a);
   if (!is_finite(dA) || !is_finite(dB) || !(c > 0.0)) return edge;
   const double two_c = 2.0 * c;
@@ -32,7 +38,19 @@ __device__ __forceinline__ double tri_candidate(double dA, double dB, double a, 
   const double x = Sx + (Cx - Sx) * (-Sy / (Cy - Sy));
   if (!(x >= 0.0) || !(x <= c)) return edge;
   const double dx = Cx - Sx, dy = Cy - Sy;
-  return fmin(edge, sqrt(dx * dx + dy * dy));
+  const double tri = sqrt(dx * dx + dy * dy);
+  if (is_finite(dD)) {
+    const double Dx = ((e - f) * (e + f) + c * c) / two_c;
+    const double Dy2 = (e - Dx) * (e + Dx);
+    const double Dy = -sqrt(fmax(Dy2, 0.0));
+    if (Dy2 > 0.0 && Dy > Sy) {
+      const double xD = Sx + (Dx - Sx) * (-Sy / (Dy - Sy));
+      const double ex = Dx - Sx, ey = Dy - Sy;
+      const double sd = sqrt(ex * ex + ey * ey);
+      if (xD >= 0.0 && xD <= c && dD > sd * SLACK) return edge;
+    }
+  }
+  return fmin(edge, tri);
 }
 
 // A vertex's two best fronts: the best (distance, source label) in the order (distance, label)
@@ -76,20 +94,27 @@ struct Fronts {
   int* l2;
 };
 
-// Every corner of face (v0, v1, v2) at g, for each label its other two corners hold.
-__device__ __forceinline__ void face_candidates(const double* V, const Fronts& f, int g, int v0,
-                                                int v1, int v2, Top2& acc) {
+// Every corner of face gf = (v0, v1, v2) at g, for each label its other two corners hold. Corner k
+// is F[gf, k] on either path (the patched FE keeps the global corner order); across[3 gf + k] is
+// the vertex across its opposite side, or -1 (opposite in propagation.py).
+__device__ __forceinline__ void face_candidates(const double* V, const int* across, const Fronts& f,
+                                                int g, long long gf, int v0, int v1, int v2,
+                                                Top2& acc) {
   const int c[3] = {v0, v1, v2};
   for (int k = 0; k < 3; ++k) {
     if (c[k] != g) continue;
     const int A = c[(k + 1) % 3], B = c[(k + 2) % 3];
     const double a = side_length(V, g, B), b = side_length(V, g, A), cc = side_length(V, A, B);
+    const int D = across[3 * gf + k];
+    const double e = D >= 0 ? side_length(V, D, A) : 0.0;
+    const double fl = D >= 0 ? side_length(V, D, B) : 0.0;
     const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
     for (int o = 0; o < 4; ++o) {
       const int lab = options[o];
       const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
       const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
-      acc.insert(tri_candidate(dA, dB, a, b, cc), lab);
+      const double dD = D >= 0 ? value_for(lab, f.d1, f.l1, f.d2, f.l2, D) : infinity();
+      acc.insert(tri_candidate(dA, dB, a, b, cc, dD, e, fl), lab);
     }
   }
 }
@@ -114,7 +139,8 @@ __device__ __forceinline__ void virtual_candidates(const Virtual& vc, const Fron
       const int lab = options[o];
       const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
       const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
-      acc.insert(tri_candidate(dA, dB, vc.a[i], vc.b[i], vc.c[i]), lab);
+      // a virtual side is no mesh edge: no face across it, no check (as in corners())
+      acc.insert(tri_candidate(dA, dB, vc.a[i], vc.b[i], vc.c[i], infinity(), 0.0, 0.0), lab);
     }
   }
 }
@@ -136,7 +162,8 @@ __device__ __forceinline__ bool store(const Fronts& cur, const Fronts& nxt, long
 extern "C" __global__ void propagate_global(const double* __restrict__ V,
                                             const int* __restrict__ F,
                                             const long long* __restrict__ vf_offsets,
-                                            const int* __restrict__ vf_faces, double* cur_d1,
+                                            const int* __restrict__ vf_faces,
+                                            const int* __restrict__ across, double* cur_d1,
                                             int* cur_l1, double* cur_d2, int* cur_l2,
                                             double* nxt_d1, int* nxt_l1, double* nxt_d2,
                                             int* nxt_l2, const long long* vc_offsets,
@@ -151,7 +178,7 @@ extern "C" __global__ void propagate_global(const double* __restrict__ V,
     Top2 acc = start(cur, g);
     for (long long i = vf_offsets[g]; i < vf_offsets[g + 1]; ++i) {
       const long long f = vf_faces[i];
-      face_candidates(V, cur, (int)g, F[3 * f], F[3 * f + 1], F[3 * f + 2], acc);
+      face_candidates(V, across, cur, (int)g, f, F[3 * f], F[3 * f + 1], F[3 * f + 2], acc);
     }
     virtual_candidates(vc, cur, g, acc);
     if (store(cur, nxt, g, acc)) *changed = 1;
@@ -160,12 +187,13 @@ extern "C" __global__ void propagate_global(const double* __restrict__ V,
 
 struct PropagateBody {
   const double* V;
+  const int* across;  // per global face corner: the vertex across the opposite side, or -1
   Fronts cur;
   Fronts nxt;
   Virtual vc;
   const int* vp_offsets;  // vertex -> patches holding it (owned or ribbon)
   const int* vp_values;
-  const long long* dep_offsets;  // vertex -> the vertices whose virtual corners read it
+  const long long* dep_offsets;  // vertex -> the vertices whose corners read it from afar
   const int* dep_values;
   unsigned char* next_active;
   __device__ void activate(int v) const {
@@ -175,21 +203,23 @@ struct PropagateBody {
     Top2 acc = start(cur, g);
     for (int j = 0; j < nb.size(); ++j) {
       const int lf = nb.local(j);
-      face_candidates(V, cur, g, view.vertices[face_vertex(view, lf, 0)],
+      face_candidates(V, across, cur, g, nb[j], view.vertices[face_vertex(view, lf, 0)],
                       view.vertices[face_vertex(view, lf, 1)],
                       view.vertices[face_vertex(view, lf, 2)], acc);
     }
     virtual_candidates(vc, cur, g, acc);
     if (store(cur, nxt, g, acc)) {
-      // the patches that read g: its own, and (through a virtual corner, g is two rings away
-      // from the target, maybe outside the target's patch) those of its dependents
+      // the patches that read g: its own, and (through a virtual corner or as the vertex
+      // across a corner's side, g is two rings away from the target, maybe outside the
+      // target's patch) those of its dependents
       activate(g);
       for (long long i = dep_offsets[g]; i < dep_offsets[g + 1]; ++i) activate(dep_values[i]);
     }
   }
 };
 
-extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, double* cur_d1,
+extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, const int* across,
+                                             double* cur_d1,
                                              int* cur_l1, double* cur_d2, int* cur_l2,
                                              double* nxt_d1, int* nxt_l1, double* nxt_d2,
                                              int* nxt_l2, const long long* vc_offsets,
@@ -200,7 +230,7 @@ extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, doub
                                              const int* dep_values, unsigned char* next_active) {
   extern __shared__ __align__(16) unsigned char smem[];
   for_each<Query::VF>(PATCH_ARGS, smem,
-                      PropagateBody{V, Fronts{cur_d1, cur_l1, cur_d2, cur_l2},
+                      PropagateBody{V, across, Fronts{cur_d1, cur_l1, cur_d2, cur_l2},
                                     Fronts{nxt_d1, nxt_l1, nxt_d2, nxt_l2},
                                     Virtual{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c},
                                     vp_offsets, vp_values, dep_offsets, dep_values, next_active});

@@ -1,5 +1,7 @@
 """``geodesic_distance``: the default method (propagation) against libigl's exact polyhedral
-geodesics on every shared mesh, from one source and from several; the heat method against exact
+geodesics on the shared meshes (those of up to 7,000 vertices here, every one libigl measures on
+the GPU host), from one source and from several, within the goal (mean 1 %, max 5 %); the heat
+method against exact
 great-circle distances on the unit spheres (bounds just above the measured errors, which the
 op's docstring states), zero at the sources, near symmetry, monotone along shortest paths,
 invariance under rigid motions, linear in scale, Euclidean on a plane, inf across components,
@@ -272,16 +274,75 @@ def test_propagation_is_a_fixed_point_below_the_edge_graph_distance(name: str) -
     d1, l1, d2, l2, _ = fronts_numpy(m, np.array(src))
     np.testing.assert_array_equal(d1.astype(np.float32), d)  # the op stores float32
     assert ((l1 >= 0) == np.isfinite(d1)).all() and (l1 != l2)[np.isfinite(d2)].all()
-    C, A, B, *lengths = corners(m)
+    C, A, B, a, b, c, D, e, f = corners(m)
     assert C.shape[0] > 3 * m.n_faces  # virtual corners exist
+    assert (D[: 3 * m.n_faces] >= 0).any() and (D[3 * m.n_faces :] == -1).all()
+    Dv = np.maximum(D, 0)
     for lab in (l1[A], l2[A], l1[B], l2[B]):
         v = candidate(
             value_for(lab, d1[A], l1[A], d2[A], l2[A]),
             value_for(lab, d1[B], l1[B], d2[B], l2[B]),
-            *lengths,
+            a,
+            b,
+            c,
+            np.where(D >= 0, value_for(lab, d1[Dv], l1[Dv], d2[Dv], l2[Dv]), np.inf),
+            e,
+            f,
         )
         held = np.where(lab == l1[C], d1[C], d2[C])
         assert (v >= held - 1e-12).all()
+
+
+def test_a_virtual_source_that_the_vertex_across_contradicts_is_refused() -> None:
+    """``A = (0, 0)``, ``B = (2, 0)``, ``C = (1, 1)``; ``D = (1, -1)`` across ``AB``. With
+    ``dA = dB = 5`` the virtual source is ``S = (1, -sqrt(24))`` and ``|S C| = 1 + sqrt(24)``,
+    ``|S D| = sqrt(24) - 1``. A real source never puts ``D`` (inside its wedge over ``AB``)
+    farther than that; two fronts meeting there can, and then only the edge paths remain."""
+    from workers.engine.propagation import candidate
+
+    r2 = np.sqrt(2.0)
+    sd = np.sqrt(24.0) - 1.0
+
+    def cand(dD: float) -> float:
+        one = np.ones(1)
+        return float(
+            candidate(5 * one, 5 * one, r2 * one, r2 * one, 2 * one, dD * one, r2 * one, r2 * one)[
+                0
+            ]
+        )
+
+    assert cand(np.inf) == pytest.approx(1.0 + np.sqrt(24.0))  # no face across: no check
+    assert cand(sd) == pytest.approx(1.0 + np.sqrt(24.0))  # consistent with a real source
+    assert cand(0.9 * sd) == pytest.approx(1.0 + np.sqrt(24.0))
+    assert cand(1.01 * sd) == pytest.approx(5.0 + r2)  # contradicted: the edge paths
+    # D outside the wedge (unfolded far to the side of AB) is not evidence either way
+    far = float(
+        candidate(
+            np.array([5.0]),
+            np.array([5.0]),
+            np.array([r2]),
+            np.array([r2]),
+            np.array([2.0]),
+            np.array([100.0]),
+            np.array([10.0]),
+            np.array([np.sqrt(68.0)]),
+        )[0]
+    )
+    assert far == pytest.approx(1.0 + np.sqrt(24.0))
+
+
+@pytest.mark.parametrize("name", ["fandisk.obj", "beetle.obj"])
+def test_propagation_one_source_loop_is_the_general_loop(name: str) -> None:
+    """The single-source loop (one front) reaches the general loop's fixed point bit for bit."""
+    from workers.engine import propagation
+
+    m = welded(name)
+    one, _ = propagation.propagate_numpy(m, np.array([7]))
+    # the general loop with a second source out of reach: an extra vertex on no face
+    V = np.vstack([np.asarray(m.V), np.zeros((1, 3), dtype=np.asarray(m.V).dtype)])
+    m2 = TriMesh(V, np.asarray(m.F))
+    d1, *_ = propagation.fronts_numpy(m2, np.array([7, m.n_vertices]))
+    np.testing.assert_array_equal(d1[: m.n_vertices], one)
 
 
 def test_propagation_reaches_the_end_of_a_long_strip_where_heat_underflows() -> None:
@@ -313,22 +374,27 @@ def test_propagation_several_sources_and_components() -> None:
 
 
 # ------------------------------------------------------------ the default against exact geodesics
-#: every shared mesh but those with fewer than 100 vertices after welding (rx-cube, rx-diamond,
-#: rx-plane_5: a relative error over a handful of vertices says nothing), those with non-manifold
-#: edges (beetle, suzanne), on which libigl's exact geodesic (MMP) aborts the process, and the
-#: Stanford bunny, whose exact distances alone take 25 s on a CI core (``python -m
-#: bench.geodesics --accuracy`` measures it: 0.11 % / 0.94 % from 1 source, 0.09 % / 1.08 % from 8)
-EXACT = [
+#: every shared mesh libigl's exact geodesic (MMP) can measure: not those with fewer than 100
+#: vertices after welding (rx-cube, rx-diamond, rx-plane_5: a relative error over a handful of
+#: vertices says nothing), nor those with non-manifold edges (beetle, suzanne), on which it aborts
+#: the process; the Stanford bunny is left to ``python -m bench.geodesics --accuracy`` (its exact
+#: distances alone take 25 s on a CI core; measured 0.13 % / 0.62 % from 1 source, 0.07 % /
+#: 0.78 % from 8)
+EXACT_ALL = [
     n
     for n in SHARED
     if README_COUNTS[n].v_weld >= 100
     and README_COUNTS[n].non_manifold_edges == 0
     and n != "stanford-bunny.obj"
 ]
+#: the CPU suite keeps to the meshes of at most 7,000 vertices (a second or two each, the exact
+#: reference included; fandisk and rx-giraffe, the worst cases, among them); rocker-arm, rx-dragon
+#: and rx-bumpy-cube (10k-20k vertices, 3-14 s each) run in the GPU test below and in the bench
+EXACT = [n for n in EXACT_ALL if README_COUNTS[n].v_weld <= 7000]
 #: sources per run: one, and several (seeded, spread at random)
 SOURCE_COUNTS = (1, 8)
-#: vertices at least this many mean edge lengths from every source make the "far" maximum
-FAR = 5.0
+#: the goal (issue 16): relative error |d - d*| / d* at most 1 % on average, 5 % anywhere
+MEAN_GOAL, MAX_GOAL = 0.01, 0.05
 
 
 def _exact(m: TriMesh, sources: list[int]) -> np.ndarray:
@@ -340,69 +406,59 @@ def _exact(m: TriMesh, sources: list[int]) -> np.ndarray:
     return igl.exact_geodesic(V, F, VS=src, VT=np.arange(m.n_vertices, dtype=np.int64))
 
 
-def _mean_edge(m: TriMesh) -> float:
-    V = np.asarray(m.V, dtype=np.float64)
-    EV = np.asarray(m.topology.EV)
-    return float(np.linalg.norm(V[EV[:, 0]] - V[EV[:, 1]], axis=1).mean())
-
-
 #: (mesh, sources) whose exact reference is wrong: on cow.obj from these 8 sources libigl's
 #: exact geodesic is longer than an edge path at 42 vertices (by up to 33 %)
 NO_REFERENCE = {("cow.obj", 8)}
-#: the one case above the 5 % goal at d* >= 5 h: fandisk from 8 sources, 6.44 % too short at
-#: 5.1 h from a source next to the CAD model's sharp creases (the first-order update
-#: underestimates where fronts meet around a cone vertex); measured, bound a little above
-FAR_BOUND = {("fandisk.obj", 8): 0.066}
+
+
+def _relative_errors(m: TriMesh, d: np.ndarray, src: list[int]) -> np.ndarray:
+    ref = _exact(m, src)
+    # the reference is exact: never longer than a path along edges (float32 rounding aside)
+    assert (ref <= _edge_graph_distance(m, src) * (1 + 1e-6) + 1e-12).all()
+    ok = np.isfinite(ref) & (ref > 0)
+    assert np.isfinite(d[ok]).all() and (d[src] == 0).all()
+    return np.abs(d[ok] - ref[ok]) / ref[ok]
+
+
+def _seeded(m: TriMesh, k: int) -> list[int]:
+    return [
+        int(s) for s in np.sort(np.random.default_rng(2013).choice(m.n_vertices, k, replace=False))
+    ]
 
 
 @pytest.mark.parametrize("k", SOURCE_COUNTS)
 @pytest.mark.parametrize("name", EXACT)
 def test_default_against_exact_geodesics(name: str, k: int) -> None:
     """Relative error ``|d - d*| / d*`` over the vertices that reach a source and are not one:
-    mean at most 1 %; max at most 5 % at five mean edge lengths or more from every source (a
-    first-order method errs by a fraction of an edge length, a large fraction of the distance
-    right next to a source; one case above, FAR_BOUND), and at most 7.5 % anywhere (measured:
-    7.03 %, see the op's docstring)."""
+    mean at most 1 %, max at most 5 %, next to the sources too (measured: worst 0.54 % and
+    4.5 %, see the op's docstring)."""
     if (name, k) in NO_REFERENCE:
         pytest.skip("libigl's exact geodesic is longer than edge paths here (wrong reference)")
     m = welded(name)
-    src = [
-        int(s) for s in np.sort(np.random.default_rng(2013).choice(m.n_vertices, k, replace=False))
-    ]
+    src = _seeded(m, k)
     d, rep = _dist(m, src)  # no method: the default
     assert "execution" in rep  # the propagation method's report
-    ref = _exact(m, src)
-    # the reference is exact: never longer than a path along edges (float32 rounding aside)
-    assert (ref <= _edge_graph_distance(m, src) * (1 + 1e-6) + 1e-12).all()
-    ok = np.isfinite(ref) & (ref > 0)
-    assert np.isfinite(d[ok]).all() and (d[src] == 0).all()
-    rel = np.abs(d[ok] - ref[ok]) / ref[ok]
-    far = ref[ok] >= FAR * _mean_edge(m)
-    assert far.any()
-    assert rel.mean() <= 0.01, rel.mean()
-    assert rel[far].max() <= FAR_BOUND.get((name, k), 0.05), rel[far].max()
-    assert rel.max() <= 0.075, rel.max()
+    rel = _relative_errors(m, d, src)
+    assert rel.mean() <= MEAN_GOAL, rel.mean()
+    assert rel.max() <= MAX_GOAL, rel.max()
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", EXACT)
-def test_default_on_the_gpu_is_the_twin_and_within_the_goal(name: str) -> None:
-    """The GPU's default (patched or global propagation with both fronts and the virtual
-    corners) gives the twin's distances, so the same errors against exact geodesics."""
+@pytest.mark.parametrize("k", SOURCE_COUNTS)
+@pytest.mark.parametrize("name", EXACT_ALL)
+def test_default_on_the_gpu_is_the_twin_and_within_the_goal(name: str, k: int) -> None:
+    """The GPU's default (patched or global propagation with both fronts, the virtual corners
+    and the check against the vertex across) gives the twin's distances, so the same errors
+    against exact geodesics, on every mesh libigl measures (the large ones too)."""
     from workers.engine.backend import to_numpy
 
     m = welded(name)
-    src = [
-        int(s) for s in np.sort(np.random.default_rng(2013).choice(m.n_vertices, 8, replace=False))
-    ]
+    src = _seeded(m, k)
     cpu, _ = _dist(m, src)
     res = m.to("cupy").run([("geodesic_distance", {"sources": src})], device="gpu")
     gpu = to_numpy(res.mesh.vertex_attrs["geodesic_distance"]).astype(np.float64)
     np.testing.assert_array_equal(gpu, cpu)
-    if (name, 8) in NO_REFERENCE:
+    if (name, k) in NO_REFERENCE:
         return
-    ref = _exact(m, src)
-    ok = np.isfinite(ref) & (ref > 0)
-    rel = np.abs(gpu[ok] - ref[ok]) / ref[ok]
-    far = ref[ok] >= FAR * _mean_edge(m)
-    assert rel.mean() <= 0.01 and rel[far].max() <= FAR_BOUND.get((name, 8), 0.05)
+    rel = _relative_errors(m, gpu, src)
+    assert rel.mean() <= MEAN_GOAL and rel.max() <= MAX_GOAL, (rel.mean(), rel.max())
