@@ -12,9 +12,10 @@ Design:
   step that reads only what is joined to an element (its faces, edges, fans, components) gives
   each member what it alone would: the op declares this as ``packing=Packing.local``
   (:class:`~.ops.registry.Packing`). A step that would join members by position, an exact weld,
-  is ``keyed``: its ``Operation.packed`` implementation keys it by each vertex's part. Every
-  other step (a bounding box, a global scale, a remesher; a measurement, whose report is per
-  mesh) is ``single``: run member by member and packed again.
+  is ``keyed``: its ``Operation.packed`` implementation keys it by each vertex's part. A
+  measurement (``measure``: its report is per mesh) runs member by member, or not at all where
+  the caller keeps no reports. Every other step (a bounding box, a global scale, a remesher)
+  is ``single``: run member by member and packed again.
 * The part of each vertex and face travels as the attribute ``_pack_part`` (:data:`PART`), so
   that any re-indexing carries it (``TriMesh.reindexed``). After each step the parts are put
   back in order (:func:`_in_order`): a stable sort by part, which keeps each member's own
@@ -191,11 +192,17 @@ class PackedRun:
     modes: list[str] = field(default_factory=list)
 
 
-def run_packed(meshes: list[TriMesh], steps: list[Step]) -> PackedRun:
+def run_packed(
+    meshes: list[TriMesh], steps: list[Step], *, measure: bool = True, host: bool = False
+) -> PackedRun:
     """Run parsed ``steps`` over ``meshes`` (all :func:`packable`, of one :func:`signature`,
     on the backend they are on) as one pack; see the module's docstring. A member that a step
     leaves with no faces is dropped from the result and listed in ``alone`` (the pipeline run
-    on it alone raises ``mesh.no_faces_left`` there); a step that raises, raises."""
+    on it alone raises ``mesh.no_faces_left`` there); a step that raises, raises.
+
+    ``measure=False`` skips the ``measure`` steps (they leave the mesh as it is and refuse no
+    mesh: a caller that keeps only the meshes, as a batch does, has no use for their reports).
+    ``host``: the members come back on NumPy, the pack copied once."""
     n = len(meshes)
     run = PackedRun([None] * n)
     be = meshes[0].backend
@@ -206,8 +213,11 @@ def run_packed(meshes: list[TriMesh], steps: list[Step]) -> PackedRun:
         op = step.op
         impl_backend = be if (be == "numpy" or op.cupy is not None) else "numpy"
         mode = op.packing_for(step.params)
+        if mode is Packing.measure and not measure:
+            run.modes.append("skipped")
+            continue
         t0 = time.perf_counter()
-        if mode is Packing.single:
+        if mode in (Packing.single, Packing.measure):
             members = members or [m.to(impl_backend) for m in unpack(p)]
             impl = op.implementation(impl_backend)
             # a member left with no faces stays as it is: it runs alone later
@@ -230,7 +240,10 @@ def run_packed(meshes: list[TriMesh], steps: list[Step]) -> PackedRun:
         run.timings[f"{i}:{op.name}"] = time.perf_counter() - t0
         run.modes.append(mode.value)
         dead |= p.faces_of() == 0
-    kept = unpack(p) if members is None else members
+    if members is not None:
+        kept = [m.to("numpy") for m in members] if host else members
+    else:
+        kept = unpack(Pack(p.mesh.to("numpy"), p.v_off, p.f_off) if host else p)
     for j in range(n):
         if dead[j]:
             run.alone.append(j)

@@ -83,7 +83,7 @@ def test_pack_and_unpack_give_the_members_back():
 def test_a_packed_pipeline_gives_each_member_what_it_alone_gets():
     members = _members()
     run = run_packed(members, parse_pipeline(PIPELINE))
-    assert run.modes == ["keyed", "local", "local", "single"]
+    assert run.modes == ["keyed", "local", "local", "measure"]
     collapsed = len(members) - 1
     assert run.alone == [collapsed]  # alone, it fails with its own error
     with pytest.raises(Exception, match="no faces"):
@@ -136,7 +136,7 @@ def test_declared_packing():
     assert weld.packing_for(weld.parse_params({"tolerance": 0.1})) is Packing.single
     packed = {op.name for op in OPS if op.packing is not Packing.single}
     tested = {"weld", "repair", "vertex_normals", "face_normals"}
-    tested |= {"remove_degenerate_faces", "remove_unused_vertices"}
+    tested |= {"remove_degenerate_faces", "remove_unused_vertices", "stats"}
     assert packed == tested
     assert PART not in OPS.attribute_names()
 

@@ -91,6 +91,11 @@ class Packing(str, Enum):
         "would join meshes by position (weld): run once over the pack by ``Operation.packed``, "
         "which keys it by each vertex's part",
     )
+    measure = (
+        "measure",
+        "only measures, and measures any mesh (never refuses one): run mesh by mesh for its "
+        "report, or skipped by a packed run that keeps no reports (a batch's items)",
+    )
     single = (
         "single",
         "reads the whole mesh (a bounding box, a global scale, an order over all elements) or "
