@@ -1,6 +1,7 @@
 """A batch chunk's items run packed (:mod:`.engine.packing`): parsed on a pool of threads, the
 small meshes of one backend and attribute set packed together, each step run once per pack,
-each member's statistics and file written on the pool again.
+the members' statistics taken from the pack (``engine.part_stats``), each member's file written
+on the pool again.
 
 Each item's outcome is what :func:`~.runner.execute_chunk` records for it run alone, with the
 same bytes written (``tests/workers/test_packed.py``). What a pack cannot run goes back to the
@@ -28,7 +29,6 @@ from typing import Any
 from .engine.backend import choose
 from .engine.mesh import TriMesh
 from .engine.ops import Packing
-from .engine.ops.stats import mesh_stats
 from .engine.packing import packable, run_packed, signature
 from .engine.pipeline import Step, starts_with_source
 from .jobspec import JobSpec
@@ -154,7 +154,8 @@ def _run_pack(
     backend = pack[0][2]
     t0 = time.perf_counter()
     try:
-        run = run_packed([m.to(backend) for _, m, _ in pack], steps, measure=False, host=True)
+        meshes = [m for _, m, _ in pack]
+        run = run_packed(meshes, steps, measure=False, host=True, backend=backend, stats=True)
     except Exception as exc:
         if failed is not None and failed(exc):
             raise
@@ -176,9 +177,7 @@ def _run_pack(
         assert out is not None
         share = mesh.n_faces / total_faces  # of each packed step's time
         timings = {"parse": p.seconds, **{k: v * share for k, v in run.timings.items()}}
-        t = time.perf_counter()
-        stats = mesh_stats(out)
-        timings["stats_after"] = time.perf_counter() - t
+        stats = run.stats[j]
         t = time.perf_counter()
         key = item_key(job_id, int(p.item["index"]), fmt)
         try:

@@ -47,6 +47,8 @@ import numpy as np
 from .backend import sync
 from .mesh import TriMesh
 from .ops import Packing
+from .ops.stats import mesh_stats
+from .part_stats import part_stats
 from .pipeline import Step
 
 #: the attribute (vertex and face, int32) that says which member of a pack an element belongs to
@@ -115,11 +117,12 @@ def pack(meshes: list[TriMesh]) -> Pack:
     f_off = np.concatenate([[0], np.cumsum(nf)])
     V = xp.concatenate([m.V for m in meshes])
     F = xp.concatenate([m.F + int(o) for m, o in zip(meshes, v_off[:-1], strict=True)])
-    ids = xp.arange(len(meshes), dtype=xp.int32)
+    ids = np.arange(len(meshes), dtype=np.int32)
     va = {k: xp.concatenate([m.vertex_attrs[k] for m in meshes]) for k in meshes[0].vertex_attrs}
     fa = {k: xp.concatenate([m.face_attrs[k] for m in meshes]) for k in meshes[0].face_attrs}
-    va[PART] = xp.repeat(ids, xp.asarray(nv))
-    fa[PART] = xp.repeat(ids, xp.asarray(nf))
+    # made on the host (CuPy's repeat takes no array of counts), copied once
+    va[PART] = xp.asarray(np.repeat(ids, nv))
+    fa[PART] = xp.asarray(np.repeat(ids, nf))
     return Pack(TriMesh(V, F.astype(xp.int32), va, fa), v_off, f_off)
 
 
@@ -190,23 +193,36 @@ class PackedRun:
     alone: list[int] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     modes: list[str] = field(default_factory=list)
+    #: with ``stats=True``: each member's ``mesh_stats`` (None for those in ``alone``)
+    stats: list[dict[str, Any] | None] = field(default_factory=list)
 
 
 def run_packed(
-    meshes: list[TriMesh], steps: list[Step], *, measure: bool = True, host: bool = False
+    meshes: list[TriMesh],
+    steps: list[Step],
+    *,
+    measure: bool = True,
+    host: bool = False,
+    backend: str | None = None,
+    stats: bool = False,
 ) -> PackedRun:
-    """Run parsed ``steps`` over ``meshes`` (all :func:`packable`, of one :func:`signature`,
-    on the backend they are on) as one pack; see the module's docstring. A member that a step
+    """Run parsed ``steps`` over ``meshes`` (all :func:`packable`, of one :func:`signature`)
+    as one pack; see the module's docstring. A member that a step
     leaves with no faces is dropped from the result and listed in ``alone`` (the pipeline run
     on it alone raises ``mesh.no_faces_left`` there); a step that raises, raises.
 
     ``measure=False`` skips the ``measure`` steps (they leave the mesh as it is and refuse no
     mesh: a caller that keeps only the meshes, as a batch does, has no use for their reports).
-    ``host``: the members come back on NumPy, the pack copied once."""
+    ``host``: the members come back on NumPy, the pack copied once. ``backend``: the pack
+    runs there (packed where the members are, then copied once). ``stats``: also each
+    member's statistics, by :func:`~.part_stats.part_stats` on the pack (timed as
+    ``stats_after``), on the host."""
     n = len(meshes)
     run = PackedRun([None] * n)
-    be = meshes[0].backend
     p = pack(meshes)
+    be = backend or p.mesh.backend
+    if p.mesh.backend != be:
+        p = Pack(p.mesh.to(be), p.v_off, p.f_off)
     members: list[TriMesh] | None = None  # the pack cut up, while no step changed it
     dead = np.zeros(n, dtype=bool)
     for i, step in enumerate(steps):
@@ -240,13 +256,24 @@ def run_packed(
         run.timings[f"{i}:{op.name}"] = time.perf_counter() - t0
         run.modes.append(mode.value)
         dead |= p.faces_of() == 0
+    t0 = time.perf_counter()
+    figures: list[dict[str, Any]] | None = None
     if members is not None:
         kept = [m.to("numpy") for m in members] if host else members
+        if stats:
+            figures = [mesh_stats(m.to("numpy")) for m in members]
     else:
-        kept = unpack(Pack(p.mesh.to("numpy"), p.v_off, p.f_off) if host else p)
+        on_host = Pack(p.mesh.to("numpy"), p.v_off, p.f_off)
+        kept = unpack(on_host if host else p)
+        if stats:
+            figures = part_stats(on_host.mesh, on_host.v_off, on_host.f_off)
+    if stats:
+        run.timings["stats_after"] = time.perf_counter() - t0
+    run.stats = [None] * n
     for j in range(n):
         if dead[j]:
             run.alone.append(j)
         else:
             run.meshes[j] = kept[j]
+            run.stats[j] = figures[j] if figures is not None else None
     return run
