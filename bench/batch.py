@@ -177,6 +177,13 @@ def main() -> None:
     ap.add_argument(
         "--min-faces", type=int, default=1_000, help="only the shared meshes this large"
     )
+    ap.add_argument(
+        "--chunk-items",
+        type=int,
+        default=0,
+        help="items per chunk of the batch (TESSERA_BATCH_CHUNK_ITEMS; 0: the service's own); "
+        "a chunk's small meshes are packed together, so larger chunks make larger packs",
+    )
     ap.add_argument("--root", default=str(ROOT), help="the checkout whose service is started")
     args = ap.parse_args()
 
@@ -196,6 +203,10 @@ def main() -> None:
     try:
         paths, faces = make_folder(work / "in", args.items, args.max_faces, args.min_faces)
         res["items"], res["faces"] = len(paths), faces
+        if args.chunk_items:
+            os.environ["TESSERA_BATCH_CHUNK_ITEMS"] = str(args.chunk_items)
+            os.environ["TESSERA_BATCH_CHUNK_BYTES"] = str(1 << 30)
+            res["chunk_items"] = args.chunk_items
         svc = Service(work / "service", args.workers, 1, args.device, Path(args.root))
         try:
             svc.wait_ready()

@@ -312,7 +312,10 @@ def execute_chunk(
         s3_store.copy_to(fields["key"], sink["bucket"], sink["prefix"] + item["output"])
         fields["timings"]["copy_out"] = round(time.perf_counter() - t_copy, 6)
 
-    steps = parse_pipeline(spec.pipeline)
+    try:
+        steps = parse_pipeline(spec.pipeline)
+    except EngineError:  # each item fails with it below, as it did before packing
+        steps, pack = [], False
     todo: list[Parsed | dict[str, Any]] = list(items)
     if pack and packs_pipeline(steps):
         if progress:

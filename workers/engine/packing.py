@@ -22,7 +22,8 @@ Design:
   order, e.g. ``repair``'s split vertices, appended after all members, move to the end of their
   own member, where the member alone appends them. The step must leave every face's vertices in
   its own part; it is checked, and a pack that breaks it raises :class:`PackingError`.
-* :func:`unpack` cuts the pack back into its members.
+* :func:`unpack` cuts the pack back into its members; :func:`~.part_stats.part_stats` gives
+  each member's statistics from the pack's own topology.
 
 The result of each member is then the same, bit for bit on NumPy, as the pipeline run on it
 alone (``tests/workers/engine/test_packing.py`` compares them over the shared meshes), which is
@@ -30,10 +31,15 @@ what lets a batch pack its items (``workers.runner.execute_chunk``). Members who
 have failed, or that carry what a pack cannot hold (corner attributes, materials), are for the
 caller to run alone (:func:`packable`, :attr:`PackedRun.alone`).
 
-Measured on NumPy (2-core CPU, the 16 shared meshes of 1k to 70k faces): a pack is not faster
-there (weld + repair + vertex_normals + stats: 1.1 s packed against 0.7 s one by one; repair's
-sorts and components grow faster than linearly), so a batch on the CPU packs only meshes under
-``CPU_PACK_FACES`` faces; on the GPU every step's fixed cost is what packing saves.
+Measured on NumPy (2-core CPU, shared with other work, so give or take a third; weld + repair
++ vertex_normals + stats): the 16 shared meshes of 1k to 70k faces (attributes left out) as
+one pack, 1.1 to 1.2 s against 0.7 s one by one (repair's sorts and components grow faster
+than linearly); 64 meshes of 1k to 7k faces in a batch chunk, 43 to 48 items/s packed against
+42 to 50 one by one: no gain; 32 cubes of 12 faces, 13 ms against 45 ms; 200 meshes of 12 to
+968 faces in a chunk, about 245 items/s against 165. So a batch on the CPU packs only meshes
+under ``CPU_PACK_FACES`` faces; on the GPU each step's fixed cost (launches, syncs) is what a
+pack saves, and every mesh up to a quarter of ``GPU_PACK_FACES`` is packed (not measured here:
+no GPU on this host).
 """
 
 from __future__ import annotations
