@@ -222,7 +222,7 @@ def run_packed(
     ``host``: the members come back on NumPy, the pack copied once. ``backend``: the pack
     runs there (packed where the members are, then copied once). ``stats``: also each
     member's statistics, by :func:`~.part_stats.part_stats` on the pack (timed as
-    ``stats_after``), on the host."""
+    ``stats_after``)."""
     n = len(meshes)
     run = PackedRun([None] * n)
     p = pack(meshes)
@@ -269,10 +269,9 @@ def run_packed(
         if stats:
             figures = [mesh_stats(m.to("numpy")) for m in members]
     else:
-        on_host = Pack(p.mesh.to("numpy"), p.v_off, p.f_off)
-        kept = unpack(on_host if host else p)
-        if stats:
-            figures = part_stats(on_host.mesh, on_host.v_off, on_host.f_off)
+        if stats:  # where the pack is, with the topology its last steps built
+            figures = part_stats(p.mesh, p.v_off, p.f_off)
+        kept = unpack(Pack(p.mesh.to("numpy"), p.v_off, p.f_off) if host else p)
     if stats:
         run.timings["stats_after"] = time.perf_counter() - t0
     run.stats = [None] * n

@@ -1,6 +1,6 @@
 """The statistics of every member of a pack (:mod:`.packing`) from one topology of the pack:
-:func:`~.ops.stats.mesh_stats` of each member alone, field for field and bit for bit, as
-per-part reductions.
+:func:`~.ops.stats.mesh_stats` of each member alone, field for field (bit for bit on NumPy), as
+per-part reductions, on either backend.
 
 Members share no vertex, so every edge, fan, boundary loop and component lies in one member:
 counts are bincounts by part. The sums (area, volume) are taken per member over its own
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .geometry import face_corners64, face_cross64
 from .graph import group_rows
 from .mesh import TriMesh
 from .ops.stats import _face_norms_numpy
@@ -23,18 +24,23 @@ from .reindex import degenerate_mask
 
 
 def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict[str, Any]]:
-    """``mesh_stats`` of each part of the NumPy mesh ``mesh``: part ``i`` has vertices
+    """``mesh_stats`` of each part of ``mesh`` (NumPy or CuPy): part ``i`` has vertices
     ``v_off[i]:v_off[i + 1]`` and faces ``f_off[i]:f_off[i + 1]``, and no face of one part uses
-    a vertex of another."""
+    a vertex of another. The counts are reductions on the mesh's backend over its (cached)
+    topology; the sums and bounding boxes are taken on the host, per part, from one copy of the
+    per-face and per-vertex values. On CuPy the per-face values are ``mesh_stats``'s generic
+    expressions and the sums NumPy's, not CuPy's: the area and volume may differ from the
+    member's own GPU figures in the last bits."""
+    xp = mesh.xp
     n_parts = int(v_off.shape[0]) - 1
     topo = mesh.topology
     V, F = mesh.V, mesh.F
     nv, nf = np.diff(v_off), np.diff(f_off)
-    vp = np.repeat(np.arange(n_parts), nv)
-    fp = np.repeat(np.arange(n_parts), nf)
+    vp = xp.asarray(np.repeat(np.arange(n_parts), nv))
+    fp = xp.asarray(np.repeat(np.arange(n_parts), nf))
 
     def per_part(parts: Any) -> np.ndarray:
-        return np.bincount(parts, minlength=n_parts)
+        return _host(xp.bincount(parts, minlength=n_parts))
 
     EV = topo.EV
     ep = vp[EV[:, 0]]
@@ -42,14 +48,14 @@ def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict
     used = topo.used_vertices
     n_used = per_part(vp[used])
     comp, n_comp_all = topo.vertex_components()
-    comp_part = np.full(n_comp_all, -1, dtype=np.int64)
+    comp_part = xp.full(n_comp_all, -1, dtype=xp.int64)
     comp_part[comp[used]] = vp[used]
     n_comp = per_part(comp_part)
     n_bnd = per_part(ep[topo.boundary_edges])
     n_nme = per_part(ep[topo.non_manifold_edges])
     n_nmv = per_part(vp[topo.non_manifold_vertices])
     verts, loop, n_loops_all = topo.boundary_loop_labels()
-    loop_vertex = np.zeros(n_loops_all, dtype=np.int64)
+    loop_vertex = xp.zeros(n_loops_all, dtype=xp.int64)
     loop_vertex[loop] = verts  # any vertex of each loop
     n_loops = per_part(vp[loop_vertex])
     consistent, orientable_face = topo.orientation()
@@ -65,30 +71,38 @@ def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict
     manifold = (n_nme == 0) & (n_nmv == 0)
     closed = (n_bnd == 0) & (n_nme == 0)
 
-    repeated = degenerate_mask(np, F)
+    repeated = degenerate_mask(xp, F)
     n_repeated = per_part(fp[repeated])
-    dup_faces = nf - _distinct_per_part(group_rows(np, np.sort(F, axis=1)), fp, n_parts)
-    used_idx = np.flatnonzero(used)
-    rows = V[used_idx] + 0.0
-    lab = group_rows(np, rows)  # equal positions in two parts share a label: keyed by part
-    key = vp[used_idx].astype(np.int64) * (int(lab.max(initial=0)) + 1) + lab
-    distinct = np.unique(key) // (int(lab.max(initial=0)) + 1)
+    face_groups = group_rows(xp, xp.sort(F, axis=1))
+    dup_faces = nf - per_part(fp[_any_member(xp, face_groups)])
+    used_idx = xp.nonzero(used)[0]
+    lab = group_rows(xp, V[used_idx] + 0.0)
+    # equal positions in two parts share a label: keyed by part
+    span = int(lab.max()) + 1 if int(lab.shape[0]) else 1
+    distinct = xp.unique(vp[used_idx].astype(xp.int64) * span + lab) // span
     dup_verts = n_used - per_part(distinct)
 
-    norms, prod = _face_norms_numpy(V, F, True)
+    if xp is np:
+        norms, prod = _face_norms_numpy(V, F, True)
+    else:  # mesh_stats's generic expressions
+        cross = face_cross64(xp, V, F)
+        norms = xp.linalg.norm(cross, axis=1)
+        prod = face_corners64(xp, V, F)[0] * cross
     n_zero_area = per_part(fp[(norms == 0) & ~repeated])
 
     # genus: (2 - chi_c - b_c) / 2 per component, summed over the part's components
     nc = n_comp_all
-    v_c = np.bincount(comp[comp >= 0], minlength=nc)
-    e_c = np.bincount(comp[EV[:, 0]], minlength=nc)
-    f_c = np.bincount(comp[F[:, 0]], minlength=nc)
-    b_c = np.bincount(comp[loop_vertex], minlength=nc)
+    v_c = xp.bincount(comp[comp >= 0], minlength=nc)
+    e_c = xp.bincount(comp[EV[:, 0]], minlength=nc)
+    f_c = xp.bincount(comp[F[:, 0]], minlength=nc)
+    b_c = xp.bincount(comp[loop_vertex], minlength=nc)
     twice_g = 2 - (v_c - e_c + f_c) - b_c
     odd = (twice_g < 0) | (twice_g % 2 != 0)
     genus_bad = per_part(comp_part[odd]) > 0
-    genus_sum = np.bincount(comp_part, weights=twice_g // 2, minlength=n_parts)
+    genus_sum = _host(xp.bincount(comp_part, weights=twice_g // 2, minlength=n_parts))
 
+    # one copy each to the host: the per-part sums and extremes are NumPy's
+    norms, prod, V, used = _host(norms), _host(prod), _host(V), _host(used)
     out = []
     for i in range(n_parts):
         v0, v1, f0, f1 = int(v_off[i]), int(v_off[i + 1]), int(f_off[i]), int(f_off[i + 1])
@@ -139,11 +153,14 @@ def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict
     return out
 
 
-def _distinct_per_part(labels: np.ndarray, part: np.ndarray, n_parts: int) -> np.ndarray:
-    """Distinct labels among each part's elements (a label never spans two parts: faces, whose
-    vertices are of one part)."""
-    if labels.shape[0] == 0:
-        return np.zeros(n_parts, dtype=np.int64)
-    first = np.zeros(int(labels.max()) + 1, dtype=np.int64)
-    first[labels[::-1]] = np.arange(labels.shape[0] - 1, -1, -1)  # any element of each label
-    return np.bincount(part[first], minlength=n_parts)
+def _any_member(xp: Any, labels: Any) -> Any:
+    """An element of each label ``0..k-1`` (the labels of ``group_rows``)."""
+    if int(labels.shape[0]) == 0:
+        return xp.zeros(0, dtype=xp.int64)
+    first = xp.zeros(int(labels.max()) + 1, dtype=xp.int64)
+    first[labels] = xp.arange(labels.shape[0], dtype=xp.int64)  # whichever write lands
+    return first
+
+
+def _host(a: Any) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)

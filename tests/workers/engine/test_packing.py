@@ -180,3 +180,25 @@ def test_the_statistics_of_each_part_are_those_of_the_member_alone():
     run = run_packed(members[:-1], parse_pipeline(PIPELINE))  # not the collapsed one
     p = _in_order(pack([m for m in run.meshes if m is not None]).mesh, len(members) - 1)
     assert part_stats(p.mesh, p.v_off, p.f_off) == [mesh_stats(m) for m in run.meshes]
+
+
+@pytest.mark.gpu
+def test_the_statistics_of_each_part_on_the_gpu_are_those_of_the_member_alone():
+    """part_stats on a CuPy pack against mesh_stats of each member on CuPy: counts and flags
+    equal, the area and volume within float64 rounding (NumPy's sums against CuPy's)."""
+    from workers.engine.part_stats import part_stats
+
+    names = ["rx-torus.obj", "suzanne.obj", "teapot.obj", "woody.obj", "woody.obj"]
+    members = [load_path(mesh_path(n)) for n in names]
+    members = [TriMesh(m.V, m.F).to("cupy") for m in members]
+    members += [m.to("cupy") for m in _broken()]
+    p = pack(members)
+    got = part_stats(TriMesh(p.mesh.V, p.mesh.F), p.v_off, p.f_off)
+    for g, m in zip(got, members, strict=True):
+        want = mesh_stats(m)
+        assert g.keys() == want.keys()
+        for k, v in want.items():
+            if k in ("area", "volume", "bbox_diagonal") and v is not None:
+                assert g[k] == pytest.approx(v, rel=1e-12), k
+            else:
+                assert g[k] == v, k
