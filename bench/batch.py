@@ -33,8 +33,12 @@ from typing import Any
 from bench.service import MESHES, ROOT, Service
 
 PIPELINE: list[Any] = ["weld", "repair", ("vertex_normals", {"weighting": "angle"}), "stats"]
-#: the shared meshes of 1k to 70k faces (faces from meshes/README.md)
+#: the shared meshes (faces from meshes/README.md); by default those of 1k to 70k faces
 SOURCES = {
+    "rx-cube.obj": 12,
+    "rx-plane_5.obj": 32,
+    "rx-sphere3.obj": 768,
+    "suzanne.obj": 968,
     "alligator.obj": 5981,
     "beetle.obj": 2053,
     "cheburashka.obj": 13334,
@@ -54,10 +58,12 @@ SOURCES = {
 }
 
 
-def make_folder(folder: Path, n: int, max_faces: int = 70_000) -> tuple[list[Path], int]:
-    """``n`` meshes in ``folder`` (sub-folders of 100), the shared ones of at most
+def make_folder(
+    folder: Path, n: int, max_faces: int = 70_000, min_faces: int = 1_000
+) -> tuple[list[Path], int]:
+    """``n`` meshes in ``folder`` (sub-folders of 100), the shared ones of ``min_faces`` to
     ``max_faces`` faces in turn; their faces."""
-    names = sorted(k for k, f in SOURCES.items() if f <= max_faces)
+    names = sorted(k for k, f in SOURCES.items() if min_faces <= f <= max_faces)
     paths, faces = [], 0
     for i in range(n):
         name = names[i % len(names)]
@@ -143,16 +149,16 @@ def report(res: dict[str, Any]) -> str:
         )
     head = (
         f"`{res['command']}` on {res['host']}, device {res['device']}, "
-        f"{res['workers']} workers, meshes of at most {res['max_faces']:,} faces; "
-        "pipeline weld + repair + vertex_normals(angle) + stats, "
-        "results as binary PLY.\n\n"
+        f"{res['workers']} workers, meshes of {res.get('min_faces', 1000):,} to "
+        f"{res['max_faces']:,} faces; pipeline weld + repair + vertex_normals(angle) + stats, "
+        f"results as binary PLY; load average before: {res.get('load', '?')}.\n\n"
     )
     tail = ""
     if res.get("batch") and res.get("jobs"):
         ratio = res["jobs"]["seconds"] / res["batch"]["seconds"]
         b = res["batch"]
         tail = (
-            f"\nbatch / jobs: **{ratio:.1f}x** the rate. Batch: submit {b['submit']:.2f} s, "
+            f"\nbatch / jobs: **{ratio:.2f}x** the rate. Batch: submit {b['submit']:.2f} s, "
             f"run {b['run']:.2f} s, download {b['download']:.2f} s.\n"
         )
     return head + "\n".join(rows) + "\n" + tail
@@ -168,6 +174,16 @@ def main() -> None:
     ap.add_argument(
         "--max-faces", type=int, default=70_000, help="only the shared meshes this small"
     )
+    ap.add_argument(
+        "--min-faces", type=int, default=1_000, help="only the shared meshes this large"
+    )
+    ap.add_argument(
+        "--chunk-items",
+        type=int,
+        default=0,
+        help="items per chunk of the batch (TESSERA_BATCH_CHUNK_ITEMS; 0: the service's own); "
+        "a chunk's small meshes are packed together, so larger chunks make larger packs",
+    )
     ap.add_argument("--root", default=str(ROOT), help="the checkout whose service is started")
     args = ap.parse_args()
 
@@ -180,10 +196,17 @@ def main() -> None:
         "device": args.device,
         "workers": args.workers,
         "max_faces": args.max_faces,
+        "min_faces": args.min_faces,
+        # the host may be shared: what else ran shows here
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     try:
-        paths, faces = make_folder(work / "in", args.items, args.max_faces)
+        paths, faces = make_folder(work / "in", args.items, args.max_faces, args.min_faces)
         res["items"], res["faces"] = len(paths), faces
+        if args.chunk_items:
+            os.environ["TESSERA_BATCH_CHUNK_ITEMS"] = str(args.chunk_items)
+            os.environ["TESSERA_BATCH_CHUNK_BYTES"] = str(1 << 30)
+            res["chunk_items"] = args.chunk_items
         svc = Service(work / "service", args.workers, 1, args.device, Path(args.root))
         try:
             svc.wait_ready()

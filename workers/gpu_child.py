@@ -154,6 +154,8 @@ def child_main(
                     failed=poisoned,
                     s3=job.batch.get("s3"),
                     max_member=int(job.batch.get("max_member") or 256 << 20),
+                    # after a death, one by one: the item that killed the child is found
+                    pack=job.attempt <= 1,
                 )
                 conn.send(Done(fields))
                 continue

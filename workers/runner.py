@@ -30,6 +30,7 @@ from .engine.mesh import TriMesh
 from .engine.ops.stats import mesh_stats
 from .engine.pipeline import StepReport, parse_pipeline, run_pipeline, starts_with_source
 from .jobspec import JobSpec
+from .packed import IO_THREADS, Parsed, packs_pipeline, parse_items, run_packs
 from .queue.blobs import (
     BlobStore,
     artifact_key,
@@ -178,11 +179,7 @@ def process(
     output = spec.output
     fmt = output.format
     t = time.perf_counter()
-    chunks = serialize_chunks(
-        out, fmt, output.attributes, polygons=output.polygons, compression=output.compression
-    )
-    # the file goes to the store piece by piece as it is written: "serialize" includes storing it
-    n_bytes = store.put_chunks(key, chunks)
+    n_bytes = store_mesh(out, spec, store, key)
     timings["serialize"] = time.perf_counter() - t
 
     report(0.95, "store")
@@ -244,6 +241,16 @@ def process(
     }
 
 
+def store_mesh(out: TriMesh, spec: JobSpec, store: BlobStore, key: str) -> int:
+    """Write ``out`` as ``spec`` asks at ``key``, piece by piece as it is serialized (a job, a
+    batch's item run alone and a packed one alike); the bytes written."""
+    o = spec.output
+    chunks = serialize_chunks(
+        out, o.format, o.attributes, polygons=o.polygons, compression=o.compression
+    )
+    return store.put_chunks(key, chunks)
+
+
 ItemDone = Callable[[int, dict[str, Any]], None]
 
 
@@ -261,6 +268,8 @@ def execute_chunk(
     failed: Callable[[Exception], Any] | None = None,
     s3: dict[str, Any] | None = None,
     max_member: int = 256 << 20,
+    pack: bool = True,
+    io_threads: int = IO_THREADS,
 ) -> dict[str, Any]:
     """Run a batch chunk: its members' files are read in one piece (:func:`members_key`), and
     each item of ``items`` (``{"index", "path"}``: those not recorded yet) is parsed, run and
@@ -273,7 +282,13 @@ def execute_chunk(
     ``s3``: the batch reads its files from an S3 prefix (``{"input": {"bucket", "prefix"},
     "output": ...}``): each item's object is read there (at most ``max_member`` bytes), and
     with an ``output`` prefix each result is also copied there at the item's ``output`` path;
-    ``store`` is then the S3 blob store (:mod:`.queue.s3batch`)."""
+    ``store`` is then the S3 blob store (:mod:`.queue.s3batch`).
+
+    ``pack``: where the pipeline allows it, the items are read on ``io_threads`` threads and
+    the small ones run packed (:mod:`.packed`: the same bytes, fewer fixed costs); the others
+    run one by one as above. A chunk that runs again after its process died runs unpacked
+    (the gpu child passes ``pack=False`` then), so that an item that kills it is found and
+    fails alone."""
     if not isinstance(spec, JobSpec):
         spec = JobSpec.from_stored(spec)
     t0 = time.perf_counter()
@@ -283,24 +298,70 @@ def execute_chunk(
     load_s = time.perf_counter() - t0
     fmt = spec.output.format
     done = ok = 0
-    for n, item in enumerate(items):
+
+    def read(item: dict[str, Any]) -> TriMesh:
+        index = int(item["index"])
+        data = _s3_member(store, source, item["path"], max_member) if source else members.get(index)
+        if data is None:
+            raise EngineError("the item's file is missing from its chunk", index=index)
+        return load_bytes(bytes(data), item["path"], max_expanded=max_expanded)
+
+    def copy_out(fields: dict[str, Any], item: dict[str, Any]) -> None:
+        t_copy = time.perf_counter()
+        s3_store: Any = store  # an S3BlobStore: the API takes S3 batches on one only
+        s3_store.copy_to(fields["key"], sink["bucket"], sink["prefix"] + item["output"])
+        fields["timings"]["copy_out"] = round(time.perf_counter() - t_copy, 6)
+
+    try:
+        steps = parse_pipeline(spec.pipeline)
+    except EngineError:  # each item fails with it below, as it did before packing
+        steps, pack = [], False
+    todo: list[Parsed | dict[str, Any]] = list(items)
+    if pack and packs_pipeline(steps):
+        if progress:
+            progress(0.0, f"reading {len(items)} items")
+        packed = run_packs(
+            job_id,
+            spec,
+            steps,
+            store,
+            parse_items(items, read, io_threads),
+            gpu_min_faces=gpu_min_faces,
+            threads=io_threads,
+            failed=failed,
+        )
+        for item in items:
+            outcome = packed.outcomes.get(int(item["index"]))
+            if outcome is None:
+                continue
+            try:
+                if sink:
+                    copy_out(outcome, item)
+                ok += 1
+            except Exception as exc:
+                outcome = _failure(exc, 0.0, failed)
+            on_item(int(item["index"]), outcome)
+            done += 1
+        todo = list(packed.alone)
+    for n, entry in enumerate(todo):
+        item = entry.item if isinstance(entry, Parsed) else entry
         index = int(item["index"])
         if progress:
-            progress(n / max(len(items), 1), f"item {n + 1}/{len(items)}")
+            progress((done + n) / max(len(items), 1), f"item {done + n + 1}/{len(items)}")
         if on_start is not None:
             on_start(index)
         timings: dict[str, float] = {}
         t = time.perf_counter()
         try:
-            data = (
-                _s3_member(store, source, item["path"], max_member)
-                if source
-                else members.get(index)
-            )
-            if data is None:
-                raise EngineError("the item's file is missing from its chunk", index=index)
-            mesh = load_bytes(bytes(data), item["path"], max_expanded=max_expanded)
-            timings["parse"] = time.perf_counter() - t
+            if isinstance(entry, Parsed):  # read already, maybe with its error
+                if entry.error is not None:
+                    raise entry.error
+                assert entry.mesh is not None
+                mesh = entry.mesh
+                timings["parse"] = entry.seconds
+            else:
+                mesh = read(item)
+                timings["parse"] = time.perf_counter() - t
             fields = process(
                 mesh,
                 spec,
@@ -312,12 +373,6 @@ def execute_chunk(
                 gpu_min_faces=gpu_min_faces,
                 with_stats_before=False,
             )
-            if sink:
-                t_copy = time.perf_counter()
-                dest = sink["prefix"] + item["output"]
-                s3_store: Any = store  # an S3BlobStore: the API takes S3 batches on one only
-                s3_store.copy_to(fields["result"]["key"], sink["bucket"], dest)
-                fields["timings"]["copy_out"] = time.perf_counter() - t_copy
             outcome: dict[str, Any] = {
                 "state": "succeeded",
                 "key": fields["result"]["key"],
@@ -327,19 +382,11 @@ def execute_chunk(
                 "timings": {k: round(v, 6) for k, v in fields["timings"].items()},
                 "backend": fields["backend"],
             }
+            if sink:
+                copy_out(outcome, item)
             ok += 1
         except Exception as exc:
-            if failed is not None and failed(exc):
-                raise
-            err = (
-                exc
-                if isinstance(exc, EngineError)
-                else EngineError(exception=f"{exc.__class__.__name__}: {exc}"[:500])
-            )
-            if isinstance(exc, MemoryError):
-                err = OutOfMemory()
-            outcome = {"state": "failed", "error": err.to_dict()}
-            outcome["timings"] = {"total": round(time.perf_counter() - t, 6)}
+            outcome = _failure(exc, time.perf_counter() - t, failed)
         on_item(index, outcome)
         done += 1
     log.info(
@@ -354,6 +401,23 @@ def execute_chunk(
         "timings": {"load": load_s, "items": time.perf_counter() - t0 - load_s},
         "reports": [{"op": "batch", "report": {"items": done, "succeeded": ok}}],
     }
+
+
+def _failure(
+    exc: Exception, seconds: float, failed: Callable[[Exception], Any] | None
+) -> dict[str, Any]:
+    """A failed item's outcome; raises ``exc`` again when ``failed(exc)`` says it must end the
+    whole chunk."""
+    if failed is not None and failed(exc):
+        raise exc
+    err = (
+        exc
+        if isinstance(exc, EngineError)
+        else EngineError(exception=f"{exc.__class__.__name__}: {exc}"[:500])
+    )
+    if isinstance(exc, MemoryError):
+        err = OutOfMemory()
+    return {"state": "failed", "error": err.to_dict(), "timings": {"total": round(seconds, 6)}}
 
 
 def _s3_member(store: Any, source: dict[str, Any], path: str, max_member: int) -> bytes:

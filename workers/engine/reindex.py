@@ -25,15 +25,27 @@ MAX_CANDIDATE_PAIRS = 50_000_000
 _HALF_NEIGHBOURS = [o for o in itertools.product((-1, 0, 1), repeat=3) if o > (0, 0, 0)]
 
 
-def weld(mesh: TriMesh, tolerance: float = 0.0, remove_unused: bool = True) -> tuple[TriMesh, dict]:
+def weld(
+    mesh: TriMesh, tolerance: float = 0.0, remove_unused: bool = True, part: Any = None
+) -> tuple[TriMesh, dict]:
     """Merge vertices at the same position (``tolerance == 0``: exact float equality) or closer
     than ``tolerance`` (transitively: chains of close vertices become one). The merged vertex keeps
-    the position of its lowest-index member; per-vertex attributes are averaged."""
+    the position of its lowest-index member; per-vertex attributes are averaged.
+
+    ``part`` (n_vertices,) int: only vertices of the same part merge (an exact weld of meshes
+    packed side by side, :mod:`.packing`): groups are keyed by ``(part, position)``, and as they
+    are numbered by their first vertex, a part whose vertices are contiguous welds to what it
+    would alone, shifted."""
     xp = mesh.xp
     n = mesh.n_vertices
     cand = xp.nonzero(mesh.used_vertices())[0] if remove_unused else xp.arange(n, dtype=xp.int64)
     P = mesh.V[cand] + 0.0  # + 0.0 turns -0.0 into +0.0 so both compare and sort as equal
     labels = group_rows(xp, P)
+    if part is not None:
+        if tolerance > 0:
+            raise ValueError("a weld keyed by part is exact (tolerance 0)")
+        if int(cand.shape[0]):
+            labels = part[cand].astype(xp.int64) * (int(labels.max()) + 1) + labels
     if tolerance > 0:
         exact_id, heads = compact_groups(xp, labels)
         Q = P[heads].astype(xp.float64)

@@ -43,6 +43,7 @@ from .registry import (
     OpParams,
     OpResult,
     Output,
+    Packing,
     Registry,
     Tolerance,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "OpResult",
     "Operation",
     "Output",
+    "Packing",
     "Registry",
     "Tolerance",
 ]

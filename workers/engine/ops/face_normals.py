@@ -7,7 +7,7 @@ import numpy as np
 from ..geometry import face_cross64, unitize
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Packing, Tolerance
 
 
 class Params(OpParams):
@@ -51,6 +51,7 @@ OP = Operation(
             Element.face, "(n_faces, 3)", "float32", "Unit face normal; zero for zero-area faces."
         )
     },
+    packing=Packing.local,
     test_variants=({},),
     tolerances={"face_normals": Tolerance(atol=1e-5)},
 )

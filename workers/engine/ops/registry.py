@@ -68,6 +68,41 @@ OpKind.__doc__ = "What a step does to the mesh. " + "; ".join(
 )
 
 
+class Packing(str, Enum):
+    """How a batch's packed run (:mod:`workers.engine.packing`) may run a step over many meshes
+    concatenated into one, none of them sharing a vertex with another. Each member carries its
+    definition (``meaning``)."""
+
+    meaning: str
+
+    def __new__(cls, value: str, meaning: str) -> Packing:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+    local = (
+        "local",
+        "reads only what is joined to an element (its faces, edges, components): run once over "
+        "the pack, each mesh gets what it alone would",
+    )
+    keyed = (
+        "keyed",
+        "would join meshes by position (weld): run once over the pack by ``Operation.packed``, "
+        "which keys it by each vertex's part",
+    )
+    measure = (
+        "measure",
+        "only measures, and measures any mesh (never refuses one): run mesh by mesh for its "
+        "report, or skipped by a packed run that keeps no reports (a batch's items)",
+    )
+    single = (
+        "single",
+        "reads the whole mesh (a bounding box, a global scale, an order over all elements) or "
+        "only measures it: run mesh by mesh",
+    )
+
+
 class Element(str, Enum):
     vertex = "vertex"
     face = "face"
@@ -140,6 +175,12 @@ class Operation:
     #: per output attribute, how close the GPU result must be to the twin's (every key of
     #: ``outputs`` needs one; attributes an op does not declare use ``DEFAULT_TOLERANCE``)
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    #: how a batch's packed run treats the step (:class:`Packing`), or a function of the
+    #: parameters that says it (a weld with a tolerance is ``single``, an exact one ``keyed``)
+    packing: Packing | Callable[[Any], Packing] = Packing.single
+    #: a ``keyed`` op's implementation on a pack: ``packed(mesh, params, part)``, ``part`` the
+    #: (n_vertices,) int32 part of each vertex; on either backend
+    packed: Callable[[TriMesh, Any, Any], OpResult] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "description", inspect.cleandoc(self.description))
@@ -178,6 +219,8 @@ class Operation:
                 self.parse_params(dict(raw))
             except OpParamsError as exc:
                 problems.append(f"test_variants[{i}] {dict(raw)}: {exc.code} {exc.detail}")
+        if self.packing is Packing.keyed and self.packed is None:
+            problems.append("packing keyed needs a packed implementation")
         for k in self.outputs:
             if k not in self.tolerances:
                 problems.append(f"output {k} has no tolerance")
@@ -187,6 +230,13 @@ class Operation:
             elif not (0.0 <= t.atol < math.inf and 0.0 <= t.rtol < math.inf):
                 problems.append(f"tolerance for {k} is not finite and >= 0")
         return problems
+
+    def packing_for(self, params: OpParams) -> Packing:
+        """How a packed run treats this step with ``params`` (see :class:`Packing`)."""
+        mode = self.packing if isinstance(self.packing, Packing) else self.packing(params)
+        if mode is Packing.keyed and self.packed is None:
+            return Packing.single
+        return mode
 
     def attributes_after(self, params: OpParams, before: dict[str, str]) -> dict[str, str]:
         """The attributes (name -> element) on the mesh after this step with ``params``, given

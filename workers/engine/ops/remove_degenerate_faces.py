@@ -6,7 +6,7 @@ from pydantic import Field
 
 from ..mesh import TriMesh
 from ..reindex import remove_degenerate
-from .registry import Operation, OpKind, OpParams, OpResult
+from .registry import Operation, OpKind, OpParams, OpResult, Packing
 
 
 class Params(OpParams):
@@ -35,6 +35,7 @@ OP = Operation(
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="faces_before, removed, removed_repeated_index, removed_small_area",
+    packing=Packing.local,
     test_variants=(
         {},
         {"geometric": False},

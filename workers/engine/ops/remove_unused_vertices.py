@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..mesh import TriMesh
 from ..reindex import remove_unused
-from .registry import Operation, OpKind, OpParams, OpResult
+from .registry import Operation, OpKind, OpParams, OpResult, Packing
 
 
 class Params(OpParams):
@@ -30,5 +30,6 @@ OP = Operation(
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="vertices_before, removed",
+    packing=Packing.local,
     test_variants=({},),
 )

@@ -15,7 +15,7 @@ from ..geometry import face_areas64
 from ..graph import compact_groups, connected_components, scatter_min
 from ..mesh import TriMesh
 from ..topology import Topology
-from .registry import Operation, OpKind, OpParams, OpResult
+from .registry import Operation, OpKind, OpParams, OpResult, Packing
 
 
 class Params(OpParams):
@@ -308,6 +308,7 @@ OP = Operation(
     "faces_flipped, components, non_orientable_components, closed_components, "
     "components_turned_outward, non_manifold_edges_after, non_manifold_vertices_after, "
     "faces_after, vertices_after",
+    packing=Packing.local,
     test_variants=(
         {},
         {"outward": False, "geometric": True, "remove_duplicates": False},

@@ -10,7 +10,7 @@ from ..geometry import face_corners64, face_cross64
 from ..graph import bucket_sort, group_rows, numpy_fast
 from ..mesh import TriMesh
 from ..reindex import degenerate_mask
-from .registry import Operation, OpKind, OpParams, OpResult
+from .registry import Operation, OpKind, OpParams, OpResult, Packing
 
 
 class Params(OpParams):
@@ -406,5 +406,6 @@ OP = Operation(
     numpy=_array,
     cupy=_array,  # the same sort/scan/scatter code: CuPy runs it on the GPU
     reports="see the description; the same figures appear in the job record",
+    packing=Packing.measure,
     test_variants=({},),
 )

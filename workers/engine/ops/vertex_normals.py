@@ -10,7 +10,7 @@ from pydantic import Field
 from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
-from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
+from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Packing, Tolerance
 
 
 class Params(OpParams):
@@ -130,6 +130,7 @@ OP = Operation(
             "Unit vertex normal; written as nx ny nz in PLY.",
         )
     },
+    packing=Packing.local,
     test_variants=(
         {"weighting": "area"},
         {"weighting": "angle"},

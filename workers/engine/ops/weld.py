@@ -8,7 +8,7 @@ from pydantic import Field
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
 from ..reindex import apply_vertex_map, weld
-from .registry import Operation, OpKind, OpParams, OpResult
+from .registry import Operation, OpKind, OpParams, OpResult, Packing
 
 
 class Params(OpParams):
@@ -95,6 +95,19 @@ def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     return OpResult(out, report)
 
 
+def _packed(mesh: TriMesh, p: Params, part: object) -> OpResult:
+    """An exact weld of a pack (:mod:`..packing`) keyed by ``(part, position)``, on either
+    backend: the twin's sort code, which numbers groups as the GPU's hash kernel does."""
+    out, report = weld(mesh, tolerance=0.0, remove_unused=p.remove_unused, part=part)
+    report["tolerance"] = 0.0
+    return OpResult(out, report)
+
+
+def _packing(p: Params) -> Packing:
+    # a tolerance (relative: of each mesh's own bounding box) would join or measure across parts
+    return Packing.keyed if p.tolerance == 0 else Packing.single
+
+
 OP = Operation(
     name="weld",
     summary="Merge duplicate vertices (exact or within a tolerance).",
@@ -109,6 +122,8 @@ OP = Operation(
     numpy=_numpy,
     cupy=_cupy,
     reports="vertices_before, vertices_after, merged, unused_removed, degenerate_faces, tolerance",
+    packing=_packing,
+    packed=_packed,
     test_variants=(
         {},
         {"tolerance": 1e-3, "relative": True},

@@ -1,0 +1,204 @@
+"""A packed run gives every member what the pipeline gives it alone, bit for bit (NumPy) or within
+the ops' tolerances (GPU): positions, faces, attributes, statistics and the bytes written."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import mesh_path
+from workers.engine.io import load_path, serialize
+from workers.engine.mesh import TriMesh
+from workers.engine.ops import OPS, Packing
+from workers.engine.ops.stats import mesh_stats
+from workers.engine.packing import PART, PackingError, _in_order, pack, run_packed, unpack
+from workers.engine.pipeline import parse_pipeline, run_pipeline
+
+PIPELINE = ["weld", "repair", ("vertex_normals", {"weighting": "angle"}), "stats"]
+#: small shared meshes (the test stays fast), twice the same one (a weld must not join them)
+SHARED = ["rx-el_topo_sphere_1280.obj", "woody.obj", "rx-cloth.obj", "woody.obj", "cow.obj"]
+
+
+def _broken() -> list[TriMesh]:
+    """A bow-tie of two triangles sharing one vertex, with a duplicate face, a face with a
+    repeated index and an unused vertex; an open strip whose second face is flipped and whose
+    vertices repeat (a soup: weld joins them); a mesh whose only face collapses (weld, then
+    repair, leave it no face)."""
+    bowtie = TriMesh(
+        np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [-1, 0, 0], [0, -1, 0], [5, 5, 5]], np.float32),
+        np.array([[0, 1, 2], [0, 3, 4], [0, 1, 2], [1, 1, 2]], np.int32),
+    )
+    soup = TriMesh(
+        np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0.5]], np.float32),
+        np.array([[0, 1, 2], [3, 4, 5]], np.int32),
+    )
+    collapsed = TriMesh(
+        np.array([[0, 0, 0], [0, 0, 0], [1, 0, 0]], np.float32),
+        np.array([[0, 1, 2]], np.int32),
+    )
+    return [bowtie, soup, collapsed]
+
+
+def _same(a: TriMesh, b: TriMesh, exact: bool = True) -> None:
+    assert a.n_vertices == b.n_vertices and a.n_faces == b.n_faces
+    assert sorted(a.vertex_attrs) == sorted(b.vertex_attrs)
+    assert sorted(a.face_attrs) == sorted(b.face_attrs)
+    assert np.array_equal(a.F, b.F)
+    assert a.V.dtype == b.V.dtype
+    assert np.array_equal(a.V, b.V)
+    for k in a.vertex_attrs:
+        assert a.vertex_attrs[k].dtype == b.vertex_attrs[k].dtype, k
+        assert np.array_equal(a.vertex_attrs[k], b.vertex_attrs[k]), k
+    for k in a.face_attrs:
+        assert np.array_equal(a.face_attrs[k], b.face_attrs[k]), k
+    if exact:
+        assert mesh_stats(a) == mesh_stats(b)
+        assert serialize(a, "ply") == serialize(b, "ply")
+
+
+def _with_attrs(m: TriMesh, seed: int) -> TriMesh:
+    """``m`` with a vertex attribute (a weld averages it) and a face attribute (carried)."""
+    rng = np.random.default_rng(seed)
+    return TriMesh(
+        m.V,
+        m.F,
+        {"quality": rng.random(m.n_vertices, dtype=np.float32)},
+        {"label": rng.integers(0, 9, m.n_faces, dtype=np.int32)},
+    )
+
+
+def _members() -> list[TriMesh]:
+    """All of one signature (what a pack holds): the shared meshes, then the broken ones."""
+    shared = [load_path(mesh_path(n)) for n in SHARED]
+    return [_with_attrs(m, i) for i, m in enumerate(shared + _broken())]
+
+
+def test_pack_and_unpack_give_the_members_back():
+    members = _members()
+    back = unpack(pack(members))
+    for a, b in zip(back, members, strict=True):
+        _same(a, b)
+
+
+def test_a_packed_pipeline_gives_each_member_what_it_alone_gets():
+    members = _members()
+    run = run_packed(members, parse_pipeline(PIPELINE))
+    assert run.modes == ["keyed", "local", "local", "measure"]
+    collapsed = len(members) - 1
+    assert run.alone == [collapsed]  # alone, it fails with its own error
+    with pytest.raises(Exception, match="no faces"):
+        run_pipeline(members[collapsed], PIPELINE, device="cpu")
+    for i, m in enumerate(members[:collapsed]):
+        got = run.meshes[i]
+        assert got is not None
+        _same(got, run_pipeline(m, PIPELINE, device="cpu").mesh)
+    # the bow-tie was split: repair appended a vertex to that member, not after the pack
+    bowtie = run.meshes[len(SHARED)]
+    assert bowtie is not None and bowtie.n_vertices == 6
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        [("weld", {"remove_unused": False}), "remove_degenerate_faces", "face_normals"],
+        # a weld with a tolerance runs member by member, between packed steps
+        ["remove_unused_vertices", ("weld", {"tolerance": 0.01, "relative": True}), "repair"],
+    ],
+)
+def test_other_pipelines_and_single_steps_between_packed_ones(pipeline):
+    members = _members()
+    members = members[len(SHARED) :] + members[:1]  # the small ones: fast
+    run = run_packed(members, parse_pipeline(pipeline))
+    for i, m in enumerate(members):
+        if i in run.alone:
+            continue
+        got = run.meshes[i]
+        assert got is not None
+        _same(got, run_pipeline(m, pipeline, device="cpu").mesh)
+
+
+def test_a_step_that_joins_members_is_caught():
+    """A pack whose faces reach into another member's vertices raises instead of giving a
+    member someone else's vertices."""
+    p = pack(_broken()[:2])
+    F = p.mesh.F.copy()
+    F[0, 0] = int(p.v_off[1])  # the bow-tie's first face now uses the soup's first vertex
+    joined = TriMesh(p.mesh.V, F, p.mesh.vertex_attrs, p.mesh.face_attrs)
+    with pytest.raises(PackingError):
+        _in_order(joined, 2)
+
+
+def test_declared_packing():
+    """The ops declared ``local`` or ``keyed`` are those the pipelines above compare member by
+    member: declaring another one packable needs it added here."""
+    weld = OPS.get("weld")
+    assert weld.packing_for(weld.parse_params({})) is Packing.keyed
+    assert weld.packing_for(weld.parse_params({"tolerance": 0.1})) is Packing.single
+    packed = {op.name for op in OPS if op.packing is not Packing.single}
+    tested = {"weld", "repair", "vertex_normals", "face_normals"}
+    tested |= {"remove_degenerate_faces", "remove_unused_vertices", "stats"}
+    assert packed == tested
+    assert PART not in OPS.attribute_names()
+
+
+@pytest.mark.gpu
+def test_a_packed_pipeline_on_the_gpu_matches_each_member_alone():
+    """The same packed run on CuPy arrays: every member equal to its own GPU run in faces and
+    positions, its attributes within the ops' tolerances (the GPU's atomic sums are not
+    ordered, so two runs of one mesh may differ in the last bits)."""
+    members = [m.to("cupy") for m in _members()]
+    run = run_packed(members, parse_pipeline(PIPELINE))
+    assert run.alone == [len(members) - 1]
+    for i, m in enumerate(members[:-1]):
+        got = run.meshes[i]
+        assert got is not None and got.backend == "cupy"
+        ref = run_pipeline(m, PIPELINE, device="gpu").mesh
+        a, b = got.to("numpy"), ref.to("numpy")
+        assert np.array_equal(a.F, b.F) and np.array_equal(a.V, b.V)
+        tol = OPS.tolerance(OPS.get("vertex_normals"), "vertex_normals")
+        na, nb = a.vertex_attrs["vertex_normals"], b.vertex_attrs["vertex_normals"]
+        assert np.all(np.abs(na - nb) <= tol.atol + tol.rtol * np.abs(nb))
+        assert mesh_stats(a) == mesh_stats(b)
+
+
+def test_the_statistics_of_each_part_are_those_of_the_member_alone():
+    """Every field, bit for bit, on meshes that take every branch: open and closed, genus 1,
+    duplicate vertices and faces, a bow-tie, unused vertices, a face turned over, two equal
+    members; before and after the pipeline."""
+    from workers.engine.part_stats import part_stats
+
+    names = ["rx-torus.obj", "suzanne.obj", "teapot.obj", "woody.obj", "woody.obj"]
+    members = [load_path(mesh_path(n)) for n in names]
+    members = [TriMesh(m.V, m.F) for m in members] + _broken()
+    cube = load_path(mesh_path("rx-cube.obj"))
+    F = cube.F.copy()
+    F[0] = F[0, ::-1]  # closed, not consistently oriented: no volume
+    members.insert(1, TriMesh(cube.V, F))
+    p = pack(members)
+    got = part_stats(TriMesh(p.mesh.V, p.mesh.F), p.v_off, p.f_off)
+    assert got == [mesh_stats(m) for m in members]
+    run = run_packed(members[:-1], parse_pipeline(PIPELINE))  # not the collapsed one
+    p = _in_order(pack([m for m in run.meshes if m is not None]).mesh, len(members) - 1)
+    assert part_stats(p.mesh, p.v_off, p.f_off) == [mesh_stats(m) for m in run.meshes]
+
+
+@pytest.mark.gpu
+def test_the_statistics_of_each_part_on_the_gpu_are_those_of_the_member_alone():
+    """part_stats on a CuPy pack against mesh_stats of each member on CuPy: counts and flags
+    equal, the area and volume within float64 rounding (NumPy's sums against CuPy's)."""
+    from workers.engine.part_stats import part_stats
+
+    names = ["rx-torus.obj", "suzanne.obj", "teapot.obj", "woody.obj", "woody.obj"]
+    members = [load_path(mesh_path(n)) for n in names]
+    members = [TriMesh(m.V, m.F).to("cupy") for m in members]
+    members += [m.to("cupy") for m in _broken()]
+    p = pack(members)
+    got = part_stats(TriMesh(p.mesh.V, p.mesh.F), p.v_off, p.f_off)
+    for g, m in zip(got, members, strict=True):
+        want = mesh_stats(m)
+        assert g.keys() == want.keys()
+        for k, v in want.items():
+            if k in ("area", "volume", "bbox_diagonal") and v is not None:
+                assert g[k] == pytest.approx(v, rel=1e-12), k
+            else:
+                assert g[k] == v, k

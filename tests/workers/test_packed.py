@@ -1,0 +1,130 @@
+"""A batch chunk run packed gives every item what it gets run alone: the same outcome (state,
+error code, input counts, statistics, backend) and the same bytes written."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import mesh_path
+from workers import packed
+from workers.engine.pipeline import parse_pipeline
+from workers.queue.blobs import LocalBlobStore, members_key, pack_members
+from workers.runner import execute_chunk
+
+PIPELINE = [
+    {"op": "weld"},
+    {"op": "repair"},
+    {"op": "vertex_normals", "weighting": "angle"},
+    {"op": "stats"},
+]
+#: small shared meshes, one of them twice, one with texture coordinates (it runs alone)
+NAMES = ["rx-cube.obj", "rx-sphere3.obj", "suzanne.obj", "woody.obj", "rx-cube.obj", "spot.obj"]
+BROKEN = {
+    "notes.txt": b"these are not the meshes you are looking for\n" * 5,
+    # one face whose corners weld into one point: alone, "the pipeline left the mesh with no faces"
+    "collapsed.obj": b"v 0 0 0\nv 0 0 0\nv 0 0 0\nf 1 2 3\n",
+    "out_of_range.obj": b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n",
+}
+
+
+def _run(tmp_path, job_id, files, pack, threads=2):
+    store = LocalBlobStore(tmp_path / job_id)
+    store.put_chunks(members_key(job_id), pack_members(list(enumerate(files.values()))))
+    items = [{"index": i, "path": p, "output": p} for i, p in enumerate(files)]
+    outcomes: dict[int, dict] = {}
+    spec = {"pipeline": PIPELINE, "output": {"format": "ply"}, "device": "cpu"}
+    execute_chunk(job_id, spec, store, items, outcomes.__setitem__, pack=pack, io_threads=threads)
+    data = {i: store.get_bytes(o["key"]) for i, o in outcomes.items() if "key" in o}
+    return outcomes, data
+
+
+def _files() -> dict[str, bytes]:
+    files = {f"{i}-{n}": mesh_path(n).read_bytes() for i, n in enumerate(NAMES)}
+    return files | BROKEN
+
+
+def _same_outcomes(a: dict[int, dict], b: dict[int, dict]) -> None:
+    assert sorted(a) == sorted(b)
+    for i in a:
+        x, y = a[i], b[i]
+        assert x["state"] == y["state"], i
+        if x["state"] == "failed":
+            assert x["error"] == y["error"], i
+            continue
+        for k in ("bytes", "input", "stats", "backend"):
+            assert x[k] == y[k], (i, k)
+        assert x["timings"]["serialize"] > 0
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_packed_chunk_writes_what_each_item_alone_writes(tmp_path, monkeypatch, threads):
+    monkeypatch.setattr(packed, "CPU_PACK_FACES", 2_000)  # woody (1,267 faces) packs too
+    ran: list[int] = []
+    real = packed.run_packed
+
+    def spy(meshes, steps, **kw):
+        run = real(meshes, steps, **kw)  # raising would send its items to run alone
+        ran.append(len(meshes))
+        return run
+
+    monkeypatch.setattr(packed, "run_packed", spy)
+    files = _files()
+    alone, alone_bytes = _run(tmp_path, "alone", files, pack=False)
+    assert ran == []
+    got, got_bytes = _run(tmp_path, "packed", files, pack=True, threads=threads)
+    # suzanne (its file's normals) in a pack of its own; not spot (uv), not the broken files
+    assert sorted(ran) == [1, 5]
+    _same_outcomes(got, alone)
+    assert got_bytes == alone_bytes and len(got_bytes) == 6
+    assert got[7]["error"]["code"] == "mesh.no_faces_left"
+
+
+def test_a_small_pack_budget_cuts_the_items_into_several_packs(tmp_path, monkeypatch):
+    monkeypatch.setattr(packed, "CPU_PACK_BUDGET", 1_000)
+    sizes: list[int] = []
+    real = packed.run_packed
+    monkeypatch.setattr(
+        packed, "run_packed", lambda m, s, **kw: sizes.append(len(m)) or real(m, s, **kw)
+    )
+    files = {f"{i}.obj": mesh_path(n).read_bytes() for i, n in enumerate(["rx-sphere3.obj"] * 3)}
+    got, got_bytes = _run(tmp_path, "p", files, pack=True)
+    assert sizes == [1, 1, 1]  # 768 faces each: one per pack
+    alone, alone_bytes = _run(tmp_path, "a", files, pack=False)
+    _same_outcomes(got, alone)
+    assert got_bytes == alone_bytes
+
+
+def test_which_pipelines_pack():
+    assert packed.packs_pipeline(parse_pipeline(["weld", "repair", "stats"]))
+    assert not packed.packs_pipeline(parse_pipeline(["weld", "laplacian_smooth"]))
+    assert not packed.packs_pipeline(parse_pipeline([("weld", {"tolerance": 0.1})]))
+    assert not packed.packs_pipeline(parse_pipeline([]))
+    # a measurement that may refuse a mesh (the testing op) is not skipped: no pack
+    assert not packed.packs_pipeline(parse_pipeline(["weld", ("sleep", {"fail": "input"})]))
+
+
+@pytest.mark.gpu
+def test_a_packed_chunk_on_the_gpu_gives_each_item_its_own_outcome(tmp_path, monkeypatch):
+    """On the GPU the same items packed (all but spot and the broken files) and one by one:
+    the same states, errors, input counts, statistics and file sizes (the bytes of the normals
+    may differ in the last bits: the GPU's atomic sums are not ordered, run to run)."""
+    files = _files()
+    spec = {"pipeline": PIPELINE, "output": {"format": "ply"}, "device": "gpu"}
+
+    def run(job_id: str, pack: bool) -> dict[int, dict]:
+        store = LocalBlobStore(tmp_path / job_id)
+        store.put_chunks(members_key(job_id), pack_members(list(enumerate(files.values()))))
+        items = [{"index": i, "path": p, "output": p} for i, p in enumerate(files)]
+        out: dict[int, dict] = {}
+        execute_chunk(job_id, spec, store, items, out.__setitem__, pack=pack)
+        return out
+
+    sizes: list[int] = []
+    real = packed.run_packed
+    monkeypatch.setattr(
+        packed, "run_packed", lambda m, s, **kw: sizes.append(len(m)) or real(m, s, **kw)
+    )
+    got = run("packed", True)
+    assert sorted(sizes) == [1, 5]  # suzanne alone (its normals); cubes, sphere, woody, collapsed
+    _same_outcomes(got, run("alone", False))
+    assert {o["backend"] for o in got.values() if o["state"] == "succeeded"} == {"cupy"}
