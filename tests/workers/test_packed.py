@@ -43,7 +43,9 @@ def _files() -> dict[str, bytes]:
     return files | BROKEN
 
 
-def _same_outcomes(a: dict[int, dict], b: dict[int, dict]) -> None:
+def _same_outcomes(a: dict[int, dict], b: dict[int, dict], *, exact: bool = True) -> None:
+    """Item by item the same outcome. ``exact=False`` (the GPU) lets the statistics' float
+    sums (area, volume) differ in their last bits: a pack sums them in another order."""
     assert sorted(a) == sorted(b)
     for i in a:
         x, y = a[i], b[i]
@@ -51,8 +53,16 @@ def _same_outcomes(a: dict[int, dict], b: dict[int, dict]) -> None:
         if x["state"] == "failed":
             assert x["error"] == y["error"], i
             continue
-        for k in ("bytes", "input", "stats", "backend"):
+        for k in ("bytes", "input", "backend"):
             assert x[k] == y[k], (i, k)
+        if exact:
+            assert x["stats"] == y["stats"], i
+        else:
+            assert x["stats"].keys() == y["stats"].keys(), i
+            for f, v in x["stats"].items():
+                w = y["stats"][f]
+                same = v == pytest.approx(w, rel=1e-12) if isinstance(v, float) else v == w
+                assert same, (i, f, v, w)
         assert x["timings"]["serialize"] > 0
 
 
@@ -126,5 +136,5 @@ def test_a_packed_chunk_on_the_gpu_gives_each_item_its_own_outcome(tmp_path, mon
     )
     got = run("packed", True)
     assert sorted(sizes) == [1, 5]  # suzanne alone (its normals); cubes, sphere, woody, collapsed
-    _same_outcomes(got, run("alone", False))
+    _same_outcomes(got, run("alone", False), exact=False)
     assert {o["backend"] for o in got.values() if o["state"] == "succeeded"} == {"cupy"}

@@ -266,16 +266,21 @@ def test_without_texture_coordinates_nothing_changes() -> None:
 
 @pytest.mark.gpu
 def test_texture_quadrics_on_the_gpu_as_on_the_twin() -> None:
-    """The same array code on CuPy: the same face count, and the texture kept as well (float
-    sums may order a few collapses differently, so the results are compared by measure)."""
+    """The same array code on CuPy: the same face count, and the texture kept as well. Float
+    sums order some collapses differently (on the flat swirl grid every geometric cost ties),
+    so the results are compared by measure: on the GPU too the texture quadrics move the
+    texture less than decimation without them, and about as little as on the host."""
     for m, ratio in ((_swirl(), 0.2), (TriMesh.load(mesh_path("spot.obj")), 0.2)):
-        steps = [("decimate", {"target_ratio": ratio, "uv_weight": 0.01})]
-        host = m.run(steps, device="cpu")
-        dev = m.run(steps, device="gpu")
+        runs = {}
+        for device in ("cpu", "gpu"):
+            for w in (0.0, 0.01):
+                res = m.run([("decimate", {"target_ratio": ratio, "uv_weight": w})], device=device)
+                runs[device, w] = res
+        dev = runs["gpu", 0.01]
         assert dev.mesh.backend == "cupy"
-        out = dev.mesh.to("numpy")
-        assert out.n_faces == host.mesh.n_faces
-        shifts = [texture_shift(m, o)["shift_mean"] for o in (host.mesh, out)]
-        assert shifts[1] == pytest.approx(shifts[0], rel=0.1)
-        tex = [r.steps[-1].report["texture"]["after"]["stretch_p95"] for r in (host, dev)]
-        assert tex[1] == pytest.approx(tex[0], rel=0.05)
+        assert dev.mesh.n_faces == runs["cpu", 0.01].mesh.n_faces
+        shift = {k: texture_shift(m, r.mesh.to("numpy"))["shift_mean"] for k, r in runs.items()}
+        assert shift["gpu", 0.01] < shift["gpu", 0.0]
+        assert shift["gpu", 0.01] <= 1.25 * shift["cpu", 0.01]
+        tex = [r.steps[-1].report["texture"]["after"]["stretch_p95"] for r in runs.values()]
+        assert tex[3] == pytest.approx(tex[1], rel=0.05)
