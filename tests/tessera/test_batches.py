@@ -34,13 +34,14 @@ def test_submit_wait_download_a_folder(tc, tmp_path):
     batch = tc.submit_batch(src, ["weld", "vertex_normals"], output="obj")
     assert batch["counts"]["total"] == 3
     done = tc.wait_batch(batch, progress=lambda b: seen.append(b["counts"]), items=True)
-    assert done["state"] == "succeeded" and seen and seen[-1]["succeeded"] == 2
-    states = {i["path"]: (i["state"], (i["error"] or {}).get("code")) for i in done["items"]}
-    assert states == {
+    # each item's state and error first: a failure then says which item failed and why
+    states = {i["path"]: (i["state"], i["error"]) for i in done["items"]}
+    assert {p: (st, (e or {}).get("code")) for p, (st, e) in states.items()} == {
         "bad.obj": ("failed", "mesh.index_out_of_range"),
         "cube.obj": ("succeeded", None),
         "sub/sphere.obj": ("succeeded", None),
-    }
+    }, states
+    assert done["state"] == "succeeded" and seen and seen[-1]["succeeded"] == 2
     path = tc.download_batch(done, tmp_path / "out.zip")
     zf = zipfile.ZipFile(path)
     assert sorted(zf.namelist()) == ["cube.obj", "manifest.jsonl", "sub/sphere.obj"]
