@@ -135,8 +135,11 @@ def test_poison_job_is_dead_lettered_and_other_jobs_are_unaffected(client, worke
 
 def test_sigterm_lets_a_short_job_finish(client, workers):
     w = workers.start("w1")
-    # on the CPU: on a GPU host a fresh worker's first GPU job also compiles kernels, which may
-    # outlast the tests' 3 s grace (this test is about the shutdown, not the device)
+    # a fresh worker's compute process first warms its backends (on a GPU host it compiles
+    # kernels for seconds, longer than the tests' 3 s grace) before it starts the job it
+    # claimed: one job run to the end first, so that this test is about the shutdown alone
+    first = submit(client, spec_text=spec({"op": "sleep", "seconds": 0.0}, device="cpu")).json()
+    assert wait(client, first["url"], timeout=60)["state"] == "succeeded"
     job = submit(client, spec_text=spec({"op": "sleep", "seconds": 1.0}, device="cpu")).json()
     wait(client, job["url"], ("running",))
     os.killpg(w.pid, signal.SIGTERM)  # the whole group, as systemd or a terminal would
