@@ -74,9 +74,8 @@ def colour_error(name: str, out: TriMesh) -> dict[str, float]:
     """``bench.assets``' look (``tests/workers/engine/test_assets.py``), at :data:`SAMPLES`
     points per output face: the share of points whose material is the one under them on the
     input, and the mean colour difference (0-255 per channel) there."""
-    from tests.workers.engine.test_assets import _colour, _input, _reference, _uv_sets
+    from tests.workers.engine.test_assets import _input, _uv_sets, compare_looks
 
-    src = _input(name)
     rng = np.random.default_rng(0)
     V, F = np.asarray(out.V, np.float64), np.asarray(out.F)
     face = np.repeat(np.arange(F.shape[0]), SAMPLES)
@@ -87,17 +86,8 @@ def colour_error(name: str, out: TriMesh) -> dict[str, float]:
         for i, k in enumerate(_uv_sets(out))
     }
     material = np.asarray(out.face_attrs.get("material", np.zeros(F.shape[0], np.int32)))[face]
-    tid, bc = _reference(src, p)
-    F0 = np.asarray(src.F)
-    ref_material = np.asarray(src.face_attrs.get("material", np.zeros(F0.shape[0], np.int32)))[tid]
-    ref_uv = {
-        i: (np.asarray(src.corner_attrs[k], np.float64)[tid] * bc[:, :, None]).sum(1)
-        for i, k in enumerate(_uv_sets(src))
-    }
-    same = material == ref_material
-    got, want = _colour(name, material, uv), _colour(name, ref_material, ref_uv)
-    both = same & ~np.isnan(got).any(1) & ~np.isnan(want).any(1)
-    diff = np.abs(got[both] - want[both]).mean(1) if both.any() else np.zeros(1)
+    same, diff = compare_looks(name, _input(name), p, material, uv)
+    diff = diff if diff.size else np.zeros(1)
     return {"colour": float(diff.mean()), "same_material": float(same.mean())}
 
 

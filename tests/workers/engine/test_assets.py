@@ -128,8 +128,18 @@ def _look(name: str, out: TriMesh) -> dict[str, Any]:
     """How the result looks against the input: the share of its faces whose material is the
     one of the input face nearest to a point on them, and the mean colour difference (0-255 per
     channel) of textured points."""
-    src = _input(name)
     p, n, material, uv = _samples(out)
+    same, diff = compare_looks(name, _input(name), p, material, uv)
+    return {"same_material": same.mean(), "colour": diff.mean() if diff.size else 0.0}
+
+
+def compare_looks(
+    name: str, src: TriMesh, p: np.ndarray, material: np.ndarray, uv: dict[int, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Points ``p`` of a result with their ``material`` and texture coordinates ``uv`` (per UV
+    set) against the input ``src`` at its nearest points: whether each point's material is the
+    one under it, and the mean colour difference (0-255 per channel) of each point that has the
+    same material and a colour on both sides."""
     tid, bc = _reference(src, p)
     F0 = np.asarray(src.F)
     ref_material = np.asarray(src.face_attrs.get("material", np.zeros(F0.shape[0], np.int32)))[tid]
@@ -142,7 +152,7 @@ def _look(name: str, out: TriMesh) -> dict[str, Any]:
     want = _colour(name, ref_material, ref_uv)
     both = same & ~np.isnan(got).any(1) & ~np.isnan(want).any(1)
     diff = np.abs(got[both] - want[both]).mean(1) if both.any() else np.zeros(0)
-    return {"same_material": same.mean(), "colour": diff.mean() if diff.size else 0.0}
+    return same, diff
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES)

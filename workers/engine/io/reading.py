@@ -518,6 +518,9 @@ def _npz_library(arrays: dict[str, np.ndarray]) -> Any:
 
 
 def load_path(path: str | os.PathLike[str], *, dtype: str = "float32") -> TriMesh:
+    """Read a mesh file (OBJ, PLY, STL, OFF, GLB/glTF, NPZ, or one of them in .zip/.gz); the
+    format is found from the file's content and name. Raises :class:`~..errors.FormatError`
+    (with a machine-readable ``code``) for a file that cannot be read as a mesh."""
     with open(path, "rb") as fh:
         data = fh.read()
     return load_bytes(data, os.fspath(path), dtype=dtype)

@@ -452,6 +452,10 @@ def save_path(
     polygons: bool = True,
     compression: str = "none",
 ) -> None:
+    """Write ``mesh``; the format is taken from the file name's extension. OBJ, PLY and OFF
+    write Catmull-Clark quads and dual polygons as polygons unless ``polygons`` is False;
+    ``compression="draco"`` compresses a GLB's triangles (KHR_draco_mesh_compression). A
+    failed write leaves no file behind."""
     ext = os.path.splitext(os.fspath(path).lower())[1].lstrip(".")
     # a format whose files have another extension (objzip: .zip) is found by it
     fmt = next((f for f, e in FILE_EXTENSIONS.items() if e == ext and f != ext), ext)

@@ -30,17 +30,22 @@ class OpParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class OpKind(str, Enum):
-    """What a step does to the mesh. Each member carries its definition (``meaning``); the
-    class's docstring, and so the catalogue's JSON Schema, lists them (set below the class)."""
+class Defined(str, Enum):
+    """Base of the enumerations whose members carry their definition: ``Member = "value",
+    "what it means"`` gives a member equal to ``"value"`` with ``meaning`` set."""
 
     meaning: str
 
-    def __new__(cls, value: str, meaning: str) -> OpKind:
+    def __new__(cls, value: str, meaning: str) -> Defined:
         member = str.__new__(cls, value)
         member._value_ = value
         member.meaning = meaning
         return member
+
+
+class OpKind(Defined):
+    """What a step does to the mesh. Each member carries its definition (``meaning``); the
+    class's docstring, and so the catalogue's JSON Schema, lists them (set below the class)."""
 
     reindex = "reindex", "changes the vertex/face set without changing the surface"
     static = "static", "connectivity kept; attributes or positions computed"
@@ -68,18 +73,10 @@ OpKind.__doc__ = "What a step does to the mesh. " + "; ".join(
 )
 
 
-class Packing(str, Enum):
+class Packing(Defined):
     """How a batch's packed run (:mod:`workers.engine.packing`) may run a step over many meshes
     concatenated into one, none of them sharing a vertex with another. Each member carries its
     definition (``meaning``)."""
-
-    meaning: str
-
-    def __new__(cls, value: str, meaning: str) -> Packing:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.meaning = meaning
-        return member
 
     local = (
         "local",
