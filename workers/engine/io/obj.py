@@ -21,9 +21,10 @@ Writing gives ``v`` lines, then ``vt`` and ``vn`` lines (each distinct value onc
 face attribute ``material`` changes and ``mtllib`` naming the library (``write_obj_asset``).
 
 Speed: reading scans the whole buffer with NumPy (``_obj_scan.py``) and converts numbers with
-NumPy's C parser, a run of lines per call; the line-by-line reader here stays as the reference
-for the files that scan declines. Writing formats numbers a block of lines at a time with array
-arithmetic and digit tables (``_text.py``); the text is byte for byte what ``"%.9g"`` gives.
+NumPy's C parser, all the lines of one kind per call; the line-by-line reader here stays as the
+reference for the files that scan declines. Writing formats numbers a block of lines at a time
+with array arithmetic and digit tables (``_text.py``); the text is byte for byte what ``"%.9g"``
+gives.
 """
 
 from __future__ import annotations
