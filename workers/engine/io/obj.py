@@ -202,12 +202,17 @@ _MTLLIB = re.compile(rb"(?m)^[ \t]*mtllib[ \t]+([^\r\n#]*)")
 def mtl_libraries(data: bytes) -> list[str]:
     """The material library files the ``mtllib`` lines name, in order, each once."""
     out: list[str] = []
-    if b"mtllib" not in data:  # a plain search: the expression would walk every line
-        return out
-    for m in _MTLLIB.findall(data):
-        text = m.decode("utf-8", "replace").strip()
-        if text and text not in out:
-            out.append(text)
+    # plain searches for the word, the expression tried only at the start of its lines: run
+    # over the whole text (``findall``) it costs a fifth of reading a small file
+    at = data.find(b"mtllib")
+    while at >= 0:
+        m = _MTLLIB.match(data, data.rfind(b"\n", 0, at) + 1)
+        if m:
+            text = m.group(1).decode("utf-8", "replace").strip()
+            if text and text not in out:
+                out.append(text)
+        end = data.find(b"\n", at)
+        at = -1 if end < 0 else data.find(b"mtllib", end)
     return out
 
 
