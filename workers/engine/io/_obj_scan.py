@@ -3,16 +3,18 @@
 The file is cut into blocks of whole lines (about 16 MB, so temporaries stay small). In each
 block the line starts come from one search for newlines, leading and trailing whitespace is
 stepped over for all lines at once, and the first bytes of each line say what it is (``v``,
-``vt``, ``vn``, ``f``, ``usemtl``, or something we skip). The tags are blanked out, and every
-run of consecutive lines of one kind is converted by NumPy's C number parser in one call. For
+``vt``, ``vn``, ``f``, ``usemtl``, or something we skip). The tags are blanked out, and all the
+lines of one kind are gathered and converted by NumPy's C number parser in one call (one call per
+kind, however the kinds alternate: MeshLab writes a ``vn`` line before every ``v`` line). For
 ``f`` lines each corner token (``a``, ``a/b``, ``a//c``, ``a/b/c``...) is classified from its
 counts of numbers, slashes and double slashes, which locate its vertex, texture and normal
 references among the numbers. ``usemtl`` lines are few: their names are taken one by one.
 
 :func:`scan_arrays` returns None, and the caller reads the file line by line, whenever it cannot
-vouch for giving the same result: a lone carriage return, a ``v`` or ``vn`` line without exactly
-three numbers, a run of ``vt`` lines not all of two or all of three numbers, a token that is not
-a number, an unusual corner form, a comment after a material name. It never raises.
+vouch for giving the same result: a lone carriage return, ``v`` lines without three numbers each
+on average (the line reader's own test) or a ``vn`` line without exactly three, ``vt`` lines not
+all of two or all of three numbers, a token that is not a number, an unusual corner form, a
+comment after a material name. It never raises.
 """
 
 from __future__ import annotations
@@ -138,63 +140,87 @@ def _scan_block(
     starts = np.concatenate([[0], ends[:-1] + 1])
     first, last = _strip(b, starts, ends)
     kind = _kinds(b, first, last)
-    # blank the tags: each run of lines of one kind is then plain numbers
+    # blank the tags: the lines of one kind are then plain numbers
     for k, width in ((_V, 1), (_VN, 2), (_F, 1), (_VT, 2)):
         at = first[kind == k]
         for j in range(width):
             b[at + j] = ord(" ")
-    runs = np.flatnonzero(np.diff(kind)) + 1
-    run_starts = np.concatenate([[0], runs])
-    run_ends = np.concatenate([runs, [kind.shape[0]]])
     seen_v = np.cumsum(kind == _V) + counts[0]  # v lines up to and including each line
     seen_vn = np.cumsum(kind == _VN) + counts[1]
     seen_vt = np.cumsum(kind == _VT) + counts[2]
     seen_f = np.cumsum(kind == _F) + counts[3]
-    for r0, r1 in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
-        k = int(kind[r0])
-        if k == 0:
+    for line in np.flatnonzero(kind == _USEMTL).tolist():
+        name = b[first[line] + 6 : last[line]].tobytes().strip()
+        if b"#" in name:
+            return False  # a comment: the line reader cuts it off
+        faces.mtl_at.append(int(seen_f[line]))
+        faces.mtl_names.append(name)
+    # each kind's lines gathered into one text: one parser call per kind, however the lines
+    # of different kinds alternate (``v`` and ``vn`` lines often do, a pair per vertex)
+    span = np.diff(np.append(starts, b.shape[0]))  # each line's bytes, its newline included
+    for k in (_V, _VN, _VT, _F):
+        lines = np.flatnonzero(kind == k)
+        if not lines.shape[0]:
             continue
-        lo, hi = int(starts[r0]), int(ends[r1 - 1])
-        if k == _USEMTL:
-            for line in range(r0, r1):
-                name = b[first[line] + 6 : last[line]].tobytes().strip()
-                if b"#" in name:
-                    return False  # a comment: the line reader cuts it off
-                faces.mtl_at.append(int(seen_f[line]))
-                faces.mtl_names.append(name)
+        text, line_starts, line_ends = _gathered(b, kind == k, lines, starts, ends, span)
+        if k == _V:
+            values = _floats(text, 3 * lines.shape[0])
+            if values is None:
+                return False
+            vertices.append(values.reshape(-1, 3))
+        elif k == _VN:
+            values = _rows(text, line_starts, line_ends, (3,))
+            if values is None:
+                return False
+            normals.append(values)
         elif k == _VT:
-            values = _texcoords(b[lo:hi], starts[r0:r1] - lo, ends[r0:r1] - lo)
+            values = _rows(text, line_starts, line_ends, (2, 3))  # all two or all three
             if values is None:
                 return False
-            texcoords.append(values)
-        elif k in (_V, _VN):
-            values = _floats(b[lo:hi], 3 * (r1 - r0))
-            if values is None:
-                return False
-            (vertices if k == _V else normals).append(values.reshape(-1, 3))
-        elif not _faces(b[lo:hi], starts[r0:r1] - lo, ends[r0:r1] - lo, faces):
+            texcoords.append(values[:, :2])
+        elif not _faces(text, line_starts, line_ends, faces):
             return False
         else:
-            faces.nv_at.append(seen_v[r0:r1])
-            faces.nn_at.append(seen_vn[r0:r1])
-            faces.nt_at.append(seen_vt[r0:r1])
+            faces.nv_at.append(seen_v[lines])
+            faces.nn_at.append(seen_vn[lines])
+            faces.nt_at.append(seen_vt[lines])
     counts[:] = [int(seen_v[-1]), int(seen_vn[-1]), int(seen_vt[-1]), int(seen_f[-1])]
     return True
 
 
-def _texcoords(
-    text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray
+def _gathered(
+    b: np.ndarray,
+    chosen: np.ndarray,
+    lines: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    span: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The text of the ``lines`` (where ``chosen``), each with its newline, one after another in
+    file order, and where each line starts and ends in it. One run of lines is a view of ``b``;
+    lines scattered among others are copied out."""
+    if int(lines[-1]) - int(lines[0]) + 1 == lines.shape[0]:
+        lo = int(starts[lines[0]])
+        return b[lo : int(ends[lines[-1]])], starts[lines] - lo, ends[lines] - lo
+    text = b[np.repeat(chosen, span)]
+    line_starts = np.cumsum(span[lines]) - span[lines]
+    return text, line_starts, line_starts + (ends[lines] - starts[lines])
+
+
+def _rows(
+    text: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray, widths: tuple[int, ...]
 ) -> np.ndarray | None:
-    """The first two numbers of each of a run of ``vt`` lines (tags blanked), ``(n, 2)``, when
-    every line has two numbers or every line three; None otherwise."""
+    """The numbers of lines (tags blanked) that all hold as many, ``(n, width)``, when that
+    count is one of ``widths``; None otherwise (the line reader reads such lines otherwise, or
+    gives up on them)."""
     space = spaces(text)
     word_at = np.flatnonzero(~space & np.concatenate([[True], space[:-1]]))
     per_line = np.searchsorted(word_at, line_ends) - np.searchsorted(word_at, line_starts)
     width = int(per_line[0])
-    if width not in (2, 3) or not bool((per_line == width).all()):
+    if width not in widths or not bool((per_line == width).all()):
         return None
     values = _floats(text, width * line_starts.shape[0])
-    return None if values is None else values.reshape(-1, width)[:, :2]
+    return None if values is None else values.reshape(-1, width)
 
 
 def _strip(b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,9 +21,10 @@ Writing gives ``v`` lines, then ``vt`` and ``vn`` lines (each distinct value onc
 face attribute ``material`` changes and ``mtllib`` naming the library (``write_obj_asset``).
 
 Speed: reading scans the whole buffer with NumPy (``_obj_scan.py``) and converts numbers with
-NumPy's C parser, a run of lines per call; the line-by-line reader here stays as the reference
-for the files that scan declines. Writing formats numbers a block of lines at a time with array
-arithmetic and digit tables (``_text.py``); the text is byte for byte what ``"%.9g"`` gives.
+NumPy's C parser, all the lines of one kind per call; the line-by-line reader here stays as the
+reference for the files that scan declines. Writing formats numbers a block of lines at a time
+with array arithmetic and digit tables (``_text.py``); the text is byte for byte what ``"%.9g"``
+gives.
 """
 
 from __future__ import annotations
@@ -201,12 +202,17 @@ _MTLLIB = re.compile(rb"(?m)^[ \t]*mtllib[ \t]+([^\r\n#]*)")
 def mtl_libraries(data: bytes) -> list[str]:
     """The material library files the ``mtllib`` lines name, in order, each once."""
     out: list[str] = []
-    if b"mtllib" not in data:  # a plain search: the expression would walk every line
-        return out
-    for m in _MTLLIB.findall(data):
-        text = m.decode("utf-8", "replace").strip()
-        if text and text not in out:
-            out.append(text)
+    # plain searches for the word, the expression tried only at the start of its lines: run
+    # over the whole text (``findall``) it costs a fifth of reading a small file
+    at = data.find(b"mtllib")
+    while at >= 0:
+        m = _MTLLIB.match(data, data.rfind(b"\n", 0, at) + 1)
+        if m:
+            text = m.group(1).decode("utf-8", "replace").strip()
+            if text and text not in out:
+                out.append(text)
+        end = data.find(b"\n", at)
+        at = -1 if end < 0 else data.find(b"mtllib", end)
     return out
 
 

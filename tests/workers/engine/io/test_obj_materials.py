@@ -462,3 +462,25 @@ def test_hard_edges_keep_a_normal_per_corner() -> None:
     back = load_bytes(text, "back.obj")
     np.testing.assert_array_equal(back.corner_attrs["normal"], want)
     np.testing.assert_array_equal(back.F, m.F)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"mtllib a.mtl\nv 0 0 0\n",
+        b"# mtllib not.mtl\n  mtllib\ta.mtl b.mtl # note\r\nmtllib a.mtl\nmtllib\n",
+        b"v 0 0 0\nx mtllib no.mtl\nmtllib mtllib c.mtl\n\t mtllib  d.mtl\rmtllib e.mtl",
+        b"mtllibx.mtl\nmtllib\nmtllib \nmtllib  f.mtl",
+        b"no library here\n",
+    ],
+)
+def test_mtl_libraries_are_the_lines_the_expression_matches(text: bytes) -> None:
+    """The library names, found by plain searches for the word, are what the expression run
+    over the whole file finds (only lines that start with ``mtllib``; a ``#`` ends the name)."""
+    import re
+
+    from workers.engine.io import obj
+
+    every = [m.decode().strip() for m in obj._MTLLIB.findall(text)]
+    assert obj.mtl_libraries(text) == [n for i, n in enumerate(every) if n and n not in every[:i]]
+    assert bool(obj.mtl_libraries(text)) == bool(re.search(rb"(?m)^[ \t]*mtllib[ \t]+[^\s#]", text))

@@ -694,6 +694,63 @@ def test_obj_buffer_scan_reads_large_files_in_blocks(monkeypatch: pytest.MonkeyP
     )
 
 
+def _interleaved_obj(n: int) -> bytes:
+    """``n`` vertices on a circle, each ``v`` line followed by its ``vn`` and ``vt`` lines (as
+    MeshLab writes them), then a fan of ``f a/b/c`` triangles with a comment and a ``usemtl``
+    line among them."""
+    t = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    lines = []
+    for i, a in enumerate(t.tolist()):
+        lines += [f"v {np.cos(a):.6f} {np.sin(a):.6f} {i}", f"vn 0 0 {i + 1}", f"vt {i} 0.5"]
+    for i in range(2, n):
+        lines += [f"f 1/1/1 {i}/{i}/{i} {i + 1}/{i + 1}/{i + 1}"]
+        if i == n // 2:
+            lines += ["# half way", "usemtl other"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_obj_lines_of_kinds_that_alternate_are_parsed_once_per_kind(monkeypatch) -> None:
+    """``v``, ``vn`` and ``vt`` lines that alternate (a run of one line each) are read on the
+    fast path with one number-parser call per kind, not one per line, and as the line reader
+    reads them."""
+    from workers.engine.io import _obj_scan, obj
+
+    data = _interleaved_obj(60)
+    calls: list[int] = []
+    parse = _obj_scan.parse_floats
+    monkeypatch.setattr(_obj_scan, "parse_floats", lambda text: calls.append(1) or parse(text))
+    scan = _obj_scan.scan_arrays(data)
+    assert scan is not None
+    assert len(calls) == 3  # v, vn, vt
+    _same_outcome(scan, obj._scan_lines(data))
+    np.testing.assert_array_equal(scan.V[:, 2], np.arange(60))
+    np.testing.assert_array_equal(scan.normals[:, 2], np.arange(1, 61))
+    np.testing.assert_array_equal(scan.texcoords[:, 0], np.arange(60))
+    got = obj.read_obj_mesh(data)
+    monkeypatch.setattr(obj, "scan_arrays", lambda _: None)
+    _same_outcome(got, obj.read_obj_mesh(data))
+
+
+@pytest.mark.parametrize(
+    "normals",
+    [
+        b"vn 0 0 1 1\nvn 0 1\nvn 1 0 0\n",  # 9 numbers on 3 lines, not 3 on each
+        b"vn 0 0 1 1\nv 9 9 9\nvn 0 1\nvn 1 0 0\n",
+    ],
+)
+def test_obj_normal_lines_are_checked_one_by_one(normals: bytes, monkeypatch) -> None:
+    """A ``vn`` line without three numbers sends the file to the line reader (which drops the
+    normals), even when the lines' numbers add up to three per line."""
+    from workers.engine.io import _obj_scan, obj
+
+    data = b"v 0 0 0\nv 1 0 0\nv 0 1 0\n" + normals + b"f 1//1 2//2 3//3\n"
+    assert _obj_scan.scan_arrays(data) is None
+    got = obj.read_obj_mesh(data)
+    assert got.vertex_normals is None and got.normal is None
+    monkeypatch.setattr(obj, "scan_arrays", lambda _: None)
+    _same_outcome(got, obj.read_obj_mesh(data))
+
+
 def test_npz_members_that_are_not_arrays_are_ignored() -> None:
     buf = io.BytesIO()
     np.savez(buf, V=np.eye(3), F=np.array([[0, 1, 2]]), **{"vertex.k": np.arange(3.0)})
