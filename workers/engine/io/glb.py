@@ -189,7 +189,8 @@ def textured_glb_chunks(
     vertex_colors = attrs.pop("vertex_colors", None)
     if "color" in corners:
         vertex_colors = None
-    sets, filler = _texcoord_sets(corners, F.shape[0])
+    library = _library(materials)
+    sets, filler = _texcoord_sets(corners, F.shape[0], _sets_read(library, material, materials))
     # a set all zeros on one primitive was not there (the reader fills a primitive's missing
     # set with zeros), unless the whole mesh's set is zeros: then it is the mesh's own (a
     # texture of no area), and written
@@ -208,7 +209,6 @@ def textured_glb_chunks(
         # glTF allows TANGENT only beside NORMAL; without normals it is not written
         flat["TANGENT"] = np.ascontiguousarray(corners["tangent"], dtype="<f4").reshape(-1, 4)
 
-    library = _library(materials)
     accessors: list[bytes] = []  # JSON text, a block of accessors of one kind each
     n_accessors = 0
     views: list[dict[str, int]] = []
@@ -365,20 +365,23 @@ def textured_glb_chunks(
     return container(tree, at, chunks, raw)
 
 
-def _texcoord_sets(corners: dict[str, np.ndarray], m: int) -> tuple[list[np.ndarray], set[int]]:
+def _texcoord_sets(
+    corners: dict[str, np.ndarray], m: int, read: int = 0
+) -> tuple[list[np.ndarray], set[int]]:
     """The corner attributes ``uv``, ``uv1``... as the list of ``TEXCOORD_n`` sets (glTF's
     are 2-vectors: a wider set gives its first two components, and :func:`~.writing.left_out`
-    counts the rest), a set missing below the highest one filled with zeros (glTF numbers the
-    sets without gaps); and the numbers of those fillers (a set the mesh has is written even
-    when all zeros)."""
+    counts the rest), a set missing below the highest one, or below ``read`` (the sets the
+    faces' materials read), filled with zeros (glTF numbers the sets without gaps, and wants
+    every set a primitive's material reads); and the numbers of those fillers (a set the mesh
+    has is written even when all zeros)."""
     found: dict[int, np.ndarray] = {}
     for name, a in corners.items():
         digits = name[2:]
         if name.startswith("uv") and (digits == "" or digits.isdigit()):
             found[int(digits or 0)] = np.asarray(a)[..., :2]
-    if not found:
+    top = max(max(found, default=-1) + 1, read)
+    if not top:
         return [], set()
-    top = max(found) + 1
     filler = {k for k in range(top) if k not in found}
     return [found.get(k, np.zeros((m, 3, 2), np.float32)) for k in range(top)], filler
 
@@ -503,6 +506,28 @@ def _library(materials: Materials | None) -> dict[str, list[Any]]:
     if materials is not None:
         out["materials"] += [{"name": n} for n in materials.names[len(out["materials"]) :]]
     return out
+
+
+#: texture coordinate sets a material may read that the writer fills with zeros where the
+#: mesh has none (a larger ``texCoord`` is left as the file had it)
+_MAX_FILLED_SETS = 8
+
+
+def _sets_read(
+    library: dict[str, list[Any]], material: np.ndarray | None, materials: Materials | None
+) -> int:
+    """How many texture coordinate sets the materials of the faces read (one more than the
+    highest ``texCoord``, at most :data:`_MAX_FILLED_SETS`; 0 for glTF's default material):
+    a mesh whose corners lost their texture coordinates (parts concatenated, some without)
+    still gives each textured primitive the sets its material reads."""
+    if materials is None or material is None or not np.asarray(material).size:
+        return 0
+    mats = library["materials"]
+    used = [mats[i] for i in np.unique(np.asarray(material)).tolist()]  # checked: in range
+    if "Texture" not in json.dumps(used):  # one call, not one walk per material
+        return 0
+    read = {k for m in used for k in _texcoords_used(m)}
+    return min(max(read, default=-1) + 1, _MAX_FILLED_SETS)
 
 
 def _texcoords_used(node: Any, key: str = "") -> set[int]:
