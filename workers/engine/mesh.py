@@ -138,7 +138,17 @@ class TriMesh:
         face_attrs: Mapping[str, Any] | None = None,
         check: bool = True,
     ) -> TriMesh:
-        """Build a mesh from array-likes, checking finiteness and index range (``check=True``)."""
+        """Build a mesh from array-likes, checking finiteness and index range (``check=True``).
+        Positions are ``float32`` or ``float64`` (another ``dtype`` raises ``mesh.bad_dtype``:
+        an integer type would silently round or wrap them)."""
+        try:
+            ok = np.dtype(dtype) in (np.float32, np.float64)
+        except TypeError:
+            ok = False
+        if not ok:
+            raise MeshError(
+                "positions are float32 or float64", code="mesh.bad_dtype", dtype=str(dtype)
+            )
         xp = xp_for(array_backend(V))
         with np.errstate(over="ignore"):  # values beyond float32 become inf: check() reports them
             V = xp.ascontiguousarray(xp.asarray(V, dtype=dtype))

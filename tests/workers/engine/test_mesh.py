@@ -9,6 +9,7 @@ import pytest
 
 from tests.workers.engine.shapes import load, mesh, tetrahedron
 from workers.engine import MeshError, TriMesh
+from workers.engine.io import load_bytes
 from workers.engine.mesh import segment_mean
 
 TETRA_V = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)]
@@ -134,3 +135,15 @@ def test_mesh_alias() -> None:
     from workers.engine import Mesh
 
     assert Mesh is TriMesh and isinstance(mesh(TETRA_V, TETRA_F), Mesh)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "float16", "bool", "complex64", "nope"])
+def test_positions_of_another_type_than_float32_or_float64_are_refused(dtype: str) -> None:
+    """``tessera.load(path, dtype="int8")`` gave positions rounded (and uint8 wrapped -2 to
+    254), silently."""
+    V = np.array([[-2.5, 0, 0], [1, 0, 0], [0, 1, 0]])
+    with pytest.raises(MeshError) as ei:
+        TriMesh.from_arrays(V, [[0, 1, 2]], dtype=dtype)
+    assert ei.value.code == "mesh.bad_dtype"
+    with pytest.raises(MeshError):
+        load_bytes(b"v -2.5 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "t.obj", dtype=dtype)
