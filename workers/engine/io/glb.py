@@ -98,7 +98,10 @@ def glb_chunks(
     ]
     attributes = {"POSITION": 1}
     if normals is not None:
-        unit = unit_rows(np.asarray(normals)).astype("<f4", copy=False)
+        # glTF wants unit normals: a zero row (an unused vertex's, a degenerate fan's) or a
+        # non-finite one is repaired as the textured writer does
+        faces = np.arange(F.shape[0])
+        unit = _unit_normals(normals, V, np.asarray(F, np.int64), faces, np.asarray(F).ravel())
         attributes["NORMAL"] = len(blobs)
         blobs.append(({"componentType": 5126, "type": "VEC3"}, unit))
     if colors is not None:
@@ -469,17 +472,20 @@ def _any_per_run(flags: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.
 def _unit_normals(
     normals: np.ndarray, V: np.ndarray, F: np.ndarray, faces: np.ndarray, inverse: np.ndarray
 ) -> np.ndarray:
-    """Unit normals for a primitive's vertices; a row of zero or non-finite length takes the
-    normal of a face it is a corner of, or ``+z``."""
+    """Unit normals for a primitive's vertices (``inverse``: the vertex of each corner of the
+    faces ``faces``); a row of zero or non-finite length takes the normal of a face it is a
+    corner of, or ``+z`` (no such face, or one of no area)."""
     unit = unit_rows(np.asarray(normals)).astype("<f4", copy=False)
     with np.errstate(invalid="ignore"):
         bad = ~(np.abs(np.einsum("ij,ij->i", unit, unit) - 1.0) < 1e-3)
     if bad.any():
         unit = np.array(unit)
-        corner_of = np.empty(unit.shape[0], np.int64)
+        corner_of = np.full(unit.shape[0], -1, np.int64)
         corner_of[inverse] = np.repeat(faces, 3)  # a face each vertex is a corner of
-        tri = V[F[corner_of[bad]]].astype(np.float64)
+        face = corner_of[bad]
+        tri = V[F[np.maximum(face, 0)]].astype(np.float64)
         n = unit_rows(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]))
+        n[face < 0] = 0.0  # a vertex of no face (unused): +z below
         n[~(np.abs(np.einsum("ij,ij->i", n, n) - 1.0) < 1e-3)] = (0.0, 0.0, 1.0)
         unit[bad] = n
     return unit
