@@ -583,10 +583,15 @@ def _indices(F: np.ndarray) -> np.ndarray:
 
 def _rgba_bytes(colors: np.ndarray) -> np.ndarray:
     """(n, 4) uint8 RGBA, as trimesh's ``to_rgba``: floats are 0..1 (scaled, clipped, rounded),
-    non-finite floats are 0, RGB gets an opaque alpha."""
+    non-finite floats are 0, RGB gets an opaque alpha. 16-bit channels (PLY ``ushort``) are
+    0..65535, scaled; other integers are clipped to 0..255 (a cast wrapped 300 to 44)."""
     c = np.asarray(colors)
     if c.dtype.kind == "f":
         c = np.clip(np.where(np.isfinite(c), c, 0.0) * 255, 0.0, 255).round()
+    elif c.dtype == np.uint16:
+        c = (c.astype(np.float64) * (255 / 65535)).round()
+    elif c.dtype != np.uint8:
+        c = np.clip(c, 0, 255)
     c = c.astype(np.uint8)
     if c.shape[1] == 3:
         c = np.concatenate([c, np.full((c.shape[0], 1), 255, np.uint8)], axis=1)

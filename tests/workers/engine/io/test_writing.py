@@ -453,3 +453,18 @@ def test_obj_values_beyond_float32_are_dropped_as_non_finite_ones_are(
     mesh = load_bytes(obj, "x.obj")
     assert not mesh.corner_attrs and "vertex_normals" not in mesh.vertex_attrs
     assert mesh.dropped.get(dropped)
+
+
+def test_glb_colours_of_16_bit_or_wide_integers_are_scaled_or_clipped_not_wrapped() -> None:
+    """A PLY's ``ushort`` colours (0..65535) were cast to bytes in the GLB: 300 became 44 and
+    32768 became 0. Now 16-bit channels are scaled to 0..255 and other integers clipped."""
+    m = load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "x.obj")
+    cases = {
+        np.uint16: ([[65535, 32768, 300]] * 3, [255, 128, 1, 255]),
+        np.int64: ([[300, -5, 200]] * 3, [255, 0, 200, 255]),
+        np.uint8: ([[255, 7, 0]] * 3, [255, 7, 0, 255]),
+    }
+    for dtype, (colors, want) in cases.items():
+        mesh = m.with_attrs(vertex={"vertex_colors": np.array(colors, dtype)})
+        back = load_bytes(serialize(mesh, "glb"), "x.glb").vertex_attrs["vertex_colors"]
+        assert back.tolist() == [want] * 3, dtype
