@@ -38,11 +38,15 @@ class Materials:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], files: dict[str, bytes]) -> Materials:
+        """Raises TypeError for a document whose ``mtl`` is neither text nor null."""
+        mtl = doc.get("mtl")
+        if mtl is not None and not isinstance(mtl, str):
+            raise TypeError("a material library's MTL text is not text")
         return cls(
             names=[str(n) for n in doc.get("names", [])],
             gltf={k: list(v) for k, v in (doc.get("gltf") or {}).items()},
             files={name: files[name] for name in doc.get("files", []) if name in files},
-            mtl=doc.get("mtl"),
+            mtl=mtl,
         )
 
     def encode(self) -> bytes:

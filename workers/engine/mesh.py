@@ -138,7 +138,17 @@ class TriMesh:
         face_attrs: Mapping[str, Any] | None = None,
         check: bool = True,
     ) -> TriMesh:
-        """Build a mesh from array-likes, checking finiteness and index range (``check=True``)."""
+        """Build a mesh from array-likes, checking finiteness and index range (``check=True``).
+        Positions are ``float32`` or ``float64`` (another ``dtype`` raises ``mesh.bad_dtype``:
+        an integer type would silently round or wrap them)."""
+        try:
+            ok = np.dtype(dtype) in (np.float32, np.float64)
+        except TypeError:
+            ok = False
+        if not ok:
+            raise MeshError(
+                "positions are float32 or float64", code="mesh.bad_dtype", dtype=str(dtype)
+            )
         xp = xp_for(array_backend(V))
         with np.errstate(over="ignore"):  # values beyond float32 become inf: check() reports them
             V = xp.ascontiguousarray(xp.asarray(V, dtype=dtype))
@@ -306,9 +316,11 @@ class TriMesh:
         """One mesh holding all of ``meshes`` side by side (Wald, section 3.2: vertex arrays
         appended, each mesh's indices shifted by the vertices before it). A face attribute
         ``part`` (int32) tells which input each face came from; other attributes are kept when
-        every part has them with the same shape per element. Parts with different material
-        libraries get one library holding all of them (:func:`.materials.combine`), the
-        faces' ``material`` moved to match; a part without one gets glTF's default material."""
+        every part has them with the same shape per element and the same type (floats: any
+        width); one of several types is left out and counted in ``dropped``. Parts with
+        different material libraries get one library holding all of them
+        (:func:`.materials.combine`), the faces' ``material`` moved to match; a part without one
+        gets glTF's default material."""
         if not meshes:
             raise MeshError("nothing to concatenate", code="mesh.empty")
         xp = meshes[0].xp
@@ -316,19 +328,32 @@ class TriMesh:
         V = xp.concatenate([m.V for m in meshes])
         F = xp.concatenate([m.F + int(o) for m, o in zip(meshes, offsets[:-1], strict=True)])
 
-        def common(attrs: list[dict[str, Any]]) -> dict[str, Any]:
-            names = set.intersection(*(set(a) for a in attrs))
-            return {
-                k: xp.concatenate([a[k] for a in attrs])
-                for k in sorted(names)
-                if len({a[k].shape[1:] for a in attrs}) == 1
-            }
-
-        va = common([m.vertex_attrs for m in meshes])
-        fa = common([m.face_attrs for m in meshes])
-        ca = common([m.corner_attrs for m in meshes])
-        materials = meshes[0].materials
         lost: dict[str, int] = {}
+
+        def alike(arrays: list[Any]) -> bool:
+            """One shape per element, and one type (or floats of any width): integers of
+            several widths mean several scales (colours: 0..255 beside 0..65535), and
+            integers beside floats too (0..255 beside 0..1), which one array cannot hold."""
+            if len({a.shape[1:] for a in arrays}) != 1:
+                return False
+            types = {a.dtype for a in arrays}
+            return len(types) == 1 or all(t.kind == "f" for t in types)
+
+        def common(attrs: list[dict[str, Any]], what: str | None = None) -> dict[str, Any]:
+            names = set.intersection(*(set(a) for a in attrs))
+            out = {}
+            for k in sorted(names):
+                if alike([a[k] for a in attrs]):
+                    out[k] = xp.concatenate([a[k] for a in attrs])
+                elif what and len({a[k].shape[1:] for a in attrs}) == 1:  # several types
+                    key = f"{what} attributes (of several types on the parts)"
+                    lost[key] = lost.get(key, 0) + 1
+            return out
+
+        va = common([m.vertex_attrs for m in meshes], "vertex")
+        fa = common([m.face_attrs for m in meshes], "face")
+        ca = common([m.corner_attrs for m in meshes])  # what it leaves out: counted below
+        materials = meshes[0].materials
         if any(m.materials != materials for m in meshes[1:]):
             # parts with their own libraries (not one equal in every name, material, texture
             # and file: the same asset read twice): one library holding them all, each part's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,12 @@ def parse_step(raw: Any) -> Step:
         raw = raw.model_dump()
     if isinstance(raw, str):
         name, params = raw, {}
-    elif isinstance(raw, tuple) and len(raw) == 2:
+    elif (
+        isinstance(raw, tuple)
+        and len(raw) == 2
+        and isinstance(raw[0], str)
+        and isinstance(raw[1], Mapping | None)
+    ):
         name, params = raw[0], dict(raw[1] or {})
     elif isinstance(raw, dict):
         params = dict(raw)
@@ -62,7 +67,13 @@ def parse_step(raw: Any) -> Step:
 
 def parse_pipeline(steps: Iterable[Any]) -> list[Step]:
     """The steps, checked: a source operation (one that makes the mesh, e.g. marching_cubes)
-    may only be the first step."""
+    may only be the first step. A lone name is a pipeline of that one step."""
+    if isinstance(steps, str):
+        steps = [steps]
+    elif not isinstance(steps, Iterable) or isinstance(steps, Mapping):
+        raise SpecError(
+            "a pipeline is a list of steps", code="spec.bad_step", step=repr(steps)[:100]
+        )
     out = [parse_step(s) for s in steps]
     for i, st in enumerate(out):
         if i > 0 and st.op.kind is OpKind.source:

@@ -67,12 +67,13 @@ def corner_tangents(V: np.ndarray, F: np.ndarray, normal: np.ndarray, uv: np.nda
     b, _ = _unit(np.roll(P, 1, axis=1) - P)
     angle = np.arccos(np.clip((a * b).sum(2), -1.0, 1.0))
     w = np.where((np.cross(N, T[:, None, :]) * B[:, None, :]).sum(2) < 0, -1.0, 1.0)
-    # 3. one tangent per (vertex, texture coordinates, normal, handedness)
+    # 3. one tangent per (vertex, texture coordinates, normal, handedness), compared by their
+    # bytes: + 0.0 makes a negative zero (which arithmetic gives) the positive one it equals
     key = np.concatenate(
         [
             F.reshape(-1, 1).astype("<i8").view(np.uint8),
-            np.ascontiguousarray(st.reshape(-1, 2)).view(np.uint8),
-            np.ascontiguousarray(N.reshape(-1, 3)).view(np.uint8),
+            np.ascontiguousarray(st.reshape(-1, 2) + 0.0).view(np.uint8),
+            np.ascontiguousarray(N.reshape(-1, 3) + 0.0).view(np.uint8),
             np.ascontiguousarray(w.reshape(-1, 1)).view(np.uint8),
         ],
         axis=1,

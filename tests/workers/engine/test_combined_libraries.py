@@ -15,6 +15,7 @@ from tests.conftest import ASSETS
 from tests.workers.engine.io.common import errors, validate
 from workers.engine import TriMesh
 from workers.engine.io import load_bytes, serialize
+from workers.engine.io.gltf import split_glb
 from workers.engine.materials import Materials, combine, library_problem
 
 
@@ -121,3 +122,22 @@ def test_a_part_without_a_library_gets_the_default_material() -> None:
     material = np.asarray(both.face_attrs["material"])
     assert material[0] == len(both.materials) - 1
     assert (material[1:] == 0).all()
+
+
+def test_a_textured_part_beside_one_without_texture_coordinates_writes_a_valid_glb(
+    tmp_path: Path,
+) -> None:
+    """The parts' corner attributes differ, so the concatenation has none, but the duck's
+    material still reads ``TEXCOORD_0``: its primitive gets the set (zeros), the default
+    material's none (the validator refused MESH_PRIMITIVE_TOO_FEW_TEXCOORDS)."""
+    duck = _load("Duck.glb")
+    plain = TriMesh(np.eye(3, dtype=np.float32), np.array([[0, 1, 2]], np.int32))
+    both = TriMesh.concatenate([plain, duck])
+    assert not both.corner_attrs
+    data = serialize(both, "glb")
+    assert errors(validate(data, tmp_path)) == []
+    back = load_bytes(data, "back.glb")
+    tree = split_glb(data)[0]
+    sets = {p["material"]: "TEXCOORD_0" in p["attributes"] for p in tree["meshes"][0]["primitives"]}
+    assert sets == {0: True, len(both.materials) - 1: False}
+    assert back.n_faces == both.n_faces

@@ -9,6 +9,7 @@ import pytest
 
 from tests.workers.engine.shapes import load, mesh, tetrahedron
 from workers.engine import MeshError, TriMesh
+from workers.engine.io import load_bytes
 from workers.engine.mesh import segment_mean
 
 TETRA_V = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)]
@@ -134,3 +135,35 @@ def test_mesh_alias() -> None:
     from workers.engine import Mesh
 
     assert Mesh is TriMesh and isinstance(mesh(TETRA_V, TETRA_F), Mesh)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "float16", "bool", "complex64", "nope"])
+def test_positions_of_another_type_than_float32_or_float64_are_refused(dtype: str) -> None:
+    """``tessera.load(path, dtype="int8")`` gave positions rounded (and uint8 wrapped -2 to
+    254), silently."""
+    V = np.array([[-2.5, 0, 0], [1, 0, 0], [0, 1, 0]])
+    with pytest.raises(MeshError) as ei:
+        TriMesh.from_arrays(V, [[0, 1, 2]], dtype=dtype)
+    assert ei.value.code == "mesh.bad_dtype"
+    with pytest.raises(MeshError):
+        load_bytes(b"v -2.5 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "t.obj", dtype=dtype)
+
+
+def test_concatenate_leaves_out_an_attribute_of_several_types_and_says_so() -> None:
+    """Byte colours (0..255) beside float ones (0..1) or 16-bit ones (0..65535) were joined into
+    one array of the wider type, so the GLB written showed one part's colours wrong (128 as
+    255, or as 0). Such an attribute is left out and counted; floats of two widths still join."""
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    F = np.array([[0, 1, 2]], np.int32)
+
+    def part(colors: np.ndarray, quality: np.ndarray) -> TriMesh:
+        return TriMesh(V, F, {"vertex_colors": colors, "quality": quality})
+
+    byte = part(np.full((3, 3), 128, np.uint8), np.ones(3, np.float32))
+    for other in (np.full((3, 3), 0.5, np.float32), np.full((3, 3), 32768, np.uint16)):
+        both = TriMesh.concatenate([byte, part(other, np.ones(3, np.float64))])
+        assert "vertex_colors" not in both.vertex_attrs
+        assert both.dropped == {"vertex attributes (of several types on the parts)": 1}
+        assert both.vertex_attrs["quality"].shape == (6,)
+    same = TriMesh.concatenate([byte, byte])
+    assert same.vertex_attrs["vertex_colors"].dtype == np.uint8 and same.dropped == {}

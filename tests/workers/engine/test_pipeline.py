@@ -93,6 +93,8 @@ def test_parse_pipeline_labels() -> None:
         (["weld", {}], "spec.bad_step"),  # a list is not a step
         (("weld", {}, {}), "spec.bad_step"),  # tuple of three
         (42, "spec.bad_step"),  # not a step at all
+        (("weld", 5), "spec.bad_step"),  # params not a mapping (raised TypeError)
+        ((3, {}), "spec.bad_step"),  # a name that is not text
     ],
 )
 def test_spec_errors(step: object, code: str) -> None:
@@ -160,3 +162,17 @@ def test_path_choice_per_operation(monkeypatch):
     assert paths.patches_for(mesh, "geodesic_distance") is None
     monkeypatch.setenv("TESSERA_GPU_PATH", "patched")
     assert paths.patches_for(mesh, "bilateral_denoise") is got
+
+
+@pytest.mark.parametrize("pipeline", [None, 5, {"op": "weld"}])
+def test_a_pipeline_that_is_no_list_of_steps_is_refused(pipeline: object) -> None:
+    """``tessera.run(mesh, None)`` raised a raw TypeError (not iterable)."""
+    with pytest.raises(SpecError) as ei:
+        run_pipeline(tetrahedron(), pipeline, device=CPU)  # type: ignore[arg-type]
+    assert ei.value.code == "spec.bad_step"
+
+
+def test_a_lone_name_is_a_pipeline_of_one_step() -> None:
+    """``run(mesh, "weld")`` ran the steps "w", "e", "l", "d" (spec.unknown_op)."""
+    m = soup(tetrahedron())
+    assert run_pipeline(m, "weld", device=CPU).mesh.n_vertices == 4

@@ -98,7 +98,10 @@ def glb_chunks(
     ]
     attributes = {"POSITION": 1}
     if normals is not None:
-        unit = unit_rows(np.asarray(normals)).astype("<f4", copy=False)
+        # glTF wants unit normals: a zero row (an unused vertex's, a degenerate fan's) or a
+        # non-finite one is repaired as the textured writer does
+        faces = np.arange(F.shape[0])
+        unit = _unit_normals(normals, V, np.asarray(F, np.int64), faces, np.asarray(F).ravel())
         attributes["NORMAL"] = len(blobs)
         blobs.append(({"componentType": 5126, "type": "VEC3"}, unit))
     if colors is not None:
@@ -189,7 +192,8 @@ def textured_glb_chunks(
     vertex_colors = attrs.pop("vertex_colors", None)
     if "color" in corners:
         vertex_colors = None
-    sets, filler = _texcoord_sets(corners, F.shape[0])
+    library = _library(materials)
+    sets, filler = _texcoord_sets(corners, F.shape[0], _sets_read(library, material, materials))
     # a set all zeros on one primitive was not there (the reader fills a primitive's missing
     # set with zeros), unless the whole mesh's set is zeros: then it is the mesh's own (a
     # texture of no area), and written
@@ -208,7 +212,6 @@ def textured_glb_chunks(
         # glTF allows TANGENT only beside NORMAL; without normals it is not written
         flat["TANGENT"] = np.ascontiguousarray(corners["tangent"], dtype="<f4").reshape(-1, 4)
 
-    library = _library(materials)
     accessors: list[bytes] = []  # JSON text, a block of accessors of one kind each
     n_accessors = 0
     views: list[dict[str, int]] = []
@@ -365,20 +368,23 @@ def textured_glb_chunks(
     return container(tree, at, chunks, raw)
 
 
-def _texcoord_sets(corners: dict[str, np.ndarray], m: int) -> tuple[list[np.ndarray], set[int]]:
+def _texcoord_sets(
+    corners: dict[str, np.ndarray], m: int, read: int = 0
+) -> tuple[list[np.ndarray], set[int]]:
     """The corner attributes ``uv``, ``uv1``... as the list of ``TEXCOORD_n`` sets (glTF's
     are 2-vectors: a wider set gives its first two components, and :func:`~.writing.left_out`
-    counts the rest), a set missing below the highest one filled with zeros (glTF numbers the
-    sets without gaps); and the numbers of those fillers (a set the mesh has is written even
-    when all zeros)."""
+    counts the rest), a set missing below the highest one, or below ``read`` (the sets the
+    faces' materials read), filled with zeros (glTF numbers the sets without gaps, and wants
+    every set a primitive's material reads); and the numbers of those fillers (a set the mesh
+    has is written even when all zeros)."""
     found: dict[int, np.ndarray] = {}
     for name, a in corners.items():
         digits = name[2:]
         if name.startswith("uv") and (digits == "" or digits.isdigit()):
             found[int(digits or 0)] = np.asarray(a)[..., :2]
-    if not found:
+    top = max(max(found, default=-1) + 1, read)
+    if not top:
         return [], set()
-    top = max(found) + 1
     filler = {k for k in range(top) if k not in found}
     return [found.get(k, np.zeros((m, 3, 2), np.float32)) for k in range(top)], filler
 
@@ -466,17 +472,20 @@ def _any_per_run(flags: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.
 def _unit_normals(
     normals: np.ndarray, V: np.ndarray, F: np.ndarray, faces: np.ndarray, inverse: np.ndarray
 ) -> np.ndarray:
-    """Unit normals for a primitive's vertices; a row of zero or non-finite length takes the
-    normal of a face it is a corner of, or ``+z``."""
+    """Unit normals for a primitive's vertices (``inverse``: the vertex of each corner of the
+    faces ``faces``); a row of zero or non-finite length takes the normal of a face it is a
+    corner of, or ``+z`` (no such face, or one of no area)."""
     unit = unit_rows(np.asarray(normals)).astype("<f4", copy=False)
     with np.errstate(invalid="ignore"):
         bad = ~(np.abs(np.einsum("ij,ij->i", unit, unit) - 1.0) < 1e-3)
     if bad.any():
         unit = np.array(unit)
-        corner_of = np.empty(unit.shape[0], np.int64)
+        corner_of = np.full(unit.shape[0], -1, np.int64)
         corner_of[inverse] = np.repeat(faces, 3)  # a face each vertex is a corner of
-        tri = V[F[corner_of[bad]]].astype(np.float64)
+        face = corner_of[bad]
+        tri = V[F[np.maximum(face, 0)]].astype(np.float64)
         n = unit_rows(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]))
+        n[face < 0] = 0.0  # a vertex of no face (unused): +z below
         n[~(np.abs(np.einsum("ij,ij->i", n, n) - 1.0) < 1e-3)] = (0.0, 0.0, 1.0)
         unit[bad] = n
     return unit
@@ -503,6 +512,28 @@ def _library(materials: Materials | None) -> dict[str, list[Any]]:
     if materials is not None:
         out["materials"] += [{"name": n} for n in materials.names[len(out["materials"]) :]]
     return out
+
+
+#: texture coordinate sets a material may read that the writer fills with zeros where the
+#: mesh has none (a larger ``texCoord`` is left as the file had it)
+_MAX_FILLED_SETS = 8
+
+
+def _sets_read(
+    library: dict[str, list[Any]], material: np.ndarray | None, materials: Materials | None
+) -> int:
+    """How many texture coordinate sets the materials of the faces read (one more than the
+    highest ``texCoord``, at most :data:`_MAX_FILLED_SETS`; 0 for glTF's default material):
+    a mesh whose corners lost their texture coordinates (parts concatenated, some without)
+    still gives each textured primitive the sets its material reads."""
+    if materials is None or material is None or not np.asarray(material).size:
+        return 0
+    mats = library["materials"]
+    used = [mats[i] for i in np.unique(np.asarray(material)).tolist()]  # checked: in range
+    if "Texture" not in json.dumps(used):  # one call, not one walk per material
+        return 0
+    read = {k for m in used for k in _texcoords_used(m)}
+    return min(max(read, default=-1) + 1, _MAX_FILLED_SETS)
 
 
 def _texcoords_used(node: Any, key: str = "") -> set[int]:
@@ -552,10 +583,15 @@ def _indices(F: np.ndarray) -> np.ndarray:
 
 def _rgba_bytes(colors: np.ndarray) -> np.ndarray:
     """(n, 4) uint8 RGBA, as trimesh's ``to_rgba``: floats are 0..1 (scaled, clipped, rounded),
-    non-finite floats are 0, RGB gets an opaque alpha."""
+    non-finite floats are 0, RGB gets an opaque alpha. 16-bit channels (PLY ``ushort``) are
+    0..65535, scaled; other integers are clipped to 0..255 (a cast wrapped 300 to 44)."""
     c = np.asarray(colors)
     if c.dtype.kind == "f":
         c = np.clip(np.where(np.isfinite(c), c, 0.0) * 255, 0.0, 255).round()
+    elif c.dtype == np.uint16:
+        c = (c.astype(np.float64) * (255 / 65535)).round()
+    elif c.dtype != np.uint8:
+        c = np.clip(c, 0, 255)
     c = c.astype(np.uint8)
     if c.shape[1] == 3:
         c = np.concatenate([c, np.full((c.shape[0], 1), 255, np.uint8)], axis=1)

@@ -272,7 +272,8 @@ def _floats(words: list[str], n: int) -> list[float]:
 
 def library_names(materials: Materials) -> list[str]:
     """The materials' names as ``usemtl`` and ``newmtl`` write them: as read when the library's
-    text is kept, else each a single word (blanks as ``_``: readers take one word), distinct."""
+    text is kept, else each a single word (blanks as ``_``: readers take one word; ``#`` too:
+    readers take it for a comment, so ``usemtl #c`` named no material), distinct."""
     if materials.mtl is not None:
         return list(materials.names)
     out: list[str] = []
@@ -281,7 +282,7 @@ def library_names(materials: Materials) -> list[str]:
     seen: set[str] = set()
     tried: dict[str, int] = {}
     for name in materials.names:
-        word = re.sub(r"\s+", "_", name.strip()) or "material"
+        word = re.sub(r"[\s#]+", "_", name.strip()) or "material"
         unique, n = word, tried.get(word, 1)
         while unique in seen:
             n += 1

@@ -144,6 +144,13 @@ def _face_normals(V: np.ndarray, F: np.ndarray) -> np.ndarray:
     return out
 
 
+def _finite_float32(values: np.ndarray) -> bool:
+    """Whether every value is finite as float32, as the mesh keeps it (``1e300`` is not: it
+    would be kept as inf)."""
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(values.astype(np.float32)).all())
+
+
 def _corner_values(
     values: np.ndarray | None,
     refs: np.ndarray | None,
@@ -162,7 +169,7 @@ def _corner_values(
     absent = refs == MISSING
     if bool(absent.all()):
         return None
-    if bool((refs == 0).any()) or not bool(np.isfinite(values).all()):
+    if bool((refs == 0).any()) or not _finite_float32(values):
         return None
     ridx = refs - 1
     if bool((refs < 0).any()):
@@ -430,7 +437,7 @@ def _vertex_normals(scan: Scan, idx: np.ndarray, n_vertices: int) -> np.ndarray 
     normals, nidx = scan.normals, scan.normal_refs
     if normals is None or nidx is None or nidx.shape[0] != idx.shape[0]:
         return None
-    if not bool(np.isfinite(normals).all()) or bool((nidx == 0).any()):
+    if not _finite_float32(normals) or bool((nidx == 0).any()):
         return None
     if bool((nidx == MISSING).any()):  # some corner has none: corner normals, if any
         return None

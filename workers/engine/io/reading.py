@@ -504,7 +504,7 @@ def _npz_library(arrays: dict[str, np.ndarray]) -> Any:
         return None
     try:
         materials = library_of(arrays)
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
         raise FormatError(
             "the NPZ's material library is not one Tessera wrote", code="format.parse_error"
         ) from None

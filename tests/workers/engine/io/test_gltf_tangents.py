@@ -105,6 +105,29 @@ def test_tangents_of_a_sphere_follow_the_parametrisation() -> None:
     assert_valid_tangents(t)
 
 
+def test_a_negative_zero_does_not_split_a_vertex_s_tangent() -> None:
+    """Corners of one vertex whose normals or texture coordinates differ only by the sign of a
+    zero (0.0 == -0.0, as arithmetic and exporters give) share one tangent: the group key was
+    their bytes, so each corner kept its own triangle's tangent (0.07 apart on this sheared
+    cylinder)."""
+    n = 6
+    a = np.tile(np.linspace(0, 1.5, n + 1), 2)
+    h = np.repeat([0.0, 1.0], n + 1)
+    V = np.stack([np.cos(a), h + 0.3 * np.sin(a), np.sin(a)], 1)  # sheared: no exact tangent
+    i = np.arange(n)
+    F = np.concatenate([np.stack([i, i + 1, i + n + 2], 1), np.stack([i, i + n + 2, i + n + 1], 1)])
+    N = np.stack([np.cos(a), np.zeros_like(a), np.sin(a)], 1)[F]
+    uv = np.stack([a, h], 1)[F]
+    plain = corner_tangents(V, F, N, uv)
+    N[0::2, :, 1] = -0.0
+    uv[1::2, :, 0] = np.where(uv[1::2, :, 0] == 0, -0.0, uv[1::2, :, 0])
+    signed = corner_tangents(V, F, N, uv)
+    np.testing.assert_array_equal(signed, plain)
+    for v in range(V.shape[0]):  # one tangent per vertex: the surface has no seam
+        t = plain.reshape(-1, 4)[F.ravel() == v]
+        np.testing.assert_allclose(t, np.broadcast_to(t[0], t.shape), atol=1e-6)
+
+
 def test_a_triangle_of_no_texture_area_gets_a_valid_tangent() -> None:
     V, F = grid(1)
     N = np.tile([0.0, 0.0, 1.0], (F.shape[0], 3, 1))

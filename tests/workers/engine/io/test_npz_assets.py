@@ -63,6 +63,15 @@ F = np.array([[0, 1, 2]], np.int32)
             },  # fmt: skip
             "format.parse_error",
         ),
+        # JSON nested deeper than Python's recursion limit (raised RecursionError)
+        (
+            {"materials": np.frombuffer(b"[" * 100_000 + b"]" * 100_000, np.uint8)},
+            "format.parse_error",
+        ),
+        (  # an MTL text that is a number (writing an objzip raised AttributeError)
+            {"materials": np.frombuffer(b'{"names":["a"],"mtl":5}', np.uint8)},
+            "format.parse_error",
+        ),
         (  # a face naming material 5 of a library of one
             {
                 "materials": np.frombuffer(b'{"names":["a"]}', np.uint8),

@@ -445,6 +445,18 @@ def test_generated_library_names_are_single_distinct_words() -> None:
     np.testing.assert_array_equal(back.face_attrs["material"], [0, 1])
 
 
+def test_a_generated_library_name_holds_no_comment_sign() -> None:
+    """A glTF material named ``#c`` was written ``usemtl #c``, which readers take for a
+    comment: its faces came back with the first material."""
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32)
+    F = np.array([[0, 1, 2], [1, 3, 2]], np.int32)
+    mesh = TriMesh(V, F, face_attrs={"material": np.array([0, 1], np.int32)})
+    mesh.materials = Materials(["a", "#c"], gltf={"materials": [{}, {}]})
+    back = load_bytes(serialize(mesh, "objzip"), "b.zip")
+    assert back.materials.names == ["a", "_c"]
+    np.testing.assert_array_equal(back.face_attrs["material"], [0, 1])
+
+
 def test_hard_edges_keep_a_normal_per_corner() -> None:
     """Two faces of a box edge: the edge's vertices have one normal on each face, so no vertex
     normal can hold them; the corners do, and the written OBJ gives each corner its own."""

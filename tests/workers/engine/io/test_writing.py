@@ -4,6 +4,7 @@ writer produces."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ from tests.workers.engine.io.common import (
     _reference_obj,
     _same_mesh,
     _same_read,
+    errors,
+    validate,
 )
 from tests.workers.engine.shapes import load, random_rotation, run, tetrahedron
 from workers.engine import FormatError, SpecError, TriMesh
@@ -399,3 +402,69 @@ def test_ply_attribute_named_like_the_header_end_round_trips() -> None:
     )
     back = load_bytes(serialize(m, "ply"), "m.ply")
     np.testing.assert_array_equal(back.vertex_attrs["end_header"], np.arange(4))
+
+
+def _inf_normal() -> TriMesh:
+    m = load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "x.obj")
+    N = np.array([[np.inf, 0, 0], [0, 0, 1], [0, 0, 1]], np.float32)
+    return m.with_attrs(vertex={"vertex_normals": N})
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        # an unused vertex: vertex_normals gives it a zero normal
+        lambda: load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 5 5 5\nf 1 2 3\n", "x.obj"),
+        # a face of no area: zero normals
+        lambda: load_bytes(b"v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n", "x.obj"),
+        _inf_normal,
+    ],
+)
+def test_a_glb_of_zero_or_non_finite_normals_has_unit_normals(make, tmp_path: Path) -> None:
+    """vertex_normals leaves an unused vertex, or one of faces of no area, a zero normal; the
+    plain GLB writer wrote it as it was (ACCESSOR_VECTOR3_NON_UNIT, or ACCESSOR_INVALID_FLOAT
+    for inf), where the textured writer repairs it: now both take a face's normal or +z."""
+    mesh = make()
+    if "vertex_normals" not in mesh.vertex_attrs:
+        mesh = run(mesh, "vertex_normals").mesh
+    data = serialize(mesh, "glb")
+    assert errors(validate(data, tmp_path)) == []
+    N = load_bytes(data, "x.glb").vertex_attrs["vertex_normals"]
+    np.testing.assert_allclose(np.linalg.norm(N, axis=1), 1.0, rtol=1e-6)
+    good = np.isfinite(mesh.vertex_attrs["vertex_normals"]).all(1) & (
+        np.linalg.norm(mesh.vertex_attrs["vertex_normals"], axis=1) > 0
+    )
+    assert not good.all()
+    np.testing.assert_array_equal(N[good], mesh.vertex_attrs["vertex_normals"][good])
+
+
+@pytest.mark.parametrize(
+    ("obj", "dropped"),
+    [
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 1e300 0 0\nf 1//1 2//1 3//1\n", "normals"),
+        (b"v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 1e300 0\nf 1/1 2/1 3/1\n", "texture coordinates"),
+    ],
+)
+def test_obj_values_beyond_float32_are_dropped_as_non_finite_ones_are(
+    obj: bytes, dropped: str
+) -> None:
+    """A ``vn`` or ``vt`` value finite as float64 but not as float32 was kept as inf (with a
+    RuntimeWarning from the cast); NaN values are dropped and reported: so are these."""
+    mesh = load_bytes(obj, "x.obj")
+    assert not mesh.corner_attrs and "vertex_normals" not in mesh.vertex_attrs
+    assert mesh.dropped.get(dropped)
+
+
+def test_glb_colours_of_16_bit_or_wide_integers_are_scaled_or_clipped_not_wrapped() -> None:
+    """A PLY's ``ushort`` colours (0..65535) were cast to bytes in the GLB: 300 became 44 and
+    32768 became 0. Now 16-bit channels are scaled to 0..255 and other integers clipped."""
+    m = load_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "x.obj")
+    cases = {
+        np.uint16: ([[65535, 32768, 300]] * 3, [255, 128, 1, 255]),
+        np.int64: ([[300, -5, 200]] * 3, [255, 0, 200, 255]),
+        np.uint8: ([[255, 7, 0]] * 3, [255, 7, 0, 255]),
+    }
+    for dtype, (colors, want) in cases.items():
+        mesh = m.with_attrs(vertex={"vertex_colors": np.array(colors, dtype)})
+        back = load_bytes(serialize(mesh, "glb"), "x.glb").vertex_attrs["vertex_colors"]
+        assert back.tolist() == [want] * 3, dtype
