@@ -17,6 +17,7 @@ from tessera import errors
 from tessera._common import RetryPolicy, retry_after
 from tests.conftest import RedisServer, _free_port, mesh_path
 from tests.live import LiveApi, LiveService, live_settings
+from workers.engine.errors import SpecError
 from workers.engine.io import load_bytes
 
 pytestmark = pytest.mark.slow
@@ -49,6 +50,9 @@ def test_the_library_facade_loads_runs_and_saves(tmp_path):
     )
     with pytest.raises(FileNotFoundError, match="missing.obj"):
         tessera.load(tmp_path / "missing.obj")
+    with pytest.raises(SpecError) as info:
+        tessera.run(mesh, ["weld"], device="tpu")
+    assert info.value.code == "spec.invalid" and "tpu" in str(info.value)
 
 
 def test_submit_wait_download_with_progress(tc, tmp_path):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import BackendUnavailable
+from .errors import BackendUnavailable, SpecError
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,16 @@ class Device(str, Enum):
     auto = "auto"
     gpu = "gpu"
     cpu = "cpu"
+
+    @classmethod
+    def parse(cls, device: Device | str) -> Device:
+        """``device`` as a :class:`Device`; anything else is a :class:`~.errors.SpecError`."""
+        try:
+            return cls(device)
+        except ValueError:
+            raise SpecError(
+                f"unknown device {device!r}: one of auto, gpu, cpu", device=str(device)
+            ) from None
 
 
 @lru_cache(maxsize=1)
@@ -60,7 +70,7 @@ _warned_fallback = False
 def resolve(device: Device | str) -> str:
     """Map a requested device to the backend that will run: ``"numpy"`` or ``"cupy"``."""
     global _warned_fallback
-    device = Device(device)
+    device = Device.parse(device)
     if device is Device.cpu:
         return "numpy"
     if device is Device.gpu:
@@ -94,7 +104,7 @@ def choose(
 ) -> tuple[str, str]:
     """The backend a job on a mesh of ``n_faces`` runs on, and why: ``resolve`` for ``gpu`` and
     ``cpu``; ``auto`` also takes the CPU for meshes under ``gpu_min_faces`` faces."""
-    device = Device(device)
+    device = Device.parse(device)
     if device is not Device.auto:
         return resolve(device), f"device {device.value} was asked for"
     if not gpu_available():
