@@ -95,10 +95,12 @@ def test_a_batch_reads_an_s3_prefix_and_writes_its_results_and_manifest_there(
         assert b["counts"]["total"] == 5
         done = wait_batch(s3_client, b["url"])
         assert done["state"] == "succeeded", done
-        assert done["counts"]["succeeded"] == 4 and done["counts"]["failed"] == 1, done
         items = {
             i["path"]: i for i in s3_client.get(b["url"], params={"items": "true"}).json()["items"]
         }
+        states = {p: (i["state"], i["error"]) for p, i in items.items()}
+        log = (tmp_path / "w1.log").read_text(errors="replace")[-4000:]  # says why, if it fails
+        assert done["counts"]["succeeded"] == 4 and done["counts"]["failed"] == 1, (states, log)
         assert sorted(items) == sorted(p for p in tree if p != "notes.txt")
         assert items["broken/truncated.ply"]["error"]["code"] == "format.count_exceeds_size"
 

@@ -7,6 +7,7 @@ import pytest
 
 from workers.engine import BackendUnavailable, Device, gpu_available
 from workers.engine.backend import array_backend, resolve, to_numpy, xp_for
+from workers.engine.errors import SpecError
 
 
 def test_cpu_is_numpy() -> None:
@@ -26,8 +27,9 @@ def test_gpu_resolves_or_says_why_not() -> None:
 
 
 def test_unknown_device() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(SpecError, match="tpu") as info:
         resolve("tpu")
+    assert info.value.code == "spec.invalid"
 
 
 def test_numpy_arrays() -> None:
