@@ -488,10 +488,25 @@ def _read_npz(data: bytes, *, dtype: str, max_expanded: int) -> TriMesh:
     mesh.corner_attrs = {
         k[len("corner.") :]: v for k, v in arrays.items() if k.startswith("corner.")
     }
+    for name, a in mesh.corner_attrs.items():
+        widths = _CORNER_WIDTHS.get("uv" if name.startswith("uv") else name)
+        if widths is not None and a.ndim == 3 and a.shape[2] not in widths:
+            raise MeshError(
+                f"corner attribute {name!r} must hold {' or '.join(map(str, widths))} values "
+                "per corner: no format could write it",
+                code="mesh.bad_attribute",
+                attribute=name[:100],
+                shape=list(a.shape),
+            )
     mesh.materials = _npz_library(arrays)
     if mesh.corner_attrs or mesh.materials is not None:
         mesh.check()  # corner shapes, material indices
     return mesh
+
+
+#: the values per corner each known corner attribute holds (``uv`` for every UV set); an NPZ
+#: with another width would be read and then left out by every writer without a word
+_CORNER_WIDTHS = {"uv": (2, 3), "normal": (3,), "tangent": (4,), "color": (3, 4)}
 
 
 def _npz_library(arrays: dict[str, np.ndarray]) -> Any:

@@ -53,6 +53,11 @@ F = np.array([[0, 1, 2]], np.int32)
     [
         ({"corner.uv": np.zeros((2, 3, 2), np.float32)}, "mesh.bad_attribute"),  # 2 faces' worth
         ({"corner.uv": np.zeros((1, 3), np.float32)}, "mesh.bad_attribute"),  # not (m, 3, k)
+        # widths no writer can hold (every writer had left them out without a word)
+        ({"corner.normal": np.ones((1, 3, 2), np.float32)}, "mesh.bad_attribute"),
+        ({"corner.uv1": np.ones((1, 3, 1), np.float32)}, "mesh.bad_attribute"),
+        ({"corner.tangent": np.ones((1, 3, 3), np.float32)}, "mesh.bad_attribute"),
+        ({"corner.color": np.ones((1, 3, 7), np.float32)}, "mesh.bad_attribute"),
         ({"materials": np.frombuffer(b"{not json", np.uint8)}, "format.parse_error"),
         ({"materials": np.frombuffer(b"[1, 2]", np.uint8)}, "format.parse_error"),  # no object
         (  # a texture naming an image the library lacks
