@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import sync
+from .backend import sync, to_numpy
 from .mesh import TriMesh
 from .ops import Packing
 from .ops.stats import mesh_stats
@@ -176,17 +176,13 @@ def _in_order(mesh: TriMesh, n_parts: int) -> Pack:
         raise PackingError("a step joined two members of a pack")
     v_off = np.zeros(n_parts + 1, dtype=np.int64)
     f_off = np.zeros(n_parts + 1, dtype=np.int64)
-    v_off[1:] = np.cumsum(_host(xp.bincount(vpart, minlength=n_parts)))
-    f_off[1:] = np.cumsum(_host(xp.bincount(fpart, minlength=n_parts)))
+    v_off[1:] = np.cumsum(to_numpy(xp.bincount(vpart, minlength=n_parts)))
+    f_off[1:] = np.cumsum(to_numpy(xp.bincount(fpart, minlength=n_parts)))
     if V is mesh.V and F is mesh.F:
         out = mesh.with_attrs(vertex={PART: vpart})
     else:
         out = TriMesh(V, F, va, fa)
     return Pack(out, v_off, f_off)
-
-
-def _host(a: Any) -> np.ndarray:
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .backend import to_numpy
 from .geometry import face_corners64, face_cross64
 from .graph import group_rows
 from .mesh import TriMesh
@@ -40,7 +41,7 @@ def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict
     fp = xp.asarray(np.repeat(np.arange(n_parts), nf))
 
     def per_part(parts: Any) -> np.ndarray:
-        return _host(xp.bincount(parts, minlength=n_parts))
+        return to_numpy(xp.bincount(parts, minlength=n_parts))
 
     EV = topo.EV
     ep = vp[EV[:, 0]]
@@ -99,10 +100,10 @@ def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict
     twice_g = 2 - (v_c - e_c + f_c) - b_c
     odd = (twice_g < 0) | (twice_g % 2 != 0)
     genus_bad = per_part(comp_part[odd]) > 0
-    genus_sum = _host(xp.bincount(comp_part, weights=twice_g // 2, minlength=n_parts))
+    genus_sum = to_numpy(xp.bincount(comp_part, weights=twice_g // 2, minlength=n_parts))
 
     # one copy each to the host: the per-part sums and extremes are NumPy's
-    norms, prod, V, used = _host(norms), _host(prod), _host(V), _host(used)
+    norms, prod, V, used = to_numpy(norms), to_numpy(prod), to_numpy(V), to_numpy(used)
     out = []
     for i in range(n_parts):
         v0, v1, f0, f1 = int(v_off[i]), int(v_off[i + 1]), int(f_off[i]), int(f_off[i + 1])
@@ -160,7 +161,3 @@ def _any_member(xp: Any, labels: Any) -> Any:
     first = xp.zeros(int(labels.max()) + 1, dtype=xp.int64)
     first[labels] = xp.arange(labels.shape[0], dtype=xp.int64)  # whichever write lands
     return first
-
-
-def _host(a: Any) -> np.ndarray:
-    return a.get() if hasattr(a, "get") else np.asarray(a)
