@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .geometry import face_cross64, scatter_rows
+
 
 def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = np.linalg.norm(v, axis=-1, keepdims=True)
@@ -97,11 +99,6 @@ def corner_tangents(V: np.ndarray, F: np.ndarray, normal: np.ndarray, uv: np.nda
 
 def vertex_normals_of(V: np.ndarray, F: np.ndarray) -> np.ndarray:
     """Area-weighted unit vertex normals ``(n, 3)`` float64 (zero where no face has area)."""
-    V = np.asarray(V, dtype=np.float64)
     F = np.asarray(F, dtype=np.int64)
-    fn = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
-    acc = np.zeros((V.shape[0], 3))
-    for c in range(3):
-        for k in range(3):
-            acc[:, k] += np.bincount(F[:, c], weights=fn[:, k], minlength=V.shape[0])
-    return _unit(acc)[0]
+    cross = face_cross64(np, V, F)
+    return _unit(scatter_rows(np, F.ravel(), np.repeat(cross, 3, axis=0), V.shape[0]))[0]
