@@ -88,7 +88,15 @@ def run_batch(url: str, folder: Path, out: Path, device: str) -> dict[str, Any]:
     t1 = time.perf_counter()
     with zipfile.ZipFile(out) as zf:
         written = len(zf.namelist()) - 1
+        lines = [json.loads(x) for x in zf.read("manifest.jsonl").decode().splitlines()]
+    # where the workers' time went: each stage summed over the items (packed steps shared out
+    # by faces), in worker-seconds
+    stages: dict[str, float] = {}
+    for line in lines:
+        for k, v in (line.get("timings") or {}).items():
+            stages[k] = stages.get(k, 0.0) + float(v)
     return {
+        "stages": {k: round(v, 3) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])},
         "seconds": t1 - t0,
         "submit": t_sub - t0,
         "run": t_wait - t_sub,
@@ -160,6 +168,12 @@ def report(res: dict[str, Any]) -> str:
             f"\nbatch / jobs: **{ratio:.2f}x** the rate. Batch: submit {b['submit']:.2f} s, "
             f"run {b['run']:.2f} s, download {b['download']:.2f} s.\n"
         )
+    if res.get("batch", {}).get("stages"):
+        tail += (
+            "\nWorker-seconds per stage, summed over the batch's items: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in res["batch"]["stages"].items())
+            + ".\n"
+        )
     return head + "\n".join(rows) + "\n" + tail
 
 
@@ -225,7 +239,7 @@ def main() -> None:
             b = res["batch"]
             print(
                 f"batch: {b['seconds']:.2f} s (submit {b['submit']:.2f}, run {b['run']:.2f}, "
-                f"download {b['download']:.2f}) {b['counts']}",
+                f"download {b['download']:.2f}) {b['counts']} stages {b['stages']}",
                 flush=True,
             )
             if not args.no_jobs:
