@@ -105,3 +105,37 @@ def test_batch_server_side_writes_results_and_records_and_resumes(service, tmp_p
     r = run_tessera(*args)
     assert "3 succeeded, 0 failed, 0 skipped" in r.stdout and "made again" in r.stdout
     assert "vertex_normals" not in load_bytes((out / "cube.ply").read_bytes(), "c.ply").vertex_attrs
+
+
+def test_a_batch_archive_is_sent_in_pieces_with_its_length_again_on_a_retry(tmp_path):
+    """One large ``bytes`` body is sent by httpx in time that grows with its square (32 s for
+    950 MB): the archive goes in pieces, with its Content-Length, rebuilt for a retried try."""
+    import httpx
+
+    from tessera._common import CHUNK_BYTES, RetryPolicy
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "big.obj").write_bytes(b"v 0 0 0\n" * (3 * CHUNK_BYTES // 8))
+    tries: list[tuple[int, int, int]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        pieces = list(request.stream)
+        body = b"".join(pieces)
+        tries.append((len(pieces), int(request.headers["content-length"]), len(body)))
+        assert "transfer-encoding" not in request.headers
+        if len(tries) == 1:
+            return httpx.Response(503, headers={"Retry-After": "0"})
+        batch = {"id": "0" * 32, "state": "queued", "counts": {"total": 1}}
+        return httpx.Response(202, json=batch)
+
+    class Transport(httpx.BaseTransport):  # unlike MockTransport, leaves the body's pieces be
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return handler(request)
+
+    http = httpx.Client(transport=Transport())
+    tc = tessera.Client("http://tessera.invalid", http=http, retry=RetryPolicy(retries=1))
+    assert tc.submit_batch(src, ["weld"])["id"] == "0" * 32
+    assert len(tries) == 2
+    for n_pieces, declared, sent in tries:
+        assert n_pieces >= 3 and declared == sent > 3 * CHUNK_BYTES
