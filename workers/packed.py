@@ -1,7 +1,6 @@
-"""A batch chunk's items run packed (:mod:`.engine.packing`): parsed on a pool of threads, the
+"""A batch chunk's items run packed (:mod:`.engine.packing`): read one after another, the
 small meshes of one backend and attribute set packed together, each step run once per pack,
-the members' statistics taken from the pack (``engine.part_stats``), each member's file written
-on the pool again.
+the members' statistics taken from the pack (``engine.part_stats``), each member's file written.
 
 Each item's outcome is what :func:`~.runner.execute_chunk` records for it run alone, with the
 same bytes written (``tests/workers/test_packed.py``). What a pack cannot run goes back to the
@@ -20,8 +19,12 @@ meshes of a few hundred faces, where each step's fixed cost is most of its time 
 faces: 4x); from about a thousand faces NumPy's own work dominates and a pack is no faster
 (repair's sorts grow faster than linearly), so such items run alone. On the GPU a step's fixed
 cost (launches, syncs) is paid once per pack instead of per mesh, up to ``GPU_PACK_FACES``.
-Threads help reading little: the OBJ reader holds the GIL for most of its work (64 files of 1k
-to 70k faces: 0.68, 0.86 and 0.72 s on 1, 2 and 4 threads of the 2-core CPU); reading in
+Threads fetch the items' bytes and write the results only where they wait on a network (a
+batch on S3); the items are parsed on the calling thread. The readers hold the GIL for much of
+their work, and parsing on threads was slower than parsing one item after another, more so the
+more cores the host has: a chunk of 250 meshes of 1k to 70k faces took 5.4 s with one thread and
+19.0 s with eight on the 16-core H100 host (``python -m bench.chunk``, bench/RESULTS.md); 160
+files took 1.6 s on one thread and 2.4 s on eight on the 2-core development machine. Reading in
 parallel takes processes: several workers per GPU (``tessera up --workers N``: each worker's
 compute process reads its own chunks, all of them share the GPU).
 """
@@ -29,7 +32,6 @@ compute process reads its own chunks, all of them share the GPU).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -53,8 +55,9 @@ CPU_PACK_BUDGET = 200_000
 #: CuPy: faces in one pack at most (its arrays and the steps' temporaries, about 1 KB a face,
 #: stay far under a GPU's memory); a mesh over a quarter of it runs alone
 GPU_PACK_FACES = 4_000_000
-#: threads that parse and write the items (NumPy and file I/O release the GIL for most of it)
-IO_THREADS = min(8, os.cpu_count() or 1)
+#: threads that fetch the items' bytes and write their results where those wait on a network
+#: (S3); elsewhere one (see the module docstring)
+IO_THREADS = 8
 
 
 def packs_pipeline(steps: list[Step]) -> bool:
@@ -95,21 +98,40 @@ class PackedItems:
 
 
 def parse_items(
-    items: list[dict[str, Any]], read: Callable[[dict[str, Any]], TriMesh], threads: int
+    items: list[dict[str, Any]],
+    fetch: Callable[[dict[str, Any]], bytes],
+    parse: Callable[[dict[str, Any], bytes], TriMesh],
+    threads: int,
 ) -> list[Parsed]:
-    """Every item read (``read(item)``), on ``threads`` threads, in the items' order."""
+    """Every item's bytes fetched (``fetch(item)``, on ``threads`` threads where more than one)
+    and parsed (``parse(item, data)``, on the calling thread), in the items' order."""
 
-    def one(item: dict[str, Any]) -> Parsed:
+    def got(item: dict[str, Any]) -> tuple[bytes | None, Exception | None, float]:
         t = time.perf_counter()
         try:
-            return Parsed(item, read(item), None, time.perf_counter() - t)
+            return fetch(item), None, time.perf_counter() - t
         except Exception as exc:
-            return Parsed(item, None, exc, time.perf_counter() - t)
+            return None, exc, time.perf_counter() - t
 
-    if threads <= 1 or len(items) <= 1:
-        return [one(i) for i in items]
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(one, items))
+    pool = ThreadPoolExecutor(threads) if threads > 1 and len(items) > 1 else None
+    # one after another without a pool, each parsed as it comes
+    fetched: Any = pool.map(got, items) if pool is not None else map(got, items)
+    out = []
+    try:
+        for item, (data, error, seconds) in zip(items, fetched, strict=True):
+            t = time.perf_counter()
+            mesh = None
+            if error is None:
+                assert data is not None
+                try:
+                    mesh = parse(item, data)
+                except Exception as exc:
+                    error = exc
+            out.append(Parsed(item, mesh, error, seconds + time.perf_counter() - t))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return out
 
 
 def run_packs(
@@ -120,7 +142,7 @@ def run_packs(
     parsed: list[Parsed],
     *,
     gpu_min_faces: int,
-    threads: int = IO_THREADS,
+    threads: int = 1,
     failed: Callable[[Exception], Any] | None = None,
 ) -> PackedItems:
     """Pack the parsed items that can be (the others, and those whose parse failed, are left

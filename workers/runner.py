@@ -269,7 +269,7 @@ def execute_chunk(
     s3: dict[str, Any] | None = None,
     max_member: int = 256 << 20,
     pack: bool = True,
-    io_threads: int = IO_THREADS,
+    io_threads: int | None = None,
 ) -> dict[str, Any]:
     """Run a batch chunk: its members' files are read in one piece (:func:`members_key`), and
     each item of ``items`` (``{"index", "path"}``: those not recorded yet) is parsed, run and
@@ -284,8 +284,9 @@ def execute_chunk(
     with an ``output`` prefix each result is also copied there at the item's ``output`` path;
     ``store`` is then the S3 blob store (:mod:`.queue.s3batch`).
 
-    ``pack``: where the pipeline allows it, the items are read on ``io_threads`` threads and
-    the small ones run packed (:mod:`.packed`: the same bytes, fewer fixed costs); the others
+    ``pack``: where the pipeline allows it, the items are read first (their bytes fetched on
+    ``io_threads`` threads, by default several for S3 and one otherwise; parsed on this thread)
+    and the small ones run packed (:mod:`.packed`: the same bytes, fewer fixed costs); the others
     run one by one as above. A chunk that runs again after its process died runs unpacked
     (the gpu child passes ``pack=False`` then), so that an item that kills it is found and
     fails alone."""
@@ -299,12 +300,21 @@ def execute_chunk(
     fmt = spec.output.format
     done = ok = 0
 
-    def read(item: dict[str, Any]) -> TriMesh:
+    def fetch(item: dict[str, Any]) -> bytes:
         index = int(item["index"])
         data = _s3_member(store, source, item["path"], max_member) if source else members.get(index)
         if data is None:
             raise EngineError("the item's file is missing from its chunk", index=index)
-        return load_bytes(bytes(data), item["path"], max_expanded=max_expanded)
+        return bytes(data)
+
+    def parse(item: dict[str, Any], data: bytes) -> TriMesh:
+        return load_bytes(data, item["path"], max_expanded=max_expanded)
+
+    def read(item: dict[str, Any]) -> TriMesh:
+        return parse(item, fetch(item))
+
+    if io_threads is None:  # threads only where they wait on a network (see .packed)
+        io_threads = IO_THREADS if s3 else 1
 
     def copy_out(fields: dict[str, Any], item: dict[str, Any]) -> None:
         t_copy = time.perf_counter()
@@ -325,7 +335,7 @@ def execute_chunk(
             spec,
             steps,
             store,
-            parse_items(items, read, io_threads),
+            parse_items(items, fetch, parse, io_threads),
             gpu_min_faces=gpu_min_faces,
             threads=io_threads,
             failed=failed,

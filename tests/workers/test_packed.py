@@ -138,3 +138,39 @@ def test_a_packed_chunk_on_the_gpu_gives_each_item_its_own_outcome(tmp_path, mon
     assert sorted(sizes) == [1, 5]  # suzanne alone (its normals); cubes, sphere, woody, collapsed
     _same_outcomes(got, run("alone", False), exact=False)
     assert {o["backend"] for o in got.values() if o["state"] == "succeeded"} == {"cupy"}
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_items_are_fetched_on_threads_and_parsed_on_the_calling_thread_in_order(threads):
+    import threading
+
+    from workers.engine.io import load_bytes
+
+    here = threading.get_ident()
+    parsed_on: set[int] = set()
+    fetched_on: set[int] = set()
+    items = [{"index": i, "path": n} for i, n in enumerate(NAMES + ["gone.obj", "bad.obj"])]
+
+    def fetch(item):
+        fetched_on.add(threading.get_ident())
+        if item["path"] == "gone.obj":
+            raise KeyError("no such member")
+        if item["path"] == "bad.obj":
+            return b"v 0 0 0\nf 1 2 3\n"
+        return mesh_path(item["path"]).read_bytes()
+
+    def parse(item, data):
+        parsed_on.add(threading.get_ident())
+        return load_bytes(data, item["path"])
+
+    got = packed.parse_items(items, fetch, parse, threads)
+    assert [p.item["path"] for p in got] == [i["path"] for i in items]
+    assert parsed_on == {here}
+    if threads > 1:
+        assert here not in fetched_on
+    faces = [p.mesh.n_faces if p.mesh is not None else None for p in got]
+    assert faces[:6] == [load_bytes(mesh_path(n).read_bytes(), n).n_faces for n in NAMES]
+    assert faces[6:] == [None, None]
+    assert isinstance(got[6].error, KeyError)
+    assert getattr(got[7].error, "code", None) == "mesh.index_out_of_range"
+    assert all(p.seconds >= 0 for p in got)
