@@ -281,31 +281,80 @@ def s3_batch_body(
     return body
 
 
-def batch_archive(
-    source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
-) -> bytes:
-    """A batch's upload: a folder as a zip of every file under it (at its relative path), a zip
-    or tar file as it is, bytes as they are, a list of files as a zip of them by name."""
-    import zipfile
-
-    if isinstance(source, bytes | bytearray):
-        return bytes(source)
+def _archive_files(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+) -> list[tuple[Path, str]]:
+    """The files a folder or a list of files puts in a batch's zip, with their names there."""
     if isinstance(source, str | os.PathLike):
         root = Path(source)
-        if root.is_file():
-            return root.read_bytes()
         files = sorted(p for p in root.rglob("*") if p.is_file())
-        names = [p.relative_to(root).as_posix() for p in files]
+        return [(p, p.relative_to(root).as_posix()) for p in files]
+    return [(Path(p), Path(p).name) for p in source]
+
+
+class _Pieces:
+    """A write-only stream that keeps what is written to it, for :func:`zip_pieces`."""
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+
+    def write(self, b: bytes) -> int:
+        self.pieces.append(b)
+        return len(b)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> Iterator[bytes | memoryview]:
+        """What was written since the last call, in pieces of at most :data:`CHUNK_BYTES`."""
+        out, self.pieces = self.pieces, []
+        for b in out:
+            if len(b) <= CHUNK_BYTES:
+                yield b
+                continue
+            mv = memoryview(b)
+            for i in range(0, len(mv), CHUNK_BYTES):
+                yield mv[i : i + CHUNK_BYTES]
+
+
+def zip_pieces(files: list[tuple[Path, str]]) -> Iterator[bytes | memoryview]:
+    """A stored zip of ``files`` (path, name in the archive), made while it is sent: the pieces
+    come file by file, so the archive is never whole in memory and is sent as it is made.
+    Stored, not deflated: meshes are sent once over a fast link, and the service reads the
+    members without inflating them."""
+    import zipfile
+
+    sink = _Pieces()
+    # an unseekable stream: each member's sizes and CRC follow its data
+    with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:  # type: ignore[arg-type]
+        for path, name in files:
+            info = zipfile.ZipInfo.from_file(path, name)
+            info.compress_type = zipfile.ZIP_STORED
+            zf.writestr(info, path.read_bytes())
+            yield from sink.take()
+    yield from sink.take()
+
+
+def batch_upload(
+    source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
+) -> Callable[[], dict[str, Any]]:
+    """The body of a batch's request, made anew for every try: an archive file or bytes in
+    pieces with their length, a folder or a list of files as a zip made while it is sent
+    (chunked). httpx sends one large ``bytes`` body in time that grows with its square (32 s
+    for 2,000 meshes, 950 MB), hence pieces."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        part = Upload("batch.zip", data=bytes(source))
+    elif isinstance(source, str | os.PathLike) and Path(source).is_file():
+        part = Upload(Path(source).name, path=Path(source))
     else:
-        files = [Path(p) for p in source]
-        names = [p.name for p in files]
-    buf = io.BytesIO()
-    # stored, not deflated: meshes are sent once over a fast link, and the service reads the
-    # members without inflating them
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for path, name in zip(files, names, strict=True):
-            zf.write(path, name)
-    return buf.getvalue()
+        files = _archive_files(source)
+        return lambda: {"content": zip_pieces(files)}
+    return lambda: {
+        "content": part.chunks(),
+        "headers": {"Content-Length": str(part.size())},
+        # the archive's name tells the service a gzipped tar from other bytes
+        "params": {"filename": part.filename},
+    }
 
 
 def new_idempotency_key() -> str:

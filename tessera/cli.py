@@ -524,6 +524,7 @@ def run_server_side(
     import io
     import zipfile
 
+    from ._common import zip_pieces
     from .client import Client
 
     outcomes: list[Outcome] = []
@@ -544,10 +545,9 @@ def run_server_side(
         todo.append((item, key, redone))
     if not todo:
         return _finish(outcomes)
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for item, _key, _why in todo:
-            zf.write(item.inputs[0], item.label.replace(os.sep, "/"))
+    archive = b"".join(
+        zip_pieces([(Path(item.inputs[0]), item.label.replace(os.sep, "/")) for item, _, _ in todo])
+    )
     # the batch's key comes from its files' keys: a re-run of the same files reattaches to it
     batch_key = (
         "tessera-cli-batch-"
@@ -567,10 +567,10 @@ def run_server_side(
 
     try:
         with Client(args.url, api_key=args.api_key) as tc:
-            batch = tc.submit_batch(buf.getvalue(), spec=spec, idempotency_key=batch_key)
+            batch = tc.submit_batch(archive, spec=spec, idempotency_key=batch_key)
             if batch["state"] in ("cancelled", "expired"):  # an earlier run's: a new try
                 batch_key = f"{batch_key}:{batch['id'][:12]}"
-                batch = tc.submit_batch(buf.getvalue(), spec=spec, idempotency_key=batch_key)
+                batch = tc.submit_batch(archive, spec=spec, idempotency_key=batch_key)
             sys.stderr.write(f"tessera: batch {batch['id']}: {len(todo)} files\n")
             done = tc.wait_batch(batch, progress=progress, timeout=args.timeout)
             if tty:

@@ -37,8 +37,7 @@ from ._common import (
     ProgressCallback,
     RetryPolicy,
     Step,
-    Upload,
-    batch_archive,
+    batch_upload,
     build_spec,
     check_terminal,
     job_id_of,
@@ -308,16 +307,10 @@ class Client:
             )
         if source is None:
             raise TypeError("submit_batch needs a source (files, a folder or an archive)")
-        archive = Upload("batch.zip", data=batch_archive(source))
         return self._json(  # type: ignore[no-any-return]
             "POST",
             "/v1/batches",
-            # sent in pieces as a job's file is (httpx sends one large bytes body in time that
-            # grows with its square: 32 s for 2,000 meshes, 950 MB), again on every try
-            make=lambda: {
-                "content": archive.chunks(),
-                "headers": {"Content-Length": str(archive.size())},
-            },
+            make=batch_upload(source),
             headers={
                 "Idempotency-Key": key,
                 "Content-Type": "application/zip",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import zipfile
@@ -107,35 +108,73 @@ def test_batch_server_side_writes_results_and_records_and_resumes(service, tmp_p
     assert "vertex_normals" not in load_bytes((out / "cube.ply").read_bytes(), "c.ply").vertex_attrs
 
 
-def test_a_batch_archive_is_sent_in_pieces_with_its_length_again_on_a_retry(tmp_path):
+@pytest.mark.parametrize("source", ["folder", "archive", "bytes"])
+def test_a_batch_is_sent_in_pieces_again_on_a_retry(tmp_path, source):
     """One large ``bytes`` body is sent by httpx in time that grows with its square (32 s for
-    950 MB): the archive goes in pieces, with its Content-Length, rebuilt for a retried try."""
+    950 MB): a folder goes as a zip made while it is sent, an archive file or bytes in pieces
+    with their length; every try sends the same body."""
     import httpx
 
-    from tessera._common import CHUNK_BYTES, RetryPolicy
+    from tessera._common import CHUNK_BYTES, RetryPolicy, zip_pieces
 
     src = tmp_path / "in"
-    src.mkdir()
-    (src / "big.obj").write_bytes(b"v 0 0 0\n" * (3 * CHUNK_BYTES // 8))
-    tries: list[tuple[int, int, int]] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        pieces = list(request.stream)
-        body = b"".join(pieces)
-        tries.append((len(pieces), int(request.headers["content-length"]), len(body)))
-        assert "transfer-encoding" not in request.headers
-        if len(tries) == 1:
-            return httpx.Response(503, headers={"Retry-After": "0"})
-        batch = {"id": "0" * 32, "state": "queued", "counts": {"total": 1}}
-        return httpx.Response(202, json=batch)
+    (src / "sub").mkdir(parents=True)
+    big = b"v 0 0 0\n" * (3 * CHUNK_BYTES // 8)
+    (src / "sub" / "big.obj").write_bytes(big)
+    (src / "small.obj").write_bytes(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    archive = b"".join(zip_pieces([(src / "sub" / "big.obj", "sub/big.obj")]))
+    (tmp_path / "in.zip").write_bytes(archive)
+    given = {"folder": src, "archive": tmp_path / "in.zip", "bytes": archive}[source]
+    tries: list[tuple[list[int], str | None, bytes]] = []
 
     class Transport(httpx.BaseTransport):  # unlike MockTransport, leaves the body's pieces be
         def handle_request(self, request: httpx.Request) -> httpx.Response:
-            return handler(request)
+            pieces = [bytes(p) for p in request.stream]
+            tries.append(
+                ([len(p) for p in pieces], request.headers.get("content-length"), b"".join(pieces))
+            )
+            if len(tries) == 1:
+                return httpx.Response(503, headers={"Retry-After": "0"})
+            return httpx.Response(202, json={"id": "0" * 32, "state": "queued"})
 
-    http = httpx.Client(transport=Transport())
-    tc = tessera.Client("http://tessera.invalid", http=http, retry=RetryPolicy(retries=1))
-    assert tc.submit_batch(src, ["weld"])["id"] == "0" * 32
-    assert len(tries) == 2
-    for n_pieces, declared, sent in tries:
-        assert n_pieces >= 3 and declared == sent > 3 * CHUNK_BYTES
+    tc = tessera.Client(
+        "http://tessera.invalid",
+        http=httpx.Client(transport=Transport()),
+        retry=RetryPolicy(retries=1),
+    )
+    assert tc.submit_batch(given, ["weld"])["id"] == "0" * 32
+    assert len(tries) == 2 and tries[0][2] == tries[1][2]
+    sizes, length, body = tries[1]
+    assert len(sizes) >= 3 and max(sizes) <= CHUNK_BYTES
+    if source == "folder":
+        assert length is None  # chunked: made while sent
+    else:
+        assert length == str(len(body)) and body == archive
+    with zipfile.ZipFile(io.BytesIO(body)) as zf:
+        names = sorted(zf.namelist())
+        assert zf.read("sub/big.obj") == big
+    assert names == (["small.obj", "sub/big.obj"] if source == "folder" else ["sub/big.obj"])
+
+
+def test_a_zip_made_while_sent_is_read_by_the_service_as_a_stored_zip(tmp_path):
+    """The service reads a stored member as a view of the archive, its CRC checked: the
+    streamed zip's members (sizes and CRC after the data) come out whole, a flipped byte is
+    refused as an invalid archive."""
+    from service.batches import archive_members
+    from tessera._common import zip_pieces
+    from workers.engine.errors import FormatError
+
+    files = []
+    for i, name in enumerate(["rx-cube.obj", "suzanne.obj", "spot.obj"]):
+        files.append((mesh_path(name), f"d{i}/{name}"))
+    data = b"".join(zip_pieces(files))
+    got = archive_members(data, "zip", max_items=10, max_member=1 << 30, max_expanded=1 << 30)
+    assert [m.path for m in got] == [n for _, n in files]
+    assert [bytes(m.data) for m in got] == [p.read_bytes() for p, _ in files]
+    spoilt = bytearray(data)
+    spoilt[data.index(b"\nv ") + 2] ^= 1
+    with pytest.raises(FormatError) as exc:
+        archive_members(
+            bytes(spoilt), "zip", max_items=10, max_member=1 << 30, max_expanded=1 << 30
+        )
+    assert exc.value.code == "format.archive_invalid"
