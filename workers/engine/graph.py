@@ -26,16 +26,28 @@ def connected_components(xp: ModuleType, n: int, i: Any, j: Any) -> Any:
     """Component label (int64, in ``[0, n)``, not compacted) of each of ``n`` nodes joined by the
     undirected edges ``(i[k], j[k])``.
 
-    On NumPy this is SciPy's connected components, whose labels are ``0..k-1`` numbered by each
-    component's smallest node; elsewhere, min-label hooking with pointer jumping
+    On NumPy, and on a GPU for graphs of at most :data:`HOST_COMPONENTS_NODES` nodes (copied
+    to the host and back), this is SciPy's connected components, whose labels are ``0..k-1``
+    numbered by each component's smallest node; elsewhere, min-label hooking with pointer jumping
     (Shiloach–Vishkin style), which needs only gathers, scatter-min and comparisons. The partition
     is the same either way; labels are made canonical by :func:`compact_groups`.
     """
-    if xp.__name__ == "numpy":
-        import numpy as np
+    import numpy as np
 
+    if xp.__name__ == "numpy":
         return scipy_components(n, i, j)[1].astype(np.int64, copy=False)
+    if n <= HOST_COMPONENTS_NODES:
+        # small graphs: two copies and SciPy's traversal instead of hooking rounds, each of a
+        # few launches and a host sync (a 6k-face mesh's repair made nine such calls)
+        from .backend import to_numpy
+
+        lab = scipy_components(n, to_numpy(i), to_numpy(j))[1]
+        return xp.asarray(lab.astype(np.int64, copy=False))
     return label_propagation(xp, n, i, j)
+
+
+#: on a GPU, graphs of at most this many nodes get their components on the host (see above)
+HOST_COMPONENTS_NODES = 65_536
 
 
 def scipy_components(n: int, i: Any, j: Any) -> tuple[int, Any]:

@@ -145,3 +145,27 @@ def test_csr_from_pairs_groups_stably() -> None:
     np.testing.assert_array_equal(off, [0, 2, 3, 6, 6])
     np.testing.assert_array_equal(v, [11, 14, 13, 10, 12, 15])
     np.testing.assert_array_equal(val[order], v)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 7, 5000, 65_536, 65_537, 200_000])
+def test_components_on_the_gpu_small_on_the_host_large_by_hooking(n: int) -> None:
+    """On CuPy, graphs up to HOST_COMPONENTS_NODES nodes go to SciPy on the host and larger
+    ones stay on the device: either way a CuPy int64 array in [0, n) with the exact
+    partition."""
+    import cupy as cp
+
+    from workers.engine import graph
+
+    rng = np.random.default_rng(n)
+    m = n // 2 + 3
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    host = n <= graph.HOST_COMPONENTS_NODES
+    got = connected_components(cp, n, cp.asarray(i), cp.asarray(j))
+    assert isinstance(got, cp.ndarray) and got.dtype == cp.int64 and got.shape == (n,)
+    lab = cp.asnumpy(got)
+    assert lab.min() >= 0 and lab.max() < n
+    expect = _canonical(connected_components(np, n, i, j))
+    np.testing.assert_array_equal(_canonical(lab), expect)
+    if not host and n < 100_000:  # hooking labels each node with its component's smallest
+        np.testing.assert_array_equal(lab, _union_find(n, i, j))
