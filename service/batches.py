@@ -86,11 +86,32 @@ def is_archive(data: bytes, name: str = "") -> str | None:
     if data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
         return "zip"
     lowered = name.lower()
-    if data[257:262] == b"ustar" or lowered.endswith((".tar", ".tgz", ".tar.gz", ".tar.xz")):
+    tars = (".tar", ".tgz", ".tar.gz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz")
+    if data[257:262] == b"ustar" or lowered.endswith(tars):
         return "tar"
     if data[:2] == b"\x1f\x8b" and lowered.endswith((".tgz", ".tar.gz")):
         return "tar"
+    if _compressed_head(data)[257:262] == b"ustar":  # a compressed tar sent without its name
+        return "tar"
     return None
+
+
+def _compressed_head(data: bytes) -> bytes:
+    """The first 512 bytes of gzip, bzip2 or xz data (b"" for other data or a broken stream)."""
+    import bz2
+
+    if data[:2] == b"\x1f\x8b":
+        d: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif data[:3] == b"BZh":
+        d = bz2.BZ2Decompressor()
+    elif data[:6] == b"\xfd7zXZ\x00":
+        d = lzma.LZMADecompressor()
+    else:
+        return b""
+    try:
+        return d.decompress(data[:65536], 512)  # type: ignore[no-any-return]
+    except (zlib.error, OSError, lzma.LZMAError, EOFError):
+        return b""
 
 
 def _stored_member(data: bytes, info: zipfile.ZipInfo) -> Any:

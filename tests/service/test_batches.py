@@ -481,3 +481,26 @@ def test_a_zip_whose_headers_lie_is_refused_as_invalid_not_read_as_other_bytes()
     spoilt = bytearray(deflated.getvalue())
     spoilt[36] = 0  # the deflate stream itself: zlib.error
     assert _members_or_code(bytes(spoilt)) == "format.archive_invalid"
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
+def test_a_tar_compressed_or_not_is_an_archive_by_its_bytes_or_its_name(mode):
+    """``submit_batch(bytes)`` names its body batch.zip and a path its own name: a compressed
+    tar is told by its bytes (a .tar.gz sent as bytes was one item, format.unsupported), a
+    .tar.bz2 by its name too; a gzipped mesh stays a file."""
+    import gzip
+
+    from service.batches import archive_members, is_archive
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode) as tf:
+        ti = tarfile.TarInfo("d/a.obj")
+        ti.size = 8
+        tf.addfile(ti, io.BytesIO(b"v 0 0 0\n"))
+    data = buf.getvalue()
+    assert is_archive(data, "batch.zip") == "tar"
+    assert is_archive(b"", "m.tar.bz2") == is_archive(b"", "m.tbz2") == "tar"
+    got = archive_members(data, "tar", max_items=10, max_member=1 << 20, max_expanded=1 << 20)
+    assert [(m.path, bytes(m.data or b"")) for m in got] == [("d/a.obj", b"v 0 0 0\n")]
+    assert is_archive(gzip.compress(b"v 0 0 0\n" * 100), "x.obj.gz") is None
+    assert is_archive(data[:20], "batch.zip") is None  # too short to tell: a file
