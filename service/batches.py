@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import lzma
 import posixpath
 import struct
 import tarfile
@@ -85,24 +86,51 @@ def is_archive(data: bytes, name: str = "") -> str | None:
     if data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
         return "zip"
     lowered = name.lower()
-    if data[257:262] == b"ustar" or lowered.endswith((".tar", ".tgz", ".tar.gz", ".tar.xz")):
+    tars = (".tar", ".tgz", ".tar.gz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tbz")
+    if data[257:262] == b"ustar" or lowered.endswith(tars):
         return "tar"
     if data[:2] == b"\x1f\x8b" and lowered.endswith((".tgz", ".tar.gz")):
         return "tar"
+    if _compressed_head(data)[257:262] == b"ustar":  # a compressed tar sent without its name
+        return "tar"
     return None
+
+
+def _compressed_head(data: bytes) -> bytes:
+    """The first 512 bytes of gzip, bzip2 or xz data (b"" for other data or a broken stream)."""
+    import bz2
+
+    if data[:2] == b"\x1f\x8b":
+        d: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif data[:3] == b"BZh":
+        d = bz2.BZ2Decompressor()
+    elif data[:6] == b"\xfd7zXZ\x00":
+        d = lzma.LZMADecompressor()
+    else:
+        return b""
+    try:
+        return d.decompress(data[:65536], 512)  # type: ignore[no-any-return]
+    except (zlib.error, OSError, lzma.LZMAError, EOFError):
+        return b""
 
 
 def _stored_member(data: bytes, info: zipfile.ZipInfo) -> Any:
     """A stored (uncompressed, unencrypted) zip member's bytes as a view of the archive, its
     CRC-32 checked, without the two copies reading it through ``zipfile`` makes (the client
     sends stored zips: 950 MB of them a batch of 2,000 meshes); None for other members."""
-    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+    # encrypted (0x1), patched (0x20), strongly encrypted (0x40): zipfile refuses them
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x61:
         return None
-    head = data[info.header_offset : info.header_offset + 30]
+    at = info.header_offset
+    head = data[at : at + 30] if at >= 0 else b""  # a lying central directory: < 0
     if len(head) < 30 or head[:4] != b"PK\x03\x04":
         raise zipfile.BadZipFile(f"bad local header for {info.filename!r}")
-    name_len, extra_len = struct.unpack("<HH", head[26:30])
-    start = info.header_offset + 30 + name_len + extra_len
+    flags, name_len, extra_len = struct.unpack("<H18xHH", head[6:30])
+    # the local header names the member as the central directory does (zipfile checks it too)
+    name = data[at + 30 : at + 30 + name_len].decode("utf-8" if flags & 0x800 else "cp437")
+    if name != info.orig_filename:
+        raise zipfile.BadZipFile(f"file name in directory and header differ: {name!r}")
+    start = at + 30 + name_len + extra_len
     view = memoryview(data)[start : start + info.compress_size]
     if len(view) != info.file_size or zlib.crc32(view) != info.CRC:
         raise zipfile.BadZipFile(f"bad CRC-32 for file {info.filename!r}")
@@ -149,7 +177,7 @@ def archive_members(
             check_member_count(data, max_items)
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 for info in zf.infolist():
-                    if info.is_dir():
+                    if info.filename.endswith("/"):  # is_dir(): IndexError on ""
                         continue
 
                     def read_zip(info: zipfile.ZipInfo = info) -> tuple[bytes | None, int]:
@@ -172,7 +200,17 @@ def archive_members(
                         return _read_bounded(fh, max_member)
 
                     add(ti.name, ti.size, read_tar)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, NotImplementedError) as exc:
+    # ValueError: a negative offset (zipfile seeks there), a name not UTF-8 as its flag says
+    except (
+        zipfile.BadZipFile,
+        tarfile.TarError,
+        EOFError,
+        OSError,
+        NotImplementedError,
+        ValueError,
+        zlib.error,
+        lzma.LZMAError,
+    ) as exc:
         raise FormatError(
             "the batch's archive cannot be read",
             code="format.archive_invalid",

@@ -317,19 +317,25 @@ class _Pieces:
                 yield mv[i : i + CHUNK_BYTES]
 
 
-def zip_pieces(files: list[tuple[Path, str]]) -> Iterator[bytes | memoryview]:
+def zip_pieces(
+    files: list[tuple[Path, str]], *, bare: bool = False
+) -> Iterator[bytes | memoryview]:
     """A stored zip of ``files`` (path, name in the archive), made while it is sent: the pieces
     come file by file, so the archive is never whole in memory and is sent as it is made.
     Stored, not deflated: meshes are sent once over a fast link, and the service reads the
-    members without inflating them."""
+    members without inflating them. ``bare``: without the files' times and modes, so that the
+    same names and bytes make the same archive (a body sent again under its Idempotency-Key)."""
     import zipfile
 
     sink = _Pieces()
     # an unseekable stream: each member's sizes and CRC follow its data
     with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:  # type: ignore[arg-type]
         for path, name in files:
-            info = zipfile.ZipInfo.from_file(path, name)
+            # a time zip cannot hold (before 1980: a Nix store's, SOURCE_DATE_EPOCH=0) is clamped
+            info = zipfile.ZipInfo.from_file(path, name, strict_timestamps=False)
             info.compress_type = zipfile.ZIP_STORED
+            if bare:
+                info.date_time, info.external_attr = (1980, 1, 1, 0, 0, 0), 0o644 << 16
             zf.writestr(info, path.read_bytes())
             yield from sink.take()
     yield from sink.take()

@@ -546,9 +546,13 @@ def run_server_side(
     if not todo:
         return _finish(outcomes)
     archive = b"".join(
-        zip_pieces([(Path(item.inputs[0]), item.label.replace(os.sep, "/")) for item, _, _ in todo])
+        zip_pieces(
+            [(Path(item.inputs[0]), item.label.replace(os.sep, "/")) for item, _, _ in todo],
+            bare=True,
+        )
     )
     # the batch's key comes from its files' keys: a re-run of the same files reattaches to it
+    # (the archive holds only their names and bytes: a file touched since is the same body)
     batch_key = (
         "tessera-cli-batch-"
         + hashlib.sha256("".join(k for _, k, _ in todo).encode()).hexdigest()[:40]

@@ -409,3 +409,98 @@ def test_result_paths_take_the_output_format_extension():
 
     assert output_paths(["a/x.obj", "y.ply"], "objzip") == ["a/x.zip", "y.zip"]
     assert output_paths(["a.obj", "a.stl"], "ply") == ["a.ply", "a.stl.ply"]
+
+
+def _stored_zip(members: dict[str, bytes]) -> bytearray:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return bytearray(buf.getvalue())
+
+
+def _members_or_code(data: bytes) -> list[tuple[str, bytes]] | str:
+    from service.batches import archive_members
+    from workers.engine.errors import FormatError
+
+    try:
+        got = archive_members(data, "zip", max_items=100, max_member=1 << 20, max_expanded=1 << 20)
+    except FormatError as exc:
+        return exc.code
+    return [(m.path, bytes(m.data or b"")) for m in got]
+
+
+def test_a_zip_whose_headers_lie_is_refused_as_invalid_not_read_as_other_bytes():
+    """A stored member is read as a view of the body (``_stored_member``): its local header must
+    name it as the central directory does, as zipfile requires; an offset before the archive, a
+    name not UTF-8 as its flag says or a member with no name are invalid archives, never a raw
+    ValueError, UnicodeDecodeError or IndexError (a 500)."""
+    import struct
+
+    good = _stored_zip({"a.obj": b"hello", "b.obj": b"world"})
+    assert _members_or_code(bytes(good)) == [("a.obj", b"hello"), ("b.obj", b"world")]
+
+    renamed = bytearray(good)
+    renamed[30:35] = b"c.obj"  # the first local header names another file
+    assert _members_or_code(bytes(renamed)) == "format.archive_invalid"
+
+    moved = _stored_zip({"a.obj": b"hello", "b.obj": b"hello"})
+    # the first member's entry points at the second's header (the same bytes: the CRC holds)
+    cd = moved.find(b"PK\x01\x02")
+    struct.pack_into("<I", moved, cd + 42, moved.find(b"PK\x03\x04", 1))
+    assert _members_or_code(bytes(moved)) == "format.archive_invalid"
+
+    for store in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", store) as zf:
+            zf.writestr("a.obj", b"hello" * 20)
+        before = bytearray(buf.getvalue())  # the directory said to start 200 bytes further
+        eocd = before.rfind(b"PK\x05\x06")
+        struct.pack_into(
+            "<I", before, eocd + 16, struct.unpack_from("<I", before, eocd + 16)[0] + 200
+        )
+        assert _members_or_code(bytes(before)) == "format.archive_invalid", store
+
+    not_utf8 = bytearray(good)  # the UTF-8 flag on a name that is not
+    cd = not_utf8.find(b"PK\x01\x02")
+    not_utf8[cd + 8 : cd + 10] = struct.pack("<H", 0x800)
+    not_utf8[cd + 46] = 0xFF
+    assert _members_or_code(bytes(not_utf8)) == "format.archive_invalid"
+
+    nameless = _stored_zip({"a": b"x"})  # a member with no name in the directory: skipped
+    cd = nameless.find(b"PK\x01\x02")
+    nameless[cd + 28 : cd + 30] = b"\0\0"
+    del nameless[cd + 46]
+    eocd = nameless.rfind(b"PK\x05\x06")
+    struct.pack_into("<I", nameless, eocd + 12, 46)  # the directory's size, one byte less
+    assert _members_or_code(bytes(nameless)) == []
+
+    deflated = io.BytesIO()
+    with zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a.obj", b"hello world " * 50)
+    spoilt = bytearray(deflated.getvalue())
+    spoilt[36] = 0  # the deflate stream itself: zlib.error
+    assert _members_or_code(bytes(spoilt)) == "format.archive_invalid"
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
+def test_a_tar_compressed_or_not_is_an_archive_by_its_bytes_or_its_name(mode):
+    """``submit_batch(bytes)`` names its body batch.zip and a path its own name: a compressed
+    tar is told by its bytes (a .tar.gz sent as bytes was one item, format.unsupported), a
+    .tar.bz2 by its name too; a gzipped mesh stays a file."""
+    import gzip
+
+    from service.batches import archive_members, is_archive
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode) as tf:
+        ti = tarfile.TarInfo("d/a.obj")
+        ti.size = 8
+        tf.addfile(ti, io.BytesIO(b"v 0 0 0\n"))
+    data = buf.getvalue()
+    assert is_archive(data, "batch.zip") == "tar"
+    assert is_archive(b"", "m.tar.bz2") == is_archive(b"", "m.tbz2") == "tar"
+    got = archive_members(data, "tar", max_items=10, max_member=1 << 20, max_expanded=1 << 20)
+    assert [(m.path, bytes(m.data or b"")) for m in got] == [("d/a.obj", b"v 0 0 0\n")]
+    assert is_archive(gzip.compress(b"v 0 0 0\n" * 100), "x.obj.gz") is None
+    assert is_archive(data[:20], "batch.zip") is None  # too short to tell: a file

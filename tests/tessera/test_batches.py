@@ -178,3 +178,49 @@ def test_a_zip_made_while_sent_is_read_by_the_service_as_a_stored_zip(tmp_path):
             bytes(spoilt), "zip", max_items=10, max_member=1 << 30, max_expanded=1 << 30
         )
     assert exc.value.code == "format.archive_invalid"
+
+
+def test_a_zip_of_files_older_than_1980_is_made_and_the_clis_holds_only_names_and_bytes(tmp_path):
+    """zip cannot hold a time before 1980 (a Nix store's files, SOURCE_DATE_EPOCH=0): such a
+    file's time is clamped, not a raw ValueError out of ``submit_batch`` or the CLI. The CLI's
+    archive (``bare``) holds no times or modes: the same files touched since make the same body
+    under the same Idempotency-Key."""
+    import os
+
+    from service.batches import archive_members
+    from tessera._common import zip_pieces
+
+    a = tmp_path / "a.obj"
+    a.write_bytes(b"v 0 0 0\n")
+    os.utime(a, (1, 1))
+    data = b"".join(zip_pieces([(a, "a.obj")]))
+    [m] = archive_members(data, "zip", max_items=10, max_member=1 << 20, max_expanded=1 << 20)
+    assert (m.path, bytes(m.data)) == ("a.obj", b"v 0 0 0\n")
+    bare = b"".join(zip_pieces([(a, "a.obj")], bare=True))
+    os.utime(a, (2e9, 2e9))
+    a.chmod(0o600)
+    assert b"".join(zip_pieces([(a, "a.obj")], bare=True)) == bare
+    assert b"".join(zip_pieces([(a, "a.obj")])) != data
+
+
+def test_batch_server_side_run_again_after_a_timeout_reattaches_to_its_batch(service, tmp_path):
+    """A run cut short (``--timeout``) and run again, its file touched meanwhile (the same
+    bytes), reattaches to the batch it started instead of idempotency.conflict."""
+    import os
+    import re
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(mesh_path("rx-cube.obj"), src / "cube.obj")
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("- op: sleep\n  seconds: 1.5\n")
+    args = ("batch", str(src), "--pipeline", str(pipeline), "--out", str(tmp_path / "out"),
+            "--server-side", "--url", service.url)  # fmt: skip
+    r = run_tessera(*args, "--timeout", "0.3")
+    assert r.returncode == 1 and "client.timeout" in r.stderr, r.stdout + r.stderr
+    first = re.findall(r"batch ([0-9a-f]{32}):", r.stderr)
+    os.utime(src / "cube.obj", (2e9, 2e9))
+    r = run_tessera(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.findall(r"batch ([0-9a-f]{32}):", r.stderr) == first != []
+    assert "1 succeeded, 0 failed, 0 skipped" in r.stdout
