@@ -284,12 +284,21 @@ def s3_batch_body(
 def _archive_files(
     source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 ) -> list[tuple[Path, str]]:
-    """The files a folder or a list of files puts in a batch's zip, with their names there."""
+    """The files a folder or a list of files puts in a batch's zip, with their names there; a
+    path that is neither a file nor a folder (or, in a list, not a file) is a ValueError that
+    names it, before anything is sent."""
     if isinstance(source, str | os.PathLike):
         root = Path(source)
+        if not root.is_dir():
+            raise ValueError(f"{root}: no such file or folder to send as a batch")
         files = sorted(p for p in root.rglob("*") if p.is_file())
         return [(p, p.relative_to(root).as_posix()) for p in files]
-    return [(Path(p), Path(p).name) for p in source]
+    out = [(Path(p), Path(p).name) for p in source]
+    for p, _ in out:
+        if not p.is_file():
+            what = "a folder: give it as the source itself" if p.is_dir() else "no such file"
+            raise ValueError(f"{p}: {what}")
+    return out
 
 
 class _Pieces:

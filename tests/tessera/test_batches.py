@@ -224,3 +224,16 @@ def test_batch_server_side_run_again_after_a_timeout_reattaches_to_its_batch(ser
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.findall(r"batch ([0-9a-f]{32}):", r.stderr) == first != []
     assert "1 succeeded, 0 failed, 0 skipped" in r.stdout
+
+
+def test_a_batch_source_that_is_not_there_is_a_value_error_naming_it(tmp_path):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "a.obj").write_text("v 0 0 0\n")
+    tc = tessera.Client("http://tessera.invalid")  # nothing is sent: the error comes first
+    for source, words in [
+        (tmp_path / "missing", "no such file or folder"),
+        ([tmp_path / "a.obj", tmp_path / "dir"], "a folder: give it as the source itself"),
+        ([tmp_path / "a.obj", tmp_path / "gone.obj"], "no such file"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            tc.submit_batch(source, ["weld"])
