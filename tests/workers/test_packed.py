@@ -27,12 +27,12 @@ BROKEN = {
 }
 
 
-def _run(tmp_path, job_id, files, pack, threads=2):
+def _run(tmp_path, job_id, files, pack, threads=2, fmt="ply"):
     store = LocalBlobStore(tmp_path / job_id)
     store.put_chunks(members_key(job_id), pack_members(list(enumerate(files.values()))))
     items = [{"index": i, "path": p, "output": p} for i, p in enumerate(files)]
     outcomes: dict[int, dict] = {}
-    spec = {"pipeline": PIPELINE, "output": {"format": "ply"}, "device": "cpu"}
+    spec = {"pipeline": PIPELINE, "output": {"format": fmt}, "device": "cpu"}
     execute_chunk(job_id, spec, store, items, outcomes.__setitem__, pack=pack, io_threads=threads)
     data = {i: store.get_bytes(o["key"]) for i, o in outcomes.items() if "key" in o}
     return outcomes, data
@@ -89,6 +89,50 @@ def test_a_packed_chunk_writes_what_each_item_alone_writes(tmp_path, monkeypatch
     assert got[7]["error"]["code"] == "mesh.no_faces_left"
 
 
+def _textured(name: str, seed: int) -> bytes:
+    """A shared mesh as an OBJ with texture coordinates per corner (seams wherever two faces
+    disagree)."""
+    import numpy as np
+
+    from workers.engine.io import load_bytes, serialize
+    from workers.engine.mesh import TriMesh
+
+    m = load_bytes(mesh_path(name).read_bytes(), name)
+    uv = np.random.default_rng(seed).random((m.n_faces, 3, 2)).astype(np.float32)
+    return serialize(TriMesh(m.V, m.F, corner_attrs={"uv": uv}), "obj")
+
+
+def test_textured_items_are_packed_and_written_as_each_alone(tmp_path, monkeypatch):
+    """Items with texture coordinates pack together (their own signature) and come out, as
+    OBJ with their ``vt``, byte for byte what each alone gives; a textured item whose weld
+    merges vertices makes its pack run its members alone (still the same bytes)."""
+    sizes: list[int] = []
+    real = packed.run_packed
+    monkeypatch.setattr(
+        packed, "run_packed", lambda m, s, **kw: sizes.append(len(m)) or real(m, s, **kw)
+    )
+    files = {
+        "a.obj": _textured("woody.obj", 1),
+        "b.obj": _textured("rx-sphere3.obj", 2),
+        "c.obj": _textured("rx-cube.obj", 3),
+    }
+    monkeypatch.setattr(packed, "CPU_PACK_FACES", 2_000)
+    got, got_bytes = _run(tmp_path, "packed", files, pack=True, fmt="obj")
+    alone, alone_bytes = _run(tmp_path, "alone", files, pack=False, fmt="obj")
+    assert sizes == [3]
+    _same_outcomes(got, alone)
+    assert got_bytes == alone_bytes and all(b"\nvt " in b for b in got_bytes.values())
+    soup = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nv 0 1 0\nv 1 1 1\n"
+    soup += b"vt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\nf 4/1 5/2 6/3\n"  # weld joins 2-4, 3-5
+    files["d.obj"] = soup
+    sizes.clear()
+    got, got_bytes = _run(tmp_path, "packed2", files, pack=True, fmt="obj")
+    alone, alone_bytes = _run(tmp_path, "alone2", files, pack=False, fmt="obj")
+    assert sizes == [4]  # tried, refused (corners would need a transfer), run alone
+    _same_outcomes(got, alone)
+    assert got_bytes == alone_bytes
+
+
 def test_a_small_pack_budget_cuts_the_items_into_several_packs(tmp_path, monkeypatch):
     monkeypatch.setattr(packed, "CPU_PACK_BUDGET", 1_000)
     sizes: list[int] = []
@@ -115,7 +159,7 @@ def test_which_pipelines_pack():
 
 @pytest.mark.gpu
 def test_a_packed_chunk_on_the_gpu_gives_each_item_its_own_outcome(tmp_path, monkeypatch):
-    """On the GPU the same items packed (all but spot and the broken files) and one by one:
+    """On the GPU the same items packed (all but the broken files) and one by one:
     the same states, errors, input counts, statistics and file sizes (the bytes of the normals
     may differ in the last bits: the GPU's atomic sums are not ordered, run to run)."""
     files = _files()
@@ -135,7 +179,9 @@ def test_a_packed_chunk_on_the_gpu_gives_each_item_its_own_outcome(tmp_path, mon
         packed, "run_packed", lambda m, s, **kw: sizes.append(len(m)) or real(m, s, **kw)
     )
     got = run("packed", True)
-    assert sorted(sizes) == [1, 5]  # suzanne alone (its normals); cubes, sphere, woody, collapsed
+    # suzanne alone (its normals), spot alone (its texture coordinates); cubes, sphere, woody,
+    # collapsed together
+    assert sorted(sizes) == [1, 1, 5]
     _same_outcomes(got, run("alone", False), exact=False)
     assert {o["backend"] for o in got.values() if o["state"] == "succeeded"} == {"cupy"}
 

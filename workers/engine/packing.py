@@ -28,8 +28,11 @@ Design:
 The result of each member is then the same, bit for bit on NumPy, as the pipeline run on it
 alone (``tests/workers/engine/test_packing.py`` compares them over the shared meshes), which is
 what lets a batch pack its items (``workers.runner.execute_chunk``). Members whose run would
-have failed, or that carry what a pack cannot hold (corner attributes, materials), are for the
-caller to run alone (:func:`packable`, :attr:`PackedRun.alone`).
+have failed, or that carry what a pack cannot hold (materials), are for the caller to run alone
+(:func:`packable`, :attr:`PackedRun.alone`). Corner attributes (texture coordinates, corner
+normals) are packed with their faces and carried as for a mesh alone, where no step needs
+them transferred from the surface (:func:`_run_step`); a pack whose step would, runs its
+members alone.
 
 Measured on NumPy (2-core CPU, shared with other work, so give or take a third; weld + repair
 + vertex_normals + stats): the 16 shared meshes of 1k to 70k faces (attributes left out) as
@@ -85,7 +88,7 @@ class Pack:
 
 def signature(mesh: TriMesh) -> tuple[Any, ...]:
     """What two meshes must share to be packed together: backend, position and index types, and
-    the name, type and shape per element of every vertex and face attribute."""
+    the name, type and shape per element of every vertex, face and corner attribute."""
 
     def attrs(d: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(sorted((k, str(a.dtype), tuple(a.shape[1:])) for k, a in d.items()))
@@ -96,15 +99,17 @@ def signature(mesh: TriMesh) -> tuple[Any, ...]:
         str(mesh.F.dtype),
         attrs(mesh.vertex_attrs),
         attrs(mesh.face_attrs),
+        attrs(mesh.corner_attrs),
     )
 
 
 def packable(mesh: TriMesh) -> bool:
-    """Whether a mesh can go into a pack: it has faces, nothing that only the pipeline's
-    carrying code handles (corner attributes, materials) and no attribute named ``PART``."""
+    """Whether a mesh can go into a pack: it has faces, no materials (each member's library
+    would have to be combined and cut apart again) and no attribute named ``PART``. Corner
+    attributes (texture coordinates, corner normals, tangents) are packed: see
+    :func:`_run_step`."""
     return (
         mesh.n_faces > 0
-        and not mesh.corner_attrs
         and mesh.materials is None
         and PART not in mesh.vertex_attrs
         and PART not in mesh.face_attrs
@@ -129,7 +134,8 @@ def pack(meshes: list[TriMesh]) -> Pack:
     # made on the host (CuPy's repeat takes no array of counts), copied once
     va[PART] = xp.asarray(np.repeat(ids, nv))
     fa[PART] = xp.asarray(np.repeat(ids, nf))
-    return Pack(TriMesh(V, F.astype(xp.int32), va, fa), v_off, f_off)
+    ca = {k: xp.concatenate([m.corner_attrs[k] for m in meshes]) for k in meshes[0].corner_attrs}
+    return Pack(TriMesh(V, F.astype(xp.int32), va, fa, corner_attrs=ca), v_off, f_off)
 
 
 def unpack(p: Pack) -> list[TriMesh]:
@@ -143,7 +149,8 @@ def unpack(p: Pack) -> list[TriMesh]:
         F = m.F[f0:f1] - np.int32(v0) if v0 else m.F[f0:f1]
         va = {k: a[v0:v1] for k, a in m.vertex_attrs.items() if k != PART}
         fa = {k: a[f0:f1] for k, a in m.face_attrs.items() if k != PART}
-        out.append(TriMesh(m.V[v0:v1], F.astype(m.xp.int32, copy=False), va, fa))
+        ca = {k: a[f0:f1] for k, a in m.corner_attrs.items()}
+        out.append(TriMesh(m.V[v0:v1], F.astype(m.xp.int32, copy=False), va, fa, corner_attrs=ca))
     return out
 
 
@@ -158,6 +165,7 @@ def _in_order(mesh: TriMesh, n_parts: int) -> Pack:
         raise PackingError("a step dropped the part attribute")
     vpart = vpart.astype(xp.int32, copy=False)  # a weld averages it (equal values: exact)
     V, F, va, fa = mesh.V, mesh.F, dict(mesh.vertex_attrs), dict(mesh.face_attrs)
+    ca = dict(mesh.corner_attrs)
     va[PART] = vpart
     if bool((vpart[1:] < vpart[:-1]).any()):
         order = xp.argsort(vpart, kind="stable")
@@ -171,6 +179,7 @@ def _in_order(mesh: TriMesh, n_parts: int) -> Pack:
         order = xp.argsort(fpart, kind="stable")
         F = F[order]
         fa = {k: a[order] for k, a in fa.items()}
+        ca = {k: a[order] for k, a in ca.items()}
         fpart = fa[PART]
     if F.shape[0] and not bool((vpart[F] == fpart[:, None]).all()):
         raise PackingError("a step joined two members of a pack")
@@ -181,8 +190,46 @@ def _in_order(mesh: TriMesh, n_parts: int) -> Pack:
     if V is mesh.V and F is mesh.F:
         out = mesh.with_attrs(vertex={PART: vpart})
     else:
-        out = TriMesh(V, F, va, fa)
+        out = TriMesh(V, F, va, fa, corner_attrs=ca)
     return Pack(out, v_off, f_off)
+
+
+def _member_step(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
+    """A step on one member, as the pipeline runs it on a mesh alone (corner attributes
+    carried by :func:`~.corners.run_carrying`)."""
+    from .corners import carries, run_carrying
+
+    if carries(mesh):
+        return run_carrying(op, backend, mesh, params)
+    return op.implementation(backend)(mesh, params)
+
+
+def _run_step(op: Any, backend: str, mode: Packing, mesh: TriMesh, params: Any) -> Any:
+    """One ``local`` or ``keyed`` step over the whole pack. With corner attributes, they are
+    carried as the pipeline carries them for a mesh alone (:func:`~.corners.carry`) where that
+    needs no transfer: the step carried them itself or left the faces as they were. A step
+    that changed a pack's faces without carrying them (a weld that merged vertices, a repair
+    that dropped faces) would have them transferred from the surface, which across members
+    could read another member's surface: :class:`PackingError`, and the members run alone."""
+    from .corners import _drop_undeclared, carries, carry
+
+    if mode is Packing.keyed:
+        assert op.packed is not None  # packing_for says single otherwise
+        out = op.packed(mesh, params, mesh.vertex_attrs[PART])
+    else:
+        out = op.implementation(backend)(mesh, params)
+    if not carries(mesh):
+        return out
+    after = out.mesh
+    kept = after.corner_attrs.keys() >= mesh.corner_attrs.keys() or (
+        after.F is mesh.F
+        or (after.F.shape == mesh.F.shape and bool(after.xp.array_equal(after.F, mesh.F)))
+    )
+    if not kept:
+        raise PackingError(f"{op.name} changed the faces of a pack with corner attributes")
+    out.mesh, _ = carry(mesh, after, None, "vertex_normals" in op.outputs)
+    _drop_undeclared(op, params, mesh, after, out.mesh)
+    return out
 
 
 @dataclass
@@ -237,21 +284,18 @@ def run_packed(
         t0 = time.perf_counter()
         if mode in (Packing.single, Packing.measure):
             members = members or [m.to(impl_backend) for m in unpack(p)]
-            impl = op.implementation(impl_backend)
             # a member left with no faces stays as it is: it runs alone later
-            outs = [m if dead[j] else impl(m, step.params).mesh for j, m in enumerate(members)]
+            outs = [
+                m if dead[j] else _member_step(op, impl_backend, m, step.params).mesh
+                for j, m in enumerate(members)
+            ]
             if all(o is m for o, m in zip(outs, members, strict=True)):
                 pass  # a measurement: the pack and its members stay as they are
             else:
                 members = [o.to(be) for o in outs]
                 p = pack(members)
         else:
-            mesh = p.mesh.to(impl_backend)
-            if mode is Packing.keyed:
-                assert op.packed is not None  # packing_for says single otherwise
-                out = op.packed(mesh, step.params, mesh.vertex_attrs[PART])
-            else:
-                out = op.implementation(impl_backend)(mesh, step.params)
+            out = _run_step(op, impl_backend, mode, p.mesh.to(impl_backend), step.params)
             p = _in_order(out.mesh.to(be), n)
             members = None
         sync(p.mesh)

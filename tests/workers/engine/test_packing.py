@@ -117,6 +117,58 @@ def test_other_pipelines_and_single_steps_between_packed_ones(pipeline):
         _same(got, run_pipeline(m, pipeline, device="cpu").mesh)
 
 
+def _with_corners(m: TriMesh, seed: int, normals: bool = False) -> TriMesh:
+    """``m`` with texture coordinates per corner (a seam wherever two faces disagree) and,
+    with ``normals``, corner normals."""
+    rng = np.random.default_rng(seed)
+    ca = {"uv": rng.random((m.n_faces, 3, 2)).astype(np.float32)}
+    if normals:
+        n = rng.normal(size=(m.n_faces, 3, 3))
+        ca["normal"] = (n / np.linalg.norm(n, axis=2, keepdims=True)).astype(np.float32)
+    return TriMesh(m.V, m.F, m.vertex_attrs, m.face_attrs, corner_attrs=ca)
+
+
+@pytest.mark.parametrize("normals", [False, True])
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        PIPELINE,
+        # a weld with a tolerance runs member by member (corners carried as alone); this one
+        # merges nothing, so no later step changes faces
+        ["remove_unused_vertices", ("weld", {"tolerance": 1e-7, "relative": True}), "repair"],
+    ],
+)
+def test_members_with_corner_attributes_get_what_each_alone_gets(pipeline, normals):
+    """Texture coordinates and corner normals are packed with their faces and carried as for a
+    mesh alone (corner normals left out after vertex_normals): bit for bit, OBJ bytes too."""
+    spot = load_path(mesh_path("spot.obj"))
+    assert "uv" in spot.corner_attrs
+    names = ["rx-el_topo_sphere_1280.obj", "woody.obj", "rx-cloth.obj"]
+    members = [_with_corners(load_path(mesh_path(n)), i, normals) for i, n in enumerate(names)]
+    if not normals:
+        members.append(TriMesh(spot.V, spot.F, corner_attrs=spot.corner_attrs))
+    run = run_packed(members, parse_pipeline(pipeline))
+    assert run.alone == []
+    for got, m in zip(run.meshes, members, strict=True):
+        assert got is not None
+        want = run_pipeline(m, pipeline, device="cpu").mesh
+        _same(got, want)
+        assert sorted(got.corner_attrs) == sorted(want.corner_attrs)
+        for k in want.corner_attrs:
+            assert np.array_equal(got.corner_attrs[k], want.corner_attrs[k]), k
+        assert serialize(got, "obj") == serialize(want, "obj")
+
+
+def test_a_pack_with_corners_whose_faces_a_step_changes_runs_its_members_alone():
+    """A weld that merges a member's vertices changes the pack's faces: alone, that member's
+    corners would be transferred from its surface, which in a pack could be another member's.
+    The pack refuses (the caller runs the members alone) instead of guessing."""
+    soup = _with_corners(_broken()[1], 3)
+    woody = _with_corners(load_path(mesh_path("woody.obj")), 4)
+    with pytest.raises(PackingError, match="corner"):
+        run_packed([woody, soup], parse_pipeline(PIPELINE))
+
+
 def test_a_step_that_joins_members_is_caught():
     """A pack whose faces reach into another member's vertices raises instead of giving a
     member someone else's vertices."""
