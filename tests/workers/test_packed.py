@@ -104,13 +104,20 @@ def _textured(name: str, seed: int) -> bytes:
 
 def test_textured_items_are_packed_and_written_as_each_alone(tmp_path, monkeypatch):
     """Items with texture coordinates pack together (their own signature) and come out, as
-    OBJ with their ``vt``, byte for byte what each alone gives; a textured item whose weld
-    merges vertices makes its pack run its members alone (still the same bytes)."""
+    OBJ with their ``vt``, byte for byte what each alone gives, also one whose weld merges
+    vertices; one whose repair turns a face over makes its pack run its members alone (still
+    the same bytes)."""
     sizes: list[int] = []
+    ran: list[int] = []  # the packs that ran to the end
     real = packed.run_packed
-    monkeypatch.setattr(
-        packed, "run_packed", lambda m, s, **kw: sizes.append(len(m)) or real(m, s, **kw)
-    )
+
+    def spy(m, s, **kw):
+        sizes.append(len(m))
+        run = real(m, s, **kw)
+        ran.append(len(m))
+        return run
+
+    monkeypatch.setattr(packed, "run_packed", spy)
     files = {
         "a.obj": _textured("woody.obj", 1),
         "b.obj": _textured("rx-sphere3.obj", 2),
@@ -123,14 +130,19 @@ def test_textured_items_are_packed_and_written_as_each_alone(tmp_path, monkeypat
     _same_outcomes(got, alone)
     assert got_bytes == alone_bytes and all(b"\nvt " in b for b in got_bytes.values())
     soup = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nv 0 1 0\nv 1 1 1\n"
-    soup += b"vt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\nf 4/1 5/2 6/3\n"  # weld joins 2-4, 3-5
-    files["d.obj"] = soup
-    sizes.clear()
-    got, got_bytes = _run(tmp_path, "packed2", files, pack=True, fmt="obj")
-    alone, alone_bytes = _run(tmp_path, "alone2", files, pack=False, fmt="obj")
-    assert sizes == [4]  # tried, refused (corners would need a transfer), run alone
-    _same_outcomes(got, alone)
-    assert got_bytes == alone_bytes
+    soup += b"vt 0 0\nvt 1 0\nvt 0 1\nvt 0.5 0.5\n"
+    for face, packs in [
+        (b"f 1/1 2/2 3/3\nf 5/3 4/2 6/4\n", 1),  # weld joins 2-4, 3-5: faces kept, packed
+        (b"f 1/1 2/2 3/3\nf 4/2 5/3 6/4\n", 0),  # and repair turns one over: run alone
+    ]:
+        files["d.obj"] = soup + face
+        sizes.clear()
+        ran.clear()
+        got, got_bytes = _run(tmp_path, f"packed{packs}", files, pack=True, fmt="obj")
+        alone, alone_bytes = _run(tmp_path, f"alone{packs}", files, pack=False, fmt="obj")
+        assert sizes == [4] and len(ran) == packs  # tried; refused: its items run alone
+        _same_outcomes(got, alone)
+        assert got_bytes == alone_bytes
 
 
 def test_a_small_pack_budget_cuts_the_items_into_several_packs(tmp_path, monkeypatch):

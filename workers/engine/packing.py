@@ -30,9 +30,9 @@ alone (``tests/workers/engine/test_packing.py`` compares them over the shared me
 what lets a batch pack its items (``workers.runner.execute_chunk``). Members whose run would
 have failed, or that carry what a pack cannot hold (materials), are for the caller to run alone
 (:func:`packable`, :attr:`PackedRun.alone`). Corner attributes (texture coordinates, corner
-normals) are packed with their faces and carried as for a mesh alone, where no step needs
-them transferred from the surface (:func:`_run_step`); a pack whose step would, runs its
-members alone.
+normals) are packed with their faces and carried as for a mesh alone, member by member where a
+step changed faces (:func:`_run_step`); a pack in which a step rebuilt a face (its corners
+would be interpolated from the nearest surface) runs its members alone.
 
 Measured on NumPy (2-core CPU, shared with other work, so give or take a third; weld + repair
 + vertex_normals + stats): the 16 shared meshes of 1k to 70k faces (attributes left out) as
@@ -204,15 +204,15 @@ def _member_step(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
     return op.implementation(backend)(mesh, params)
 
 
-def _run_step(op: Any, backend: str, mode: Packing, mesh: TriMesh, params: Any) -> Any:
-    """One ``local`` or ``keyed`` step over the whole pack. With corner attributes, they are
-    carried as the pipeline carries them for a mesh alone (:func:`~.corners.carry`) where that
-    needs no transfer: the step carried them itself or left the faces as they were. A step
-    that changed a pack's faces without carrying them (a weld that merged vertices, a repair
-    that dropped faces) would have them transferred from the surface, which across members
-    could read another member's surface: :class:`PackingError`, and the members run alone."""
+def _run_step(op: Any, backend: str, mode: Packing, p: Pack, params: Any) -> Any:
+    """One ``local`` or ``keyed`` step over the whole pack ``p`` (on ``backend``). Corner
+    attributes are carried as the pipeline carries them for a mesh alone
+    (:func:`~.corners.carry`): as they are where the step carried them or left the faces as
+    they were; where it changed faces (a weld that merged vertices, a repair that dropped
+    faces), member by member (:func:`_carry_per_member`)."""
     from .corners import _drop_undeclared, carries, carry
 
+    mesh = p.mesh
     if mode is Packing.keyed:
         assert op.packed is not None  # packing_for says single otherwise
         out = op.packed(mesh, params, mesh.vertex_attrs[PART])
@@ -221,14 +221,75 @@ def _run_step(op: Any, backend: str, mode: Packing, mesh: TriMesh, params: Any) 
     if not carries(mesh):
         return out
     after = out.mesh
+    new_normals = "vertex_normals" in op.outputs
     kept = after.corner_attrs.keys() >= mesh.corner_attrs.keys() or (
         after.F is mesh.F
         or (after.F.shape == mesh.F.shape and bool(after.xp.array_equal(after.F, mesh.F)))
     )
-    if not kept:
-        raise PackingError(f"{op.name} changed the faces of a pack with corner attributes")
-    out.mesh, _ = carry(mesh, after, None, "vertex_normals" in op.outputs)
+    if kept:
+        out.mesh, _ = carry(mesh, after, None, new_normals)
+    else:
+        out.mesh = _carry_per_member(op, p, after, new_normals)
     _drop_undeclared(op, params, mesh, after, out.mesh)
+    return out
+
+
+def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> TriMesh:
+    """``after`` (a step's result on the pack ``p``, which changed its faces) with ``p``'s
+    corner attributes carried member by member, as :func:`~.corners.carry` carries them for
+    each member alone: :func:`~.corners.transfer` between the member before and after, on the
+    host (one copy of each pack). Every face of every member must be one the step kept (the
+    same corner positions in the same turning order): a face it rebuilt would take its values
+    from the nearest surface, which is where a member alone and a pack could differ, so that is
+    a :class:`PackingError` and the members run alone."""
+    from .corners import transfer
+
+    n = p.n_parts
+    ordered = _in_order(after, n)
+    b, a = p.mesh.to("numpy"), ordered.mesh.to("numpy")
+    pieces: dict[str, list[np.ndarray]] = {k: [] for k in b.corner_attrs}
+    face_attrs: dict[str, list[np.ndarray]] = {}
+    for i in range(n):
+        v0, v1, f0, f1 = (int(x) for x in (p.v_off[i], p.v_off[i + 1], p.f_off[i], p.f_off[i + 1]))
+        w0, w1 = int(ordered.v_off[i]), int(ordered.v_off[i + 1])
+        g0, g1 = int(ordered.f_off[i]), int(ordered.f_off[i + 1])
+        before_i = TriMesh(
+            b.V[v0:v1],
+            b.F[f0:f1] - np.int32(v0),
+            face_attrs={k: x[f0:f1] for k, x in b.face_attrs.items() if k != PART},
+            corner_attrs={k: x[f0:f1] for k, x in b.corner_attrs.items()},
+        )
+        after_i = TriMesh(
+            a.V[w0:w1],
+            a.F[g0:g1] - np.int32(w0),
+            face_attrs={k: x[g0:g1] for k, x in a.face_attrs.items() if k != PART},
+        )
+        got, _, rebuilt = transfer(before_i, after_i)
+        if rebuilt.any():
+            raise PackingError(
+                f"{op.name} rebuilt faces of a pack with corner attributes: they would be "
+                "transferred from the nearest surface"
+            )
+        for k in pieces:
+            pieces[k].append(to_numpy(got.corner_attrs[k]))
+        for k, x in got.face_attrs.items():
+            if k not in a.face_attrs:  # what the step dropped, taken back as alone
+                face_attrs.setdefault(k, []).append(to_numpy(x))
+    xp = ordered.mesh.xp
+    corners = {k: xp.asarray(np.concatenate(v)) for k, v in pieces.items()}
+    if new_normals:  # corner normals go stale with new vertex normals, as alone
+        corners.pop("normal", None)
+    fa = dict(ordered.mesh.face_attrs)
+    fa.update({k: xp.asarray(np.concatenate(v)) for k, v in face_attrs.items()})
+    out = TriMesh(
+        ordered.mesh.V,
+        ordered.mesh.F,
+        ordered.mesh.vertex_attrs,
+        fa,
+        source=after.source,
+        corner_attrs=corners,
+    )
+    out.dropped = after.dropped
     return out
 
 
@@ -295,7 +356,8 @@ def run_packed(
                 members = [o.to(be) for o in outs]
                 p = pack(members)
         else:
-            out = _run_step(op, impl_backend, mode, p.mesh.to(impl_backend), step.params)
+            moved = Pack(p.mesh.to(impl_backend), p.v_off, p.f_off)
+            out = _run_step(op, impl_backend, mode, moved, step.params)
             p = _in_order(out.mesh.to(be), n)
             members = None
         sync(p.mesh)

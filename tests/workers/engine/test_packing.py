@@ -159,13 +159,40 @@ def test_members_with_corner_attributes_get_what_each_alone_gets(pipeline, norma
         assert serialize(got, "obj") == serialize(want, "obj")
 
 
+def _split(m: TriMesh) -> TriMesh:
+    """``m`` as a glTF exporter writes a textured mesh: every face with vertices of its own
+    (a weld joins them again, faces and their order kept)."""
+    return TriMesh(
+        m.V[m.F.reshape(-1)],
+        np.arange(3 * m.n_faces, dtype=np.int32).reshape(-1, 3),
+        corner_attrs=m.corner_attrs,
+    )
+
+
+def test_members_whose_weld_merges_vertices_keep_their_corners_as_alone():
+    """A weld that merges split vertices changes the pack's faces but keeps every face: the
+    corners are carried member by member (corners.transfer, nothing rebuilt), as alone."""
+    names = ["woody.obj", "rx-sphere3.obj", "woody.obj"]
+    members = [_split(_with_corners(load_path(mesh_path(n)), i)) for i, n in enumerate(names)]
+    members.append(_with_corners(load_path(mesh_path("rx-cloth.obj")), 9))  # nothing merges
+    run = run_packed(members, parse_pipeline(PIPELINE))
+    assert run.alone == []
+    for got, m in zip(run.meshes, members, strict=True):
+        assert got is not None
+        want = run_pipeline(m, PIPELINE, device="cpu").mesh
+        assert want.n_vertices < m.n_vertices or m is members[-1]
+        _same(got, want)
+        assert np.array_equal(got.corner_attrs["uv"], want.corner_attrs["uv"])
+        assert serialize(got, "obj") == serialize(want, "obj")
+
+
 def test_a_pack_with_corners_whose_faces_a_step_changes_runs_its_members_alone():
-    """A weld that merges a member's vertices changes the pack's faces: alone, that member's
-    corners would be transferred from its surface, which in a pack could be another member's.
-    The pack refuses (the caller runs the members alone) instead of guessing."""
+    """A repair that turns a face over (the soup's second face) rebuilds it: alone, its corners
+    are interpolated from the nearest surface, which in a pack could be another member's. The
+    pack refuses (the caller runs the members alone) instead of guessing."""
     soup = _with_corners(_broken()[1], 3)
     woody = _with_corners(load_path(mesh_path("woody.obj")), 4)
-    with pytest.raises(PackingError, match="corner"):
+    with pytest.raises(PackingError, match="repair rebuilt faces of a pack with corner"):
         run_packed([woody, soup], parse_pipeline(PIPELINE))
 
 
@@ -211,6 +238,23 @@ def test_a_packed_pipeline_on_the_gpu_matches_each_member_alone():
         na, nb = a.vertex_attrs["vertex_normals"], b.vertex_attrs["vertex_normals"]
         assert np.all(np.abs(na - nb) <= tol.atol + tol.rtol * np.abs(nb))
         assert mesh_stats(a) == mesh_stats(b)
+
+
+@pytest.mark.gpu
+def test_textured_members_packed_on_the_gpu_keep_their_corners_as_alone():
+    """Texture coordinates through a packed GPU run, weld merging split vertices: each
+    member's corners equal its own GPU run's, bit for bit (carried, never computed)."""
+    names = ["woody.obj", "rx-sphere3.obj", "rx-cloth.obj"]
+    members = [_with_corners(load_path(mesh_path(n)), i) for i, n in enumerate(names)]
+    members = [_split(members[0]), _split(members[1]), members[2]]
+    run = run_packed([m.to("cupy") for m in members], parse_pipeline(PIPELINE))
+    assert run.alone == []
+    for got, m in zip(run.meshes, members, strict=True):
+        assert got is not None and got.backend == "cupy"
+        ref = run_pipeline(m.to("cupy"), PIPELINE, device="gpu").mesh
+        a, b = got.to("numpy"), ref.to("numpy")
+        assert np.array_equal(a.F, b.F) and np.array_equal(a.V, b.V)
+        assert np.array_equal(a.corner_attrs["uv"], b.corner_attrs["uv"])
 
 
 def test_the_statistics_of_each_part_are_those_of_the_member_alone():
