@@ -145,6 +145,33 @@ def test_textured_items_are_packed_and_written_as_each_alone(tmp_path, monkeypat
         assert got_bytes == alone_bytes
 
 
+def test_textured_assets_with_their_libraries_are_packed_and_written_as_each_alone(
+    tmp_path, monkeypatch
+):
+    """glTF assets (materials, textures, corner normals and texture coordinates, split
+    vertices a weld joins) and an OBJ zip with its MTL and textures: packed by signature, each
+    written as GLB byte for byte what it alone gives, with its own library."""
+    from tests.conftest import ASSETS
+
+    monkeypatch.setattr(packed, "CPU_PACK_FACES", 5_000)
+    ran: list[int] = []
+    real = packed.run_packed
+
+    def spy(m, s, **kw):
+        run = real(m, s, **kw)
+        ran.append(len(m))
+        return run
+
+    monkeypatch.setattr(packed, "run_packed", spy)
+    names = ("Duck.glb", "fuze.zip", "BoxTextured.glb", "CesiumMilkTruck.glb")
+    files = {f"{i}/{n}": (ASSETS / n).read_bytes() for i, n in enumerate(names)}
+    got, got_bytes = _run(tmp_path, "packed", files, pack=True, fmt="glb")
+    assert sorted(ran) == [1, 3]  # the three GLBs share a signature
+    alone, alone_bytes = _run(tmp_path, "alone", files, pack=False, fmt="glb")
+    _same_outcomes(got, alone)
+    assert got_bytes == alone_bytes and len(got_bytes) == 4
+
+
 def test_a_small_pack_budget_cuts_the_items_into_several_packs(tmp_path, monkeypatch):
     monkeypatch.setattr(packed, "CPU_PACK_BUDGET", 1_000)
     sizes: list[int] = []

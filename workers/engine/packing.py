@@ -28,11 +28,12 @@ Design:
 The result of each member is then the same, bit for bit on NumPy, as the pipeline run on it
 alone (``tests/workers/engine/test_packing.py`` compares them over the shared meshes), which is
 what lets a batch pack its items (``workers.runner.execute_chunk``). Members whose run would
-have failed, or that carry what a pack cannot hold (materials), are for the caller to run alone
-(:func:`packable`, :attr:`PackedRun.alone`). Corner attributes (texture coordinates, corner
-normals) are packed with their faces and carried as for a mesh alone, member by member where a
-step changed faces (:func:`_run_step`); a pack in which a step rebuilt a face (its corners
-would be interpolated from the nearest surface) runs its members alone.
+have failed are for the caller to run alone (:func:`packable`, :attr:`PackedRun.alone`).
+Corner attributes (texture coordinates, corner normals) are packed with their faces and carried
+as for a mesh alone, member by member where a step changed faces (:func:`_run_step`); each
+member keeps its own materials (:attr:`Pack.libraries`). A pack in which a step rebuilt a face
+of a textured member (its corners would be interpolated from the nearest surface) runs its
+members alone.
 
 Measured on NumPy (2-core CPU, shared with other work, so give or take a third; weld + repair
 + vertex_normals + stats): the 16 shared meshes of 1k to 70k faces (attributes left out) as
@@ -77,6 +78,14 @@ class Pack:
     mesh: TriMesh
     v_off: np.ndarray
     f_off: np.ndarray
+    #: each member's materials, where they have them (the pack's own ``materials`` is only the
+    #: largest of them, so that the faces' ``material`` indices, each member's own, pass the
+    #: mesh's checks and the steps carry them as for a member alone)
+    libraries: list[Any] | None = None
+
+    def moved(self, mesh: TriMesh) -> Pack:
+        """The same members, ``mesh`` holding them (on another backend)."""
+        return Pack(mesh, self.v_off, self.f_off, self.libraries)
 
     @property
     def n_parts(self) -> int:
@@ -88,7 +97,8 @@ class Pack:
 
 def signature(mesh: TriMesh) -> tuple[Any, ...]:
     """What two meshes must share to be packed together: backend, position and index types, and
-    the name, type and shape per element of every vertex, face and corner attribute."""
+    the name, type and shape per element of every vertex, face and corner attribute, and
+    whether it has materials (each member keeps its own)."""
 
     def attrs(d: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(sorted((k, str(a.dtype), tuple(a.shape[1:])) for k, a in d.items()))
@@ -100,20 +110,15 @@ def signature(mesh: TriMesh) -> tuple[Any, ...]:
         attrs(mesh.vertex_attrs),
         attrs(mesh.face_attrs),
         attrs(mesh.corner_attrs),
+        mesh.materials is not None,
     )
 
 
 def packable(mesh: TriMesh) -> bool:
-    """Whether a mesh can go into a pack: it has faces, no materials (each member's library
-    would have to be combined and cut apart again) and no attribute named ``PART``. Corner
-    attributes (texture coordinates, corner normals, tangents) are packed: see
-    :func:`_run_step`."""
-    return (
-        mesh.n_faces > 0
-        and mesh.materials is None
-        and PART not in mesh.vertex_attrs
-        and PART not in mesh.face_attrs
-    )
+    """Whether a mesh can go into a pack: it has faces and no attribute named ``PART``. Corner
+    attributes (texture coordinates, corner normals, tangents) and materials are packed: see
+    :func:`_run_step` and :attr:`Pack.libraries`."""
+    return mesh.n_faces > 0 and PART not in mesh.vertex_attrs and PART not in mesh.face_attrs
 
 
 def pack(meshes: list[TriMesh]) -> Pack:
@@ -135,7 +140,12 @@ def pack(meshes: list[TriMesh]) -> Pack:
     va[PART] = xp.asarray(np.repeat(ids, nv))
     fa[PART] = xp.asarray(np.repeat(ids, nf))
     ca = {k: xp.concatenate([m.corner_attrs[k] for m in meshes]) for k in meshes[0].corner_attrs}
-    return Pack(TriMesh(V, F.astype(xp.int32), va, fa, corner_attrs=ca), v_off, f_off)
+    libraries = [m.materials for m in meshes]
+    if all(lib is None for lib in libraries):
+        return Pack(TriMesh(V, F.astype(xp.int32), va, fa, corner_attrs=ca), v_off, f_off)
+    largest = max((lib for lib in libraries if lib is not None), key=len)
+    mesh = TriMesh(V, F.astype(xp.int32), va, fa, corner_attrs=ca, materials=largest)
+    return Pack(mesh, v_off, f_off, libraries)
 
 
 def unpack(p: Pack) -> list[TriMesh]:
@@ -150,14 +160,16 @@ def unpack(p: Pack) -> list[TriMesh]:
         va = {k: a[v0:v1] for k, a in m.vertex_attrs.items() if k != PART}
         fa = {k: a[f0:f1] for k, a in m.face_attrs.items() if k != PART}
         ca = {k: a[f0:f1] for k, a in m.corner_attrs.items()}
-        out.append(TriMesh(m.V[v0:v1], F.astype(m.xp.int32, copy=False), va, fa, corner_attrs=ca))
+        lib = p.libraries[i] if p.libraries is not None else None
+        F = F.astype(m.xp.int32, copy=False)
+        out.append(TriMesh(m.V[v0:v1], F, va, fa, corner_attrs=ca, materials=lib))
     return out
 
 
-def _in_order(mesh: TriMesh, n_parts: int) -> Pack:
+def _in_order(mesh: TriMesh, n_parts: int, libraries: list[Any] | None = None) -> Pack:
     """The pack a step left, its parts put back in order: vertices and faces stably sorted by
     ``PART`` where they are not already, the offsets counted; checks that every face's
-    vertices are of the face's own part."""
+    vertices are of the face's own part. ``libraries``: the members' (:attr:`Pack.libraries`)."""
     xp = mesh.xp
     vpart = mesh.vertex_attrs.get(PART)
     fpart = mesh.face_attrs.get(PART)
@@ -190,8 +202,8 @@ def _in_order(mesh: TriMesh, n_parts: int) -> Pack:
     if V is mesh.V and F is mesh.F:
         out = mesh.with_attrs(vertex={PART: vpart})
     else:
-        out = TriMesh(V, F, va, fa, corner_attrs=ca)
-    return Pack(out, v_off, f_off)
+        out = TriMesh(V, F, va, fa, corner_attrs=ca, materials=mesh.materials)
+    return Pack(out, v_off, f_off, libraries)
 
 
 def _member_step(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
@@ -245,7 +257,7 @@ def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> Tr
     from .corners import transfer
 
     n = p.n_parts
-    ordered = _in_order(after, n)
+    ordered = _in_order(after, n, p.libraries)
     b, a = p.mesh.to("numpy"), ordered.mesh.to("numpy")
     pieces: dict[str, list[np.ndarray]] = {k: [] for k in b.corner_attrs}
     face_attrs: dict[str, list[np.ndarray]] = {}
@@ -288,6 +300,7 @@ def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> Tr
         fa,
         source=after.source,
         corner_attrs=corners,
+        materials=p.mesh.materials,
     )
     out.dropped = after.dropped
     return out
@@ -332,7 +345,7 @@ def run_packed(
     p = pack(meshes)
     be = backend or p.mesh.backend
     if p.mesh.backend != be:
-        p = Pack(p.mesh.to(be), p.v_off, p.f_off)
+        p = p.moved(p.mesh.to(be))
     members: list[TriMesh] | None = None  # the pack cut up, while no step changed it
     dead = np.zeros(n, dtype=bool)
     for i, step in enumerate(steps):
@@ -356,9 +369,9 @@ def run_packed(
                 members = [o.to(be) for o in outs]
                 p = pack(members)
         else:
-            moved = Pack(p.mesh.to(impl_backend), p.v_off, p.f_off)
+            moved = p.moved(p.mesh.to(impl_backend))
             out = _run_step(op, impl_backend, mode, moved, step.params)
-            p = _in_order(out.mesh.to(be), n)
+            p = _in_order(out.mesh.to(be), n, p.libraries)
             members = None
         sync(p.mesh)
         run.timings[f"{i}:{op.name}"] = time.perf_counter() - t0
@@ -373,7 +386,7 @@ def run_packed(
     else:
         if stats:  # where the pack is, with the topology its last steps built
             figures = part_stats(p.mesh, p.v_off, p.f_off)
-        kept = unpack(Pack(p.mesh.to("numpy"), p.v_off, p.f_off) if host else p)
+        kept = unpack(p.moved(p.mesh.to("numpy")) if host else p)
     if stats:
         run.timings["stats_after"] = time.perf_counter() - t0
     run.stats = [None] * n

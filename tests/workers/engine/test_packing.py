@@ -11,7 +11,15 @@ from workers.engine.io import load_path, serialize
 from workers.engine.mesh import TriMesh
 from workers.engine.ops import OPS, Packing
 from workers.engine.ops.stats import mesh_stats
-from workers.engine.packing import PART, PackingError, _in_order, pack, run_packed, unpack
+from workers.engine.packing import (
+    PART,
+    PackingError,
+    _in_order,
+    pack,
+    run_packed,
+    signature,
+    unpack,
+)
 from workers.engine.pipeline import parse_pipeline, run_pipeline
 
 PIPELINE = ["weld", "repair", ("vertex_normals", {"weighting": "angle"}), "stats"]
@@ -184,6 +192,36 @@ def test_members_whose_weld_merges_vertices_keep_their_corners_as_alone():
         _same(got, want)
         assert np.array_equal(got.corner_attrs["uv"], want.corner_attrs["uv"])
         assert serialize(got, "obj") == serialize(want, "obj")
+
+
+def test_members_with_materials_keep_their_own_library_as_alone():
+    """Textured assets with their own libraries (glTF assets whose weld joins their split
+    vertices, an OBJ zip with textures) through the batch pipeline in packs: each comes back
+    with its own library and corners, its GLB byte for byte what it alone gives. Beetle (an
+    OBJ with an MTL and corner normals) has a face repair turns over: its pack runs alone."""
+    from tests.conftest import ASSETS
+
+    names = ("fuze.zip", "Duck.glb", "BoxTextured.glb", "CesiumMilkTruck.glb")
+    members = [load_path(ASSETS / n) for n in names]
+    assert all(m.materials is not None for m in members)
+    by_sig: dict = {}
+    for m in members:
+        by_sig.setdefault(signature(m), []).append(m)
+    assert max(len(g) for g in by_sig.values()) == 3  # the three GLBs share one
+    for group in by_sig.values():
+        run = run_packed(group, parse_pipeline(PIPELINE))
+        assert run.alone == []
+        for got, m in zip(run.meshes, group, strict=True):
+            assert got is not None and got.materials is m.materials
+            want = run_pipeline(m, PIPELINE, device="cpu").mesh
+            _same(got, want)
+            assert sorted(got.corner_attrs) == sorted(want.corner_attrs)
+            for k in want.corner_attrs:
+                assert np.array_equal(got.corner_attrs[k], want.corner_attrs[k]), k
+            assert serialize(got, "glb") == serialize(want, "glb")
+    beetle = load_path(mesh_path("beetle.obj"))
+    with pytest.raises(PackingError, match="repair rebuilt faces"):
+        run_packed([beetle, beetle], parse_pipeline(PIPELINE))
 
 
 def test_a_pack_with_corners_whose_faces_a_step_changes_runs_its_members_alone():
