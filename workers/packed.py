@@ -42,7 +42,7 @@ from typing import Any
 from .engine.backend import choose
 from .engine.mesh import TriMesh
 from .engine.ops import Packing
-from .engine.packing import packable, run_packed, signature
+from .engine.packing import PackingError, packable, run_packed, signature
 from .engine.pipeline import Step, starts_with_source
 from .jobspec import JobSpec
 from .queue.blobs import BlobStore, item_key
@@ -183,6 +183,7 @@ def _run_pack(
     res: PackedItems,
     threads: int,
     failed: Callable[[Exception], Any] | None,
+    retry: bool = True,
 ) -> None:
     backend = pack[0][2]
     t0 = time.perf_counter()
@@ -192,6 +193,16 @@ def _run_pack(
     except Exception as exc:
         if failed is not None and failed(exc):
             raise
+        named = exc.members if isinstance(exc, PackingError) else None
+        if named and len(named) < len(pack) and retry:
+            # the members a step rebuilt run alone; the others pack again, once
+            log.info(
+                "chunk %s: %d of a pack of %d run alone (%s)", job_id, len(named), len(pack), exc
+            )
+            res.alone.extend(pack[j][0] for j in named)
+            rest = [m for j, m in enumerate(pack) if j not in set(named)]
+            _run_pack(job_id, spec, steps, store, rest, res, threads, failed, retry=False)
+            return
         log.warning(
             "chunk %s: a pack of %d failed (%s); its items run alone", job_id, len(pack), exc
         )

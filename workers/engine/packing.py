@@ -67,7 +67,13 @@ PART = "_pack_part"
 
 class PackingError(RuntimeError):
     """A step left a pack whose parts are joined (a face with vertices of two members): a bug
-    in that op's ``packing`` declaration. The caller runs the members alone instead."""
+    in that op's ``packing`` declaration; or it rebuilt faces of textured members, whose
+    corners only a run alone can carry (``members``: their indices in the pack). The caller
+    runs the members alone instead (those in ``members`` alone, the others may pack again)."""
+
+    def __init__(self, message: str, members: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.members = members
 
 
 @dataclass
@@ -261,6 +267,7 @@ def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> Tr
     b, a = p.mesh.to("numpy"), ordered.mesh.to("numpy")
     pieces: dict[str, list[np.ndarray]] = {k: [] for k in b.corner_attrs}
     face_attrs: dict[str, list[np.ndarray]] = {}
+    rebuilt_in: list[int] = []
     for i in range(n):
         v0, v1, f0, f1 = (int(x) for x in (p.v_off[i], p.v_off[i + 1], p.f_off[i], p.f_off[i + 1]))
         w0, w1 = int(ordered.v_off[i]), int(ordered.v_off[i + 1])
@@ -278,15 +285,19 @@ def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> Tr
         )
         got, _, rebuilt = transfer(before_i, after_i)
         if rebuilt.any():
-            raise PackingError(
-                f"{op.name} rebuilt faces of a pack with corner attributes: they would be "
-                "transferred from the nearest surface"
-            )
+            rebuilt_in.append(i)
+            continue
         for k in pieces:
             pieces[k].append(to_numpy(got.corner_attrs[k]))
         for k, x in got.face_attrs.items():
             if k not in a.face_attrs:  # what the step dropped, taken back as alone
                 face_attrs.setdefault(k, []).append(to_numpy(x))
+    if rebuilt_in:
+        raise PackingError(
+            f"{op.name} rebuilt faces of {len(rebuilt_in)} textured members of a pack: their "
+            "corners would be transferred from the nearest surface",
+            members=rebuilt_in,
+        )
     xp = ordered.mesh.xp
     corners = {k: xp.asarray(np.concatenate(v)) for k, v in pieces.items()}
     if new_normals:  # corner normals go stale with new vertex normals, as alone

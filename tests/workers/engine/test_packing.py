@@ -220,8 +220,9 @@ def test_members_with_materials_keep_their_own_library_as_alone():
                 assert np.array_equal(got.corner_attrs[k], want.corner_attrs[k]), k
             assert serialize(got, "glb") == serialize(want, "glb")
     beetle = load_path(mesh_path("beetle.obj"))
-    with pytest.raises(PackingError, match="repair rebuilt faces"):
+    with pytest.raises(PackingError, match="repair rebuilt faces") as exc:
         run_packed([beetle, beetle], parse_pipeline(PIPELINE))
+    assert exc.value.members == [0, 1]
 
 
 def test_a_pack_with_corners_whose_faces_a_step_changes_runs_its_members_alone():
@@ -230,8 +231,9 @@ def test_a_pack_with_corners_whose_faces_a_step_changes_runs_its_members_alone()
     pack refuses (the caller runs the members alone) instead of guessing."""
     soup = _with_corners(_broken()[1], 3)
     woody = _with_corners(load_path(mesh_path("woody.obj")), 4)
-    with pytest.raises(PackingError, match="repair rebuilt faces of a pack with corner"):
+    with pytest.raises(PackingError, match="repair rebuilt faces of 1 textured member") as exc:
         run_packed([woody, soup], parse_pipeline(PIPELINE))
+    assert exc.value.members == [1]  # the soup alone; woody may pack again
 
 
 def test_a_step_that_joins_members_is_caught():
