@@ -58,29 +58,42 @@ SOURCES = {
 }
 
 
+#: the shared textured assets (faces from assets/README.md): materials, textures, texture
+#: coordinates, glTF's split vertices; ``--assets`` makes the dataset of these
+ASSET_SOURCES = {
+    "BoxTextured.glb": 12,
+    "CesiumMilkTruck.glb": 3624,
+    "Duck.glb": 4212,
+    "fuze.zip": 1000,
+    "2CylinderEngine.glb": 121496,
+}
+ASSETS = Path(os.environ.get("TESSERA_ASSETS", MESHES.parent / "assets"))
+
+
 def make_folder(
-    folder: Path, n: int, max_faces: int = 70_000, min_faces: int = 1_000
+    folder: Path, n: int, max_faces: int = 70_000, min_faces: int = 1_000, assets: bool = False
 ) -> tuple[list[Path], int]:
     """``n`` meshes in ``folder`` (sub-folders of 100), the shared ones of ``min_faces`` to
-    ``max_faces`` faces in turn; their faces."""
-    names = sorted(k for k, f in SOURCES.items() if min_faces <= f <= max_faces)
+    ``max_faces`` faces in turn (``assets``: the shared textured assets); their faces."""
+    sources, where = (ASSET_SOURCES, ASSETS) if assets else (SOURCES, MESHES)
+    names = sorted(k for k, f in sources.items() if min_faces <= f <= max_faces)
     paths, faces = [], 0
     for i in range(n):
         name = names[i % len(names)]
         p = folder / f"d{i // 100:03d}" / f"{i:06d}-{name}"
         p.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(MESHES / name, p)
+        shutil.copyfile(where / name, p)
         paths.append(p)
-        faces += SOURCES[name]
+        faces += sources[name]
     return paths, faces
 
 
-def run_batch(url: str, folder: Path, out: Path, device: str) -> dict[str, Any]:
+def run_batch(url: str, folder: Path, out: Path, device: str, fmt: str = "ply") -> dict[str, Any]:
     import tessera
 
     t0 = time.perf_counter()
     with tessera.Client(url, timeout=600) as tc:
-        batch = tc.submit_batch(folder, PIPELINE, output="ply", device=device)
+        batch = tc.submit_batch(folder, PIPELINE, output=fmt, device=device)
         t_sub = time.perf_counter()
         done = tc.wait_batch(batch, timeout=3600)
         t_wait = time.perf_counter()
@@ -107,7 +120,7 @@ def run_batch(url: str, folder: Path, out: Path, device: str) -> dict[str, Any]:
 
 
 def run_jobs(
-    url: str, paths: list[Path], out: Path, device: str, concurrency: int
+    url: str, paths: list[Path], out: Path, device: str, concurrency: int, fmt: str = "ply"
 ) -> dict[str, Any]:
     import httpx
 
@@ -125,9 +138,9 @@ def run_jobs(
                 while todo:
                     i, p = todo.pop()
                     try:
-                        job = await tc.submit(p, PIPELINE, output="ply", device=device)
+                        job = await tc.submit(p, PIPELINE, output=fmt, device=device)
                         await tc.wait(job, timeout=3600)
-                        await tc.download(job, out / f"{i}.ply")
+                        await tc.download(job, out / f"{i}.{fmt}")
                         counts["succeeded"] += 1
                     except tessera.TesseraError:
                         counts["failed"] += 1
@@ -155,9 +168,11 @@ def report(res: dict[str, Any]) -> str:
         rows.append(f"| {mode} | {k} | {f:,} | {s:.2f} | {k / s:.1f} | {f / s / 1e6:.2f} M |")
     head = (
         f"`{res['command']}` on {res['host']}, device {res['device']}, "
-        f"{res['workers']} workers, meshes of {res.get('min_faces', 1000):,} to "
+        f"{res['workers']} workers, {'textured assets' if res.get('assets') else 'meshes'} "
+        f"of {res.get('min_faces', 1000):,} to "
         f"{res['max_faces']:,} faces; pipeline weld + repair + vertex_normals(angle) + stats, "
-        f"results as binary PLY; load average before: {res.get('load', '?')}.\n\n"
+        f"results as {res.get('output', 'ply').upper()}; load average before: "
+        f"{res.get('load', '?')}.\n\n"
     )
     tail = ""
     if res.get("batch") and res.get("jobs"):
@@ -205,6 +220,12 @@ def main() -> None:
         help="items per chunk of the batch (TESSERA_BATCH_CHUNK_ITEMS; 0: the service's own); "
         "a chunk's small meshes are packed together, so larger chunks make larger packs",
     )
+    ap.add_argument(
+        "--assets",
+        action="store_true",
+        help="the dataset of the shared textured assets (glTF, OBJ zip) instead of the meshes",
+    )
+    ap.add_argument("--output", default="ply", help="the results' format (glb keeps textures)")
     ap.add_argument("--root", default=str(ROOT), help="the checkout whose service is started")
     args = ap.parse_args()
 
@@ -218,11 +239,15 @@ def main() -> None:
         "workers": args.workers,
         "max_faces": args.max_faces,
         "min_faces": args.min_faces,
+        "assets": args.assets,
+        "output": args.output,
         # the host may be shared: what else ran shows here
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     try:
-        paths, faces = make_folder(work / "in", args.items, args.max_faces, args.min_faces)
+        paths, faces = make_folder(
+            work / "in", args.items, args.max_faces, args.min_faces, args.assets
+        )
         res["items"], res["faces"] = len(paths), faces
         if args.chunk_items:
             os.environ["TESSERA_BATCH_CHUNK_ITEMS"] = str(args.chunk_items)
@@ -235,7 +260,9 @@ def main() -> None:
             warm = work / "warm"
             make_folder(warm, 2 * args.workers)
             run_batch(svc.url, warm, work / "warm.zip", args.device)
-            res["batch"] = run_batch(svc.url, work / "in", work / "out.zip", args.device)
+            res["batch"] = run_batch(
+                svc.url, work / "in", work / "out.zip", args.device, args.output
+            )
             b = res["batch"]
             print(
                 f"batch: {b['seconds']:.2f} s (submit {b['submit']:.2f}, run {b['run']:.2f}, "
@@ -244,9 +271,12 @@ def main() -> None:
             )
             if not args.no_jobs:
                 some = paths[: args.jobs_items] if args.jobs_items else paths
-                res["jobs"] = run_jobs(svc.url, some, work / "jobs", args.device, args.concurrency)
+                res["jobs"] = run_jobs(
+                    svc.url, some, work / "jobs", args.device, args.concurrency, args.output
+                )
                 res["jobs"]["items"] = len(some)
-                res["jobs"]["faces"] = sum(SOURCES[q.name.split("-", 1)[1]] for q in some)
+                sources = ASSET_SOURCES if args.assets else SOURCES
+                res["jobs"]["faces"] = sum(sources[q.name.split("-", 1)[1]] for q in some)
                 print(f"jobs: {res['jobs']['seconds']:.2f} s {res['jobs']['counts']}")
         finally:
             svc.stop()
