@@ -28,9 +28,11 @@ def nothing_left(redis_client, settings):
 
 
 def zipped(name: str, data: bytes) -> bytes:
+    """A zip of one member, the same bytes whenever it is made (a fixed time: test ids that
+    hold the bytes must be the same in every process that collects them)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(name, data)
+        z.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data)
     return buf.getvalue()
 
 
@@ -171,7 +173,11 @@ BAD_MESHES = [
 ]
 
 
-@pytest.mark.parametrize(("data", "name", "code"), BAD_MESHES)
+@pytest.mark.parametrize(
+    ("data", "name", "code"),
+    BAD_MESHES,
+    ids=[f"{i}-{name}-{code}" for i, (_, name, code) in enumerate(BAD_MESHES)],
+)
 def test_bad_mesh(client, nothing_left, data, name, code):
     assert_problem(submit(client, data, spec_text=spec("stats"), filename=name), 422, code)
 
