@@ -443,6 +443,14 @@ def _assemble(
     for name, a in before.face_attrs.items():
         if name not in face_attrs:
             face_attrs[name] = xp.asarray(_host(a)[attrs_from])
+    return carried(before, after, face_attrs, out_corners)
+
+
+def carried(
+    before: TriMesh, after: TriMesh, face_attrs: dict[str, Any], corners: dict[str, Any]
+) -> TriMesh:
+    """``after`` (its geometry, vertex attributes, topology and what it dropped) with
+    ``face_attrs``, ``corners`` and ``before``'s materials."""
     out = TriMesh(
         after.V,
         after.F,
@@ -450,7 +458,7 @@ def _assemble(
         face_attrs,
         source=after.source,
         _topology=after._topology,
-        corner_attrs=out_corners,
+        corner_attrs=corners,
         materials=before.materials,
     )
     out.dropped = after.dropped

@@ -269,23 +269,14 @@ def _same_corners(before: TriMesh, after: TriMesh) -> bool:
 def _with_corners_of(before: TriMesh, after: TriMesh, new_normals: bool) -> TriMesh:
     """``after`` with ``before``'s corner attributes and materials, row for row (see
     :func:`_same_corners`): what :func:`~.corners.carry` gives there."""
+    from .corners import carried
+
     corners = dict(before.corner_attrs)
     if new_normals:  # corner normals go stale with new vertex normals, as alone
         corners.pop("normal", None)
     fa = dict(after.face_attrs)  # and, as transfer does, what the step dropped, row for row
     fa.update({k: v for k, v in before.face_attrs.items() if k not in fa})
-    out = TriMesh(
-        after.V,
-        after.F,
-        after.vertex_attrs,
-        fa,
-        source=after.source,
-        _topology=after._topology,
-        corner_attrs=corners,
-        materials=before.materials,
-    )
-    out.dropped = after.dropped
-    return out
+    return carried(before, after, fa, corners)
 
 
 def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> TriMesh:
