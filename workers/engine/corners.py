@@ -238,6 +238,16 @@ def _nearest(
     return face, bary
 
 
+def rows_kept(before: TriMesh, after: TriMesh) -> bool:
+    """Whether every face of ``after`` has, in order, the corner positions of the face of
+    ``before`` in its row (an exact weld: vertices joined, faces and positions kept): then
+    :func:`match_faces` would match each face to its own row with no turn. One comparison on
+    the meshes' backend."""
+    if after.F.shape != before.F.shape:
+        return False
+    return bool(after.xp.array_equal(after.V[after.F], before.V[before.F]))
+
+
 def match_faces(
     V0: np.ndarray, F0: np.ndarray, V1: np.ndarray, F1: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -319,7 +329,17 @@ def transfer(
     so that a thin face beside a seam whose centroid falls just across it still takes its own
     side's values. Faces the operation kept as they were (:func:`match_faces`) keep their
     values exactly. ``chart``: ``before``'s charts when the caller has them. The last value marks
-    the faces that were rebuilt (not kept as they were)."""
+    the faces that were rebuilt (not kept as they were).
+
+    Where every face kept its row and its corner positions in order (:func:`rows_kept`: an
+    exact weld), that match is the identity: the values stay as they are, on the mesh's
+    backend, without the search."""
+    if rows_kept(before, after):
+        m = after.n_faces
+        face_attrs = dict(after.face_attrs)
+        face_attrs.update({k: v for k, v in before.face_attrs.items() if k not in face_attrs})
+        kept = carried(before, after, face_attrs, dict(before.corner_attrs))
+        return kept, np.arange(m, dtype=np.int64), np.zeros(m, dtype=bool)
     V0 = _host(before.V).astype(np.float64)
     F0 = _host(before.F).astype(np.int64)
     V1 = _host(after.V).astype(np.float64)

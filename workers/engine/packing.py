@@ -225,10 +225,10 @@ def _member_step(op: Any, backend: str, mesh: TriMesh, params: Any) -> Any:
 def _run_step(op: Any, backend: str, mode: Packing, p: Pack, params: Any) -> Any:
     """One ``local`` or ``keyed`` step over the whole pack ``p`` (on ``backend``). Corner
     attributes are carried as the pipeline carries them for a mesh alone
-    (:func:`~.corners.carry`): as they are where the step carried them or left the faces as
-    they were; where it changed faces (a weld that merged vertices, a repair that dropped
-    faces), member by member (:func:`_carry_per_member`)."""
-    from .corners import _drop_undeclared, carries, carry
+    (:func:`~.corners.carry`): as they are where the step carried them, left the faces as they
+    were or kept every face in its row (an exact weld); where it changed faces otherwise (a
+    repair that dropped faces), member by member (:func:`_carry_per_member`)."""
+    from .corners import _drop_undeclared, carries, carry, rows_kept
 
     mesh = p.mesh
     if mode is Packing.keyed:
@@ -244,39 +244,14 @@ def _run_step(op: Any, backend: str, mode: Packing, p: Pack, params: Any) -> Any
         after.F is mesh.F
         or (after.F.shape == mesh.F.shape and bool(after.xp.array_equal(after.F, mesh.F)))
     )
-    if kept:
+    # where every face kept its row (an exact weld), carry's transfer keeps the corners as they
+    # are, for the pack as for each member alone; elsewhere it would search the whole pack
+    if kept or rows_kept(mesh, after):
         out.mesh, _ = carry(mesh, after, None, new_normals)
-    elif _same_corners(mesh, after):
-        out.mesh = _with_corners_of(mesh, after, new_normals)
     else:
         out.mesh = _carry_per_member(op, p, after, new_normals)
     _drop_undeclared(op, params, mesh, after, out.mesh)
     return out
-
-
-def _same_corners(before: TriMesh, after: TriMesh) -> bool:
-    """Whether every face of ``after`` has the corner positions, in order, of the face of
-    ``before`` in its row (an exact weld: vertices joined, faces and positions kept). Then
-    :func:`~.corners.transfer` matches each face to its own row with no turn and keeps its
-    corner values bit for bit, for each member alone as for the pack: one comparison on the
-    pack's backend instead of a transfer per member."""
-    if after.F.shape != before.F.shape:
-        return False
-    xp = after.xp
-    return bool(xp.array_equal(after.V[after.F], before.V[before.F]))
-
-
-def _with_corners_of(before: TriMesh, after: TriMesh, new_normals: bool) -> TriMesh:
-    """``after`` with ``before``'s corner attributes and materials, row for row (see
-    :func:`_same_corners`): what :func:`~.corners.carry` gives there."""
-    from .corners import carried
-
-    corners = dict(before.corner_attrs)
-    if new_normals:  # corner normals go stale with new vertex normals, as alone
-        corners.pop("normal", None)
-    fa = dict(after.face_attrs)  # and, as transfer does, what the step dropped, row for row
-    fa.update({k: v for k, v in before.face_attrs.items() if k not in fa})
-    return carried(before, after, fa, corners)
 
 
 def _carry_per_member(op: Any, p: Pack, after: TriMesh, new_normals: bool) -> TriMesh:

@@ -236,3 +236,36 @@ def test_the_origin_the_pipeline_gives_rebuilding_operations_is_never_left_on_th
     out = mesh.run(["weld", step], device="cpu").mesh
     assert ORIGIN not in out.face_attrs and ORIGIN not in out.vertex_attrs
     assert out.corner_attrs["uv"].shape == (out.n_faces, 3, 2)
+
+
+def test_a_transfer_whose_faces_kept_their_rows_is_the_search_s_answer(monkeypatch):
+    """An exact weld of a split textured mesh (every face with its own vertices, as a glTF
+    writes seams) keeps every face in its row: transfer then keeps the corners and face
+    attributes as they are, bit for bit what matching each face by its positions gives, and a
+    face turned in its row is matched by the search instead."""
+    import workers.engine.corners as corners
+    from tests.conftest import mesh_path
+    from workers.engine.io import load_path
+    from workers.engine.pipeline import run_pipeline
+
+    m = load_path(mesh_path("rx-sphere3.obj"))
+    rng = np.random.default_rng(3)
+    split = TriMesh(
+        m.V[m.F.reshape(-1)],
+        np.arange(3 * m.n_faces, dtype=np.int32).reshape(-1, 3),
+        {},
+        {"label": rng.integers(0, 9, m.n_faces).astype(np.int32)},
+        corner_attrs={"uv": rng.random((m.n_faces, 3, 2)).astype(np.float32)},
+    )
+    welded = run_pipeline(split.without_corners(), ["weld"], device="cpu").mesh
+    welded.face_attrs.pop("label")  # the transfer takes it back from the input's rows
+    assert corners.rows_kept(split, welded)
+    fast, home, rebuilt = corners.transfer(split, welded)
+    monkeypatch.setattr(corners, "rows_kept", lambda a, b: False)
+    slow, home2, rebuilt2 = corners.transfer(split, welded)
+    assert not rebuilt.any() and np.array_equal(home, home2) and np.array_equal(rebuilt, rebuilt2)
+    assert fast.corner_attrs["uv"].tobytes() == slow.corner_attrs["uv"].tobytes()
+    assert list(fast.face_attrs) == list(slow.face_attrs)
+    assert np.array_equal(fast.face_attrs["label"], slow.face_attrs["label"])
+    turned = TriMesh(welded.V, welded.F[:, [1, 2, 0]])
+    assert not corners.rows_kept(split, turned)

@@ -197,20 +197,19 @@ def test_members_whose_weld_merges_vertices_keep_their_corners_as_alone():
 
 def test_an_exact_weld_of_a_textured_pack_keeps_the_corners_row_for_row(monkeypatch):
     """An exact weld keeps every face and its corner positions: the pack keeps its corners
-    row for row (no transfer per member), and each member gets what it alone gets."""
+    row for row (no search for each face's match), and each member gets what it alone gets."""
     import workers.engine.corners as corners
 
     names = ["woody.obj", "rx-sphere3.obj"]
     members = [_split(_with_corners(load_path(mesh_path(n)), i)) for i, n in enumerate(names)]
     calls: list[int] = []
-    real = corners.transfer
-    monkeypatch.setattr(corners, "transfer", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = corners.match_faces
+    monkeypatch.setattr(corners, "match_faces", lambda *a: calls.append(1) or real(*a))
     run = run_packed(members, parse_pipeline(["weld"]))
     assert calls == []
     for got, m in zip(run.meshes, members, strict=True):
         assert got is not None
         want = run_pipeline(m, ["weld"], device="cpu").mesh
-        assert calls  # alone, the pipeline transfers them
         _same(got, want)
         assert np.array_equal(got.corner_attrs["uv"], want.corner_attrs["uv"])
         assert serialize(got, "obj") == serialize(want, "obj")
