@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import lzma
+import mmap
 import posixpath
 import struct
 import tarfile
@@ -137,10 +138,47 @@ def _stored_member(data: bytes, info: zipfile.ZipInfo) -> Any:
     return view
 
 
+def _file(data: Any) -> Any:
+    """``data`` to read as a file: a mapped body (:mod:`service.spool`) is one already, where
+    ``io.BytesIO`` would copy it (``bytes`` it shares)."""
+    return _MapReader(data) if isinstance(data, mmap.mmap) else io.BytesIO(data)
+
+
+class _MapReader(io.RawIOBase):
+    """A mapping read as a file (``mmap`` has no ``seekable`` before Python 3.13)."""
+
+    def __init__(self, data: mmap.mmap) -> None:
+        self._data, self._at = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = max(0, min(len(b), len(self._data) - self._at))
+        b[:n] = self._data[self._at : self._at + n]
+        self._at += n
+        return n
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._at, len(self._data))[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._at = base + offset
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+
 def archive_members(
     data: bytes, kind: str, *, max_items: int, max_member: int, max_expanded: int
 ) -> list[Member]:
-    """The regular files of a zip or tar, in the archive's order."""
+    """The regular files of a zip or tar, in the archive's order. ``max_expanded`` bounds what
+    reading them makes anew (decompressed members, a tar's copies); a stored zip member is a
+    view of ``data`` and costs nothing more."""
     out: list[Member] = []
     total = 0
 
@@ -163,7 +201,8 @@ def archive_members(
         if body is None:  # the header understated it
             out.append(Member(path, None, got))
             return
-        total += got
+        if not isinstance(body, memoryview):  # a stored zip member is the body's own bytes
+            total += got
         if total > max_expanded:
             raise FormatError(
                 "archive expands beyond the limit",
@@ -175,7 +214,7 @@ def archive_members(
     try:
         if kind == "zip":
             check_member_count(data, max_items)
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            with zipfile.ZipFile(_file(data)) as zf:
                 for info in zf.infolist():
                     if info.filename.endswith("/"):  # is_dir(): IndexError on ""
                         continue
@@ -189,7 +228,7 @@ def archive_members(
 
                     add(info.filename, info.file_size, read_zip)
         else:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+            with tarfile.open(fileobj=_file(data), mode="r:*") as tf:
                 for ti in tf:
                     if not ti.isfile():
                         continue
@@ -240,7 +279,8 @@ def members_of(files: list[tuple[str, bytes]], settings: Settings) -> list[Membe
             )
         elif (path := clean_path(name)) and not _skipped(path):
             too_big = len(data) > settings.batch_max_member_bytes
-            out.append(Member(path, None if too_big else data, len(data)))
+            own = bytes(data) if isinstance(data, mmap.mmap) and not too_big else data
+            out.append(Member(path, None if too_big else own, len(data)))
         if len(out) > settings.batch_max_items:
             raise ProblemError(
                 422,

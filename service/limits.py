@@ -18,14 +18,21 @@ class BodyTooLarge(Exception):
 
 
 class BodySizeLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    """``max_bytes`` for every body; ``paths``: other limits for POSTs to some paths (a batch's
+    archive may be far larger than a job's mesh)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, paths: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.paths = {p.rstrip("/"): n for p, n in (paths or {}).items()}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
             await self.app(scope, receive, send)
             return
+        limit = self.max_bytes
+        if scope["method"] == "POST":
+            limit = self.paths.get(scope.get("path", "").rstrip("/"), limit)
         declared = None
         for k, v in scope.get("headers", []):
             if k == b"content-length":
@@ -33,8 +40,8 @@ class BodySizeLimit:
                     declared = int(v)
                 except ValueError:
                     declared = None
-        if declared is not None and declared > self.max_bytes:
-            await self._reject(send, declared)
+        if declared is not None and declared > limit:
+            await self._reject(send, limit, declared)
             return
         seen = 0
         exceeded = False
@@ -45,7 +52,7 @@ class BodySizeLimit:
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     exceeded = True
                     raise BodyTooLarge()
             return msg
@@ -65,10 +72,10 @@ class BodySizeLimit:
             if not exceeded:
                 raise
         if exceeded and not started:
-            await self._reject(send, None)
+            await self._reject(send, limit, None)
 
-    async def _reject(self, send: Send, declared: int | None) -> None:
-        ctx: dict[str, Any] = {"limit_bytes": self.max_bytes}
+    async def _reject(self, send: Send, limit: int, declared: int | None) -> None:
+        ctx: dict[str, Any] = {"limit_bytes": limit}
         if declared is not None:
             ctx["declared_bytes"] = declared
         body = json.dumps(

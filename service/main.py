@@ -88,7 +88,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(preview.router)
     app.include_router(workers.router)
     ui.install(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_upload_bytes,
+        paths={"/v1/batches": settings.batch_max_upload_bytes},
+    )
     if settings.cors_origins:  # only the configured origins; credentials never
         app.add_middleware(
             CORSMiddleware,

@@ -35,7 +35,16 @@ class Settings(BaseSettings):
         30 * 24 * 3600, ge=60, description="How long an expired job still answers 410."
     )
     default_deadline_seconds: int = Field(3600, ge=1, description="Run time allowed to a job.")
-    max_upload_bytes: int = Field(1 << 30, ge=1024, description="Largest accepted request body.")
+    max_upload_bytes: int = Field(
+        1 << 30, ge=1024, description="Largest accepted request body (batches: see below)."
+    )
+    batch_max_upload_bytes: int = Field(
+        16 << 30,
+        ge=1024,
+        description="Largest body of POST /v1/batches (a dataset's archive: 10,000 meshes of "
+        "1k to 70k faces are 4.75 GB of OBJ). A body over 64 MiB is spooled to a temporary "
+        "file, not held in memory.",
+    )
     max_expanded_bytes: int = Field(
         4 << 30, ge=1024, description="Largest size a compressed upload may expand to."
     )

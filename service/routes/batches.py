@@ -24,6 +24,7 @@ from ..batches import accept_batch
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..errors import PROBLEM, ProblemError
 from ..schemas import BatchPublic, BatchS3Places, batch_public
+from ..spool import Body, read_body, upload_body
 from .jobs import body_form, checked_spec, content_disposition
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"], dependencies=[Depends(caller)])
@@ -118,39 +119,47 @@ async def create_batch(
     if idempotency_key and who is not None:
         idempotency_key = f"{who}:{idempotency_key}"
     places: BatchS3Places | None = None
+    bodies: list[Body] = []  # closed once the batch is stored
     form = body_form(request.headers.get("content-type"))
-    if form == "json":
-        spec, places = s3_body(await request.body())
+    try:
+        if form == "json":
+            spec, places = s3_body(await request.body())
+            uploads = []
+        elif form == "multipart":
+            bodies = [await upload_body(f) for f in files or []]
+            uploads = [(f.filename or "", b.data) for f, b in zip(files or [], bodies, strict=True)]
+        else:
+            if spec_header is None:
+                raise ProblemError(
+                    422,
+                    "spec.missing",
+                    "an archive sent as the request body needs its job spec in the Tessera-Spec "
+                    "header",
+                )
+            spec = spec_header
+            bodies = [await read_body(request)]
+            uploads = [(filename or "batch.zip", bodies[0].data)] if len(bodies[0]) else []
+        if not uploads and places is None:
+            raise ProblemError(422, "batch.empty", "the batch holds no files")
+        await checked_spec(spec, who, settings, queue)  # as for a job
+        upload_bytes = sum(len(b) for _, b in uploads)
+        accepted = await run_in_threadpool(
+            accept_batch,
+            queue=queue,
+            batches=batches,
+            store=store,
+            settings=settings,
+            spec_text=spec,
+            files=uploads,
+            idempotency_key=idempotency_key,
+            extra={"base_url": base, **({"key_id": who} if who is not None else {})},
+            admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, upload_bytes),
+            s3=places,
+        )
+    finally:
         uploads = []
-    elif form == "multipart":
-        uploads = [(f.filename or "", await f.read()) for f in files or []]
-    else:
-        if spec_header is None:
-            raise ProblemError(
-                422,
-                "spec.missing",
-                "an archive sent as the request body needs its job spec in the Tessera-Spec header",
-            )
-        spec = spec_header
-        body = await request.body()
-        uploads = [(filename or "batch.zip", body)] if body else []
-    if not uploads and places is None:
-        raise ProblemError(422, "batch.empty", "the batch holds no files")
-    await checked_spec(spec, who, settings, queue)  # as for a job
-    upload_bytes = sum(len(b) for _, b in uploads)
-    accepted = await run_in_threadpool(
-        accept_batch,
-        queue=queue,
-        batches=batches,
-        store=store,
-        settings=settings,
-        spec_text=spec,
-        files=uploads,
-        idempotency_key=idempotency_key,
-        extra={"base_url": base, **({"key_id": who} if who is not None else {})},
-        admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, upload_bytes),
-        s3=places,
-    )
+        for b in bodies:
+            b.close()
     view = await run_in_threadpool(_view, batches, accepted.batch_id, who)
     out = batch_public(view, base, time.time())
     return JSONResponse(

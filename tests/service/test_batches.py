@@ -166,6 +166,71 @@ def test_a_member_too_large_and_a_repeated_path_fail_alone(settings, workers):
         assert done["counts"]["succeeded"] == 1 and done["counts"]["failed"] == 2
 
 
+def test_a_large_batch_is_spooled_to_a_file_under_its_own_upload_limit(
+    settings, workers, monkeypatch
+):
+    """A batch's body has its own limit, above a job's (a dataset's archive is gigabytes), and
+    past a size it goes to an unlinked temporary file whose mapping the members are views of:
+    the items run as from memory, each body is closed, and stored members do not count as
+    expanded bytes (deflated ones do)."""
+    from fastapi.testclient import TestClient
+
+    from service import spool
+    from service.main import create_app
+
+    closed: list[bool] = []
+    close = spool.Body.close
+
+    def spy(self):
+        closed.append(self.spooled)
+        close(self)
+
+    monkeypatch.setattr(spool, "IN_MEMORY_BYTES", 4096)  # every body here is spooled
+    monkeypatch.setattr(spool.Body, "close", spy)
+    names = ["spot.obj", "cow.obj", "rx-torus.obj", "teapot.obj", "alligator.obj"]
+    data = {f"d/{n}": mesh_path(n).read_bytes() for n in names}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:  # as the client sends them
+        for name, b in data.items():
+            zf.writestr(name, b)
+    stored = buf.getvalue()
+    assert len(stored) > settings.max_upload_bytes / 8  # 1.1 MB; a job's limit below
+    roomy = settings.model_copy(
+        update={
+            "max_upload_bytes": 1 << 20,
+            "batch_max_upload_bytes": 2 << 20,
+            "max_expanded_bytes": 64 << 10,
+        }
+    )
+    with TestClient(create_app(roomy)) as c:
+        workers.start("w1")
+        r = post_archive(c, stored, spec_text=spec("weld", fmt="obj"))
+        assert r.status_code == 202, r.text
+        form = c.post(  # the same members as a form's files, spooled by the form too
+            "/v1/batches",
+            files=[("files", (n, b)) for n, b in data.items()],
+            data={"spec": spec("weld", fmt="obj")},
+        )
+        assert form.status_code == 202, form.text
+        assert closed == [True] * (1 + len(names)) and len(stored) > roomy.max_upload_bytes
+        one = submit(c, data["d/cow.obj"], spec_text=spec("weld", fmt="obj"), filename="cow.obj")
+        single = c.get(wait(c, one.json()["url"])["result"]["url"]).content
+        for url in (r.json()["url"], form.json()["url"]):
+            done = wait_batch(c, url)
+            assert done["counts"]["succeeded"] == len(names), done
+            zf = zipfile.ZipFile(io.BytesIO(c.get(done["result"]).content))
+            [cow] = [n for n in zf.namelist() if n.endswith("cow.obj")]
+            assert zf.read(cow) == single
+        # the same members deflated expand past max_expanded_bytes; a body past the batch
+        # limit is refused with that limit
+        deflated = archive(data)
+        assert_problem(post_archive(c, deflated), 422, "format.archive_too_large")
+        big = stored + b"\0" * (roomy.batch_max_upload_bytes - len(stored) + 1)
+        refused = post_archive(c, big)
+        assert_problem(refused, 413, "upload.too_large")
+        assert refused.json()["context"]["limit_bytes"] == roomy.batch_max_upload_bytes
+
+
 def test_bad_batches_are_refused_with_their_codes(client):
     bad = '{"pipeline": [{"op": "nope"}]}'
     r = post_archive(client, archive({"a.obj": b"v 0 0 0\n"}), spec_text=bad)
@@ -504,3 +569,19 @@ def test_a_tar_compressed_or_not_is_an_archive_by_its_bytes_or_its_name(mode):
     assert [(m.path, bytes(m.data or b"")) for m in got] == [("d/a.obj", b"v 0 0 0\n")]
     assert is_archive(gzip.compress(b"v 0 0 0\n" * 100), "x.obj.gz") is None
     assert is_archive(data[:20], "batch.zip") is None  # too short to tell: a file
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_a_mapped_archive_gives_the_members_bytes_give(kind, tmp_path):
+    import mmap
+
+    from service.batches import archive_members
+
+    data = archive({f"m/{n}": mesh_path(n).read_bytes() for n in GOOD}, kind=kind)
+    path = tmp_path / "a"
+    path.write_bytes(data)
+    limits = {"max_items": 100, "max_member": 1 << 30, "max_expanded": 1 << 30}
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        mapped = [(m.path, bytes(m.data), m.size) for m in archive_members(mm, kind, **limits)]
+    plain = [(m.path, bytes(m.data), m.size) for m in archive_members(data, kind, **limits)]
+    assert mapped == plain and len(plain) == len(GOOD)
