@@ -585,3 +585,18 @@ def test_a_mapped_archive_gives_the_members_bytes_give(kind, tmp_path):
         mapped = [(m.path, bytes(m.data), m.size) for m in archive_members(mm, kind, **limits)]
     plain = [(m.path, bytes(m.data), m.size) for m in archive_members(data, kind, **limits)]
     assert mapped == plain and len(plain) == len(GOOD)
+
+
+def test_a_large_body_is_hashed_by_pieces_on_threads_and_still_tells_bodies_apart(monkeypatch):
+    from service import batches
+
+    data = bytes(range(256)) * 4000  # 1 MB
+    whole = batches.body_hash("{}", [("a.zip", data)])
+    monkeypatch.setattr(batches, "HASH_PIECE", 4096)  # 250 pieces
+    pieced = batches.body_hash("{}", [("a.zip", data)])
+    assert pieced != whole and pieced == batches.body_hash("{}", [("a.zip", memoryview(data))])
+    flipped = bytearray(data)
+    flipped[700_001] ^= 1
+    assert batches.body_hash("{}", [("a.zip", bytes(flipped))]) != pieced
+    assert batches.body_hash("{}", [("b.zip", data)]) != pieced
+    assert batches.body_hash('{"a": 1}', [("a.zip", data)]) != pieced
