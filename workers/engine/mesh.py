@@ -7,6 +7,7 @@ faces array, and with it the cached topology.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -234,6 +235,13 @@ class TriMesh:
             corner_attrs=self.corner_attrs,
             materials=self.materials,
         )
+
+    def with_topology(self, topo: Topology) -> TriMesh:
+        """This mesh with ``topo`` as its topology cache (the caller's: built from these very
+        faces and vertex count)."""
+        out = copy.copy(self)
+        out._topology = topo
+        return out
 
     def with_attrs(
         self, vertex: Mapping[str, Any] | None = None, face: Mapping[str, Any] | None = None

@@ -155,3 +155,20 @@ def spaces(text: np.ndarray) -> np.ndarray:
     line feed, vertical tab, form feed, carriage return). Comparisons: several times faster
     than a lookup table indexed by the bytes."""
     return (text == 32) | ((text - np.uint8(9)) < 5)
+
+
+def find(data: bytes, needle: bytes, rare: int, start: int = 0) -> int:
+    """``data.find(needle, start)``, by ``memchr`` for the needle's byte at ``rare`` (one that is
+    rare in the text) and a look at the bytes around each hit. CPython's search for a short
+    needle whose first byte is common (``vt`` in an OBJ: every ``v`` line starts a candidate)
+    runs at about 1 GB/s; this at memory speed, where the rare byte is rare: after 64 hits
+    that were not the needle it leaves the rest to the plain search."""
+    key = needle[rare : rare + 1]
+    at = data.find(key, start + rare)
+    for _ in range(64):
+        if at < 0:
+            return -1
+        if data.startswith(needle, at - rare):
+            return at - rare
+        at = data.find(key, at + 1)
+    return data.find(needle, max(start, at - rare)) if at >= 0 else -1

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import FormatError, MeshError
 from ._obj_scan import MISSING, Scan, scan_arrays
-from ._text import NUMBER_WIDTH, compact_rows, format_g9, format_ints
+from ._text import NUMBER_WIDTH, compact_rows, find, format_g9, format_ints
 from .polygons import triangulate_corners
 
 _ROWS = 1 << 15  # lines formatted per block
@@ -89,7 +89,8 @@ def read_obj_mesh(data: bytes) -> ObjMesh:
     line by line instead, which gives the same result and the errors for what is wrong."""
     if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark: would hide the first line
         data = data[3:]
-    if b"\\\n" in data or b"\\\r\n" in data:  # a backslash at the end continues the line
+    # a backslash at the end continues the line
+    if find(data, b"\\\n", 0) >= 0 or find(data, b"\\\r\n", 0) >= 0:
         data = _CONTINUATION.sub(b" ", data)
     try:
         scan = scan_arrays(data) or _scan_lines(data)
@@ -211,7 +212,7 @@ def mtl_libraries(data: bytes) -> list[str]:
     out: list[str] = []
     # plain searches for the word, the expression tried only at the start of its lines: run
     # over the whole text (``findall``) it costs a fifth of reading a small file
-    at = data.find(b"mtllib")
+    at = find(data, b"mtllib", 5)
     while at >= 0:
         m = _MTLLIB.match(data, data.rfind(b"\n", 0, at) + 1)
         if m:
@@ -219,7 +220,7 @@ def mtl_libraries(data: bytes) -> list[str]:
             if text and text not in out:
                 out.append(text)
         end = data.find(b"\n", at)
-        at = -1 if end < 0 else data.find(b"mtllib", end)
+        at = -1 if end < 0 else find(data, b"mtllib", 5, end)
     return out
 
 
@@ -236,15 +237,15 @@ def obj_dropped(
     names) when they are not carried, and normals (``vn`` lines) that became neither vertex
     nor corner normals."""
     out: dict[str, int] = {}
-    vt = 0 if has_uv or b"vt" not in data else len(_VT.findall(data))
+    vt = 0 if has_uv or find(data, b"vt", 1) < 0 else len(_VT.findall(data))
     if vt:
         out["texture coordinates"] = vt
     materials: set[bytes] = set()
-    if not has_materials and b"usemtl" in data:
+    if not has_materials and find(data, b"usemtl", 0) >= 0:
         materials = set(_USEMTL.findall(data))
     if materials:
         out["materials"] = len(materials)
-    if not has_normals and b"vn" in data:
+    if not has_normals and find(data, b"vn", 1) >= 0:
         vn = len(_VN.findall(data))
         if vn:
             out["normals"] = vn

@@ -52,12 +52,25 @@ class Params(OpParams):
 
 
 def _face_keys(xp: ModuleType, F: Any, n: int) -> Any:
-    """A group id per face such that faces with the same vertex set share it (two key sorts of
-    int64 keys that cannot overflow: ``(a, b)`` first, then ``(group, c)``)."""
+    """A key per face such that faces with the same vertex set share it: the sorted corners as
+    one int64 ``(a * n + b) * n + c`` where ``n**3`` fits (meshes of up to 2,097,151 vertices),
+    otherwise a group id from two key sorts that cannot overflow (``(a, b)`` first, then
+    ``(group, c)``)."""
     S = xp.sort(F.astype(xp.int64), axis=1)
+    if n < 2_097_151:
+        return (S[:, 0] * n + S[:, 1]) * n + S[:, 2]
     g1, _ = compact_groups(xp, S[:, 0] * n + S[:, 1])
     g2, _ = compact_groups(xp, g1 * n + S[:, 2])
     return g2
+
+
+def _repeats(xp: ModuleType, keys: Any) -> Any:
+    """Where ``keys`` repeats an earlier element's key (one stable sort)."""
+    order = xp.argsort(keys, kind="stable")
+    sk = keys[order]
+    later = xp.zeros(keys.shape[0], dtype=bool)
+    later[order[1:][sk[1:] == sk[:-1]]] = True
+    return later
 
 
 def _kept_pairs(xp: ModuleType, topo: Topology) -> tuple[Any, Any, Any]:
@@ -134,15 +147,20 @@ def _split(xp: ModuleType, F: Any, n: int, topo: Topology, isolated: Any = None)
     return F_new, take
 
 
-def split_non_manifold(xp: ModuleType, F: Any, n: int) -> tuple[Any, Any, dict[str, int]]:
+def split_non_manifold(
+    xp: ModuleType, F: Any, n: int, topo: Topology | None = None
+) -> tuple[Any, Any, dict[str, int]]:
     """Fans split; where a face cut loose from a non-manifold edge is still joined to the kept
     pair's fan around both ends (a fin), a second pass gives the corners of such faces on that
-    edge their own vertices."""
-    topo = Topology.build(F, n)
+    edge their own vertices. A mesh with neither kind of non-manifold element comes back as it
+    is (``take`` is then None): each vertex has one fan, which keeps its id."""
+    topo = Topology.build(F, n) if topo is None else topo
     stats = {
         "non_manifold_edges": int(topo.non_manifold_edges.shape[0]),
         "non_manifold_vertices": int(topo.non_manifold_vertices.shape[0]),
     }
+    if not stats["non_manifold_edges"] and not stats["non_manifold_vertices"]:
+        return F, None, stats
     F1, take = _split(xp, F, n, topo)
     if stats["non_manifold_edges"]:
         topo1 = Topology.build(F1, int(take.shape[0]))
@@ -174,18 +192,22 @@ def _orient(
     comp = connected_components(xp, m, fs, ft)
     comp, seeds = compact_groups(xp, comp)
     n_comp = int(seeds.shape[0])
-    u = xp.concatenate([fs, fs + m])
-    v = xp.concatenate([xp.where(same, ft + m, ft), xp.where(same, ft, ft + m)])
-    lab = connected_components(xp, 2 * m, u, v)
-    seed = seeds[comp]
-    orientable_comp = lab[seeds] != lab[seeds + m]
-    orientable = orientable_comp[comp]
-    flip = orientable & (lab[xp.arange(m)] != lab[seed])
-    # majority: flip the whole component when more of its faces would flip than stay
-    n_flip = xp.bincount(comp, weights=flip.astype(xp.float64), minlength=n_comp)
-    n_all = xp.bincount(comp, minlength=n_comp).astype(xp.float64)
-    invert = (2 * n_flip > n_all)[comp] & orientable
-    flip = flip ^ invert
+    if bool(same.any()):
+        u = xp.concatenate([fs, fs + m])
+        v = xp.concatenate([xp.where(same, ft + m, ft), xp.where(same, ft, ft + m)])
+        lab = connected_components(xp, 2 * m, u, v)
+        seed = seeds[comp]
+        orientable_comp = lab[seeds] != lab[seeds + m]
+        orientable = orientable_comp[comp]
+        flip = orientable & (lab[xp.arange(m)] != lab[seed])
+        # majority: flip the whole component when more of its faces would flip than stay
+        n_flip = xp.bincount(comp, weights=flip.astype(xp.float64), minlength=n_comp)
+        n_all = xp.bincount(comp, minlength=n_comp).astype(xp.float64)
+        invert = (2 * n_flip > n_all)[comp] & orientable
+        flip = flip ^ invert
+    else:  # every shared edge walked both ways: each component is oriented already
+        orientable_comp = xp.ones(n_comp, dtype=bool)
+        flip = xp.zeros(m, dtype=bool)
     stats = {
         "components": n_comp,
         "non_orientable_components": int((~orientable_comp).sum()),
@@ -228,24 +250,28 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
     n_dup = 0
     if p.remove_duplicates:
         idx = xp.nonzero(keep)[0]
-        grp, first = compact_groups(xp, _face_keys(xp, F[idx], n))
-        dup = xp.ones(idx.shape[0], dtype=bool)
-        dup[first] = False
+        dup = _repeats(xp, _face_keys(xp, F[idx], n))
         n_dup = int(dup.sum())
         keep[idx[dup]] = False
     report["duplicate_faces_removed"] = n_dup
-    faces = xp.nonzero(keep)[0]
-    F = F[faces]
-    take = xp.arange(n, dtype=xp.int64)
+    all_kept = int(keep.sum()) == m0
+    faces = None if all_kept else xp.nonzero(keep)[0]
+    F = F if faces is None else F[faces]
+    # the topology of F as it now is, while it is (a mesh kept whole has its own already)
+    topo = mesh.topology if all_kept and F.shape[0] else None
+    take = None
     n_nm_e = n_nm_v = added = 0
     if p.split_non_manifold and F.shape[0]:
-        F, take, st = split_non_manifold(xp, F, n)
+        topo = Topology.build(F, n) if topo is None else topo
+        F, take, st = split_non_manifold(xp, F, n, topo)
+        if take is not None:  # F split: its topology is another
+            topo = None
         n_nm_e, n_nm_v = st["non_manifold_edges"], st["non_manifold_vertices"]
-        added = int(take.shape[0]) - n
+        added = 0 if take is None else int(take.shape[0]) - n
     report["non_manifold_edges"] = n_nm_e
     report["non_manifold_vertices"] = n_nm_v
     report["vertices_added"] = added
-    V = mesh.V[take]
+    V = mesh.V if take is None else mesh.V[take]
     n_flipped = 0
     orient_stats = {
         "components": 0,
@@ -254,10 +280,12 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
         "components_turned_outward": 0,
     }
     if p.orient and F.shape[0]:
-        topo = Topology.build(F, int(V.shape[0]))
+        topo = Topology.build(F, int(V.shape[0])) if topo is None else topo
         flip, orient_stats = _orient(xp, V, F, topo, p.outward)
         n_flipped = int(flip.sum())
-        F = xp.where(flip[:, None], F[:, [0, 2, 1]], F).astype(xp.int32)
+        if n_flipped:
+            F = xp.where(flip[:, None], F[:, [0, 2, 1]], F).astype(xp.int32)
+            topo = None
     report["faces_flipped"] = n_flipped
     report.update(orient_stats)
     out = mesh.reindexed(
@@ -266,7 +294,12 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
         vertex_take=take if added else None,
         face_take=faces,
     )
-    if out.n_faces:
+    if topo is not None and faces is None and take is None:  # the faces as they came
+        out = out.with_topology(topo)
+    if p.split_non_manifold and take is None:
+        # none to split, and turning faces over makes none: the counts stay 0
+        report["non_manifold_edges_after"] = report["non_manifold_vertices_after"] = 0
+    elif out.n_faces:
         t = out.topology
         report["non_manifold_edges_after"] = int(t.non_manifold_edges.shape[0])
         report["non_manifold_vertices_after"] = int(t.non_manifold_vertices.shape[0])

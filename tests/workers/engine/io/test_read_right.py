@@ -9,6 +9,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.workers.engine.io.common import glb_bytes as _glb
 from workers.engine import FormatError, MeshError
@@ -346,3 +348,19 @@ def test_obj_errors_name_their_line(text: bytes, code: str, line: int) -> None:
     with pytest.raises((FormatError, MeshError)) as ei:
         load_bytes(text, "e.obj")
     assert ei.value.code == code and ei.value.detail["line"] == line
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=300).map(lambda b: bytes(c % 8 + 92 for c in b)),  # few distinct bytes
+    st.sampled_from([(b"\\\n", 0), (b"vt", 1), (b"mtllib", 5), (b"_`a", 2), (b"^^", 0)]),
+    st.integers(0, 40),
+)
+def test_the_rare_byte_search_finds_what_bytes_find_finds(data, case, start):
+    from workers.engine.io._text import find
+
+    needle, rare = case
+    # hits of the rare byte that are not the needle, past the 64 it looks at one by one
+    text = data + needle[rare : rare + 1] * 70 + data + needle + data
+    for t in (data, text, needle + data, data + needle):
+        assert find(t, needle, rare, start) == t.find(needle, start)
