@@ -108,7 +108,18 @@ def run_batch(url: str, folder: Path, out: Path, device: str, fmt: str = "ply") 
     for line in lines:
         for k, v in (line.get("timings") or {}).items():
             stages[k] = stages.get(k, 0.0) + float(v)
+    # what failed, by error code, with one path and message each (a dataset's batch should
+    # have no failures: each one is a defect to look at)
+    errors: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        err = line.get("error")
+        if line.get("state") == "failed" and err:
+            e = errors.setdefault(err["code"], {"count": 0, "path": line["path"]})
+            e["count"] += 1
+            e.setdefault("message", err.get("message"))
+            e.setdefault("detail", err.get("detail"))
     return {
+        "errors": errors,
         "stages": {k: round(v, 3) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])},
         "seconds": t1 - t0,
         "submit": t_sub - t0,
@@ -269,6 +280,8 @@ def main() -> None:
                 f"download {b['download']:.2f}) {b['counts']} stages {b['stages']}",
                 flush=True,
             )
+            if b["errors"]:
+                print(f"failed items by code: {json.dumps(b['errors'])[:3000]}", flush=True)
             if not args.no_jobs:
                 some = paths[: args.jobs_items] if args.jobs_items else paths
                 res["jobs"] = run_jobs(
