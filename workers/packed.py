@@ -211,7 +211,7 @@ def _run_pack(
     total_faces = sum(m.n_faces for _, m, _ in pack)
     fmt = spec.output.format
 
-    from .runner import store_mesh
+    from .runner import Crc32, store_mesh
 
     def write(j: int) -> dict[str, Any] | None:
         """The member's outcome; None when writing it failed (alone, it fails with its own
@@ -225,7 +225,8 @@ def _run_pack(
         t = time.perf_counter()
         key = item_key(job_id, int(p.item["index"]), fmt)
         try:
-            n_bytes = store_mesh(out, spec, store, key)
+            crc = Crc32()
+            n_bytes = store_mesh(out, spec, store, key, crc)
         except Exception:
             return None
         timings["serialize"] = time.perf_counter() - t
@@ -233,6 +234,7 @@ def _run_pack(
             "state": "succeeded",
             "key": key,
             "bytes": n_bytes,
+            "crc32": crc.value,
             "input": {"vertices": mesh.n_vertices, "faces": mesh.n_faces},
             "stats": stats,
             "timings": {k: round(v, 6) for k, v in timings.items()},

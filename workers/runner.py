@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,7 @@ def process(
     artifact_key: Callable[[str, str], str] | None = None,
     with_stats_before: bool = True,
     log_as: tuple[str, int] | None = None,
+    checksum: bool = False,
 ) -> dict[str, Any]:
     """Run ``spec`` on a loaded mesh and write the result blob at ``key`` (artifacts at
     ``artifact_key(name, format)``; without it, a pipeline's artifacts are not stored): what a
@@ -112,7 +114,8 @@ def process(
     also measure the input mesh (a job's record shows it; a batch's manifest keeps only the
     result's statistics and the input's counts, which saves a quarter of a small mesh's run).
     ``log_as``: how the log names the run (``("job ID", attempt)``); a batch's items are not
-    logged one by one (thousands of lines a minute), their chunk is."""
+    logged one by one (thousands of lines a minute), their chunk is. ``checksum``: the result's
+    CRC-32 too (``result["crc32"]``: a batch's item)."""
     # the statistics are computed where the mesh will live, so the mesh moves first (once), and
     # the topology they build stays cached on it for the steps that need it
     requested = spec.device
@@ -179,7 +182,8 @@ def process(
     output = spec.output
     fmt = output.format
     t = time.perf_counter()
-    n_bytes = store_mesh(out, spec, store, key)
+    crc = Crc32() if checksum else None
+    n_bytes = store_mesh(out, spec, store, key, crc)
     timings["serialize"] = time.perf_counter() - t
 
     report(0.95, "store")
@@ -220,6 +224,7 @@ def process(
             "filename": f"{stem}.{FILE_EXTENSIONS[fmt]}",
             "media_type": MEDIA_TYPES[fmt],
             "dropped": left_out(out, fmt),
+            **({"crc32": crc.value} if crc is not None else {}),
         },
         "timings": timings,
         "stats_before": stats_before,
@@ -241,14 +246,30 @@ def process(
     }
 
 
-def store_mesh(out: TriMesh, spec: JobSpec, store: BlobStore, key: str) -> int:
+class Crc32:
+    """The CRC-32 of the pieces :meth:`over` passes on (a batch's item: the result archive
+    sends each result with the sum its worker computed, not computing it again)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def over(self, pieces: Iterable[Any]) -> Iterator[Any]:
+        for piece in pieces:
+            self.value = zlib.crc32(piece, self.value)
+            yield piece
+
+
+def store_mesh(
+    out: TriMesh, spec: JobSpec, store: BlobStore, key: str, crc: Crc32 | None = None
+) -> int:
     """Write ``out`` as ``spec`` asks at ``key``, piece by piece as it is serialized (a job, a
-    batch's item run alone and a packed one alike); the bytes written."""
+    batch's item run alone and a packed one alike); the bytes written. ``crc``: summed on the
+    way."""
     o = spec.output
     chunks = serialize_chunks(
         out, o.format, o.attributes, polygons=o.polygons, compression=o.compression
     )
-    return store.put_chunks(key, chunks)
+    return store.put_chunks(key, chunks if crc is None else crc.over(chunks))
 
 
 ItemDone = Callable[[int, dict[str, Any]], None]
@@ -382,11 +403,13 @@ def execute_chunk(
                 input_name=item["path"],
                 gpu_min_faces=gpu_min_faces,
                 with_stats_before=False,
+                checksum=True,
             )
             outcome: dict[str, Any] = {
                 "state": "succeeded",
                 "key": fields["result"]["key"],
                 "bytes": fields["result"]["bytes"],
+                "crc32": fields["result"]["crc32"],
                 "input": {"vertices": mesh.n_vertices, "faces": mesh.n_faces},
                 "stats": fields["stats_after"],
                 "timings": {k: round(v, 6) for k, v in fields["timings"].items()},

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import time
-import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
+from tessera.zipstream import StoredZip
 from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView, manifest_line
 from workers.queue.blobs import BlobNotFound, BlobStore
 from workers.queue.s3batch import write_manifest
@@ -253,55 +254,57 @@ def get_batch_result(
     )
 
 
-class _Sink:
-    """A write-only, unseekable file whose writes are collected for a streamed response
-    (``zipfile`` then writes each member's sizes after its data)."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def write(self, b: Any) -> int:
-        self.parts.append(bytes(b))
-        return len(b)
-
-    def flush(self) -> None:
-        pass
-
-    def take(self) -> bytes:
-        out, self.parts = b"".join(self.parts), []
-        return out
+#: results up to this are read whole and sent with their header in one piece; larger ones in
+#: pieces of this size
+PIECE = 4 << 20
 
 
 def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
-    sink = _Sink()
+    """The result archive: each succeeded item's result under its output path (stored, its
+    CRC-32 the one its worker computed while writing it, or computed here for a result
+    recorded without one), then ``manifest.jsonl``."""
+    zw = StoredZip()
     lines = []
-    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for item in items:
-            if item["state"] == "succeeded":
-                try:
-                    body = store.open(item["key"])
-                except (BlobNotFound, FileNotFoundError):
-                    item = {
-                        **item,
-                        "state": "failed",
-                        "error": {
-                            "code": "batch.result_missing",
-                            "message": "the result is no longer stored",
-                        },
-                    }
-                else:
-                    info = zipfile.ZipInfo(item["output"], date_time=(2020, 1, 1, 0, 0, 0))
-                    with body, zf.open(info, "w", force_zip64=True) as dest:
-                        while piece := body.read(1 << 20):
-                            dest.write(piece)
-                            if sum(len(p) for p in sink.parts) >= 1 << 20:
-                                yield sink.take()
-            lines.append(json.dumps(manifest_line(item)))
-            if sink.parts:
-                yield sink.take()
-        info = zipfile.ZipInfo("manifest.jsonl", date_time=(2020, 1, 1, 0, 0, 0))
-        zf.writestr(info, ("\n".join(lines) + "\n").encode())
-    yield sink.take()
+    for item in items:
+        if item["state"] == "succeeded":
+            try:
+                body = store.open(item["key"])
+            except (BlobNotFound, FileNotFoundError):
+                item = {
+                    **item,
+                    "state": "failed",
+                    "error": {
+                        "code": "batch.result_missing",
+                        "message": "the result is no longer stored",
+                    },
+                }
+            else:
+                with body:
+                    yield from _member(
+                        zw, item["output"], body, item.get("bytes"), item.get("crc32")
+                    )
+        lines.append(json.dumps(manifest_line(item)))
+    manifest = ("\n".join(lines) + "\n").encode()
+    yield zw.member("manifest.jsonl", len(manifest), zlib.crc32(manifest)) + manifest + zw.end()
+
+
+def _member(
+    zw: StoredZip, name: str, body: Any, size: int | None, crc: int | None
+) -> Iterator[bytes]:
+    if crc is None or size is None or size <= PIECE:
+        data = body.read()
+        if crc is None or len(data) != size:
+            crc = zlib.crc32(data)
+        yield zw.member(name, len(data), crc) + data
+        return
+    yield zw.member(name, size, crc)
+    left = size
+    while left > 0:
+        piece = body.read(min(PIECE, left))
+        if not piece:  # shorter than recorded: the archive would be corrupt from here
+            raise OSError(f"the result of {name!r} is shorter than its record")
+        left -= len(piece)
+        yield piece
 
 
 @router.delete(
