@@ -103,10 +103,15 @@ class Settings(BaseSettings):
         description="A batch's member larger than this fails alone (batch.member_too_large).",
     )
     batch_chunk_items: int = Field(
-        32, ge=1, le=10_000, description="Most items in one chunk of a batch (a unit of work)."
+        128,
+        ge=1,
+        le=10_000,
+        description="Most items in one chunk of a batch (a unit of work; its small meshes are "
+        "packed together: 10,000 meshes took 38.6 s in chunks of 32, 31.3-33.2 s in chunks of "
+        "125 on the H100 host).",
     )
     batch_chunk_bytes: int = Field(
-        16 << 20, ge=1, description="A chunk of a batch is closed once its files reach this."
+        64 << 20, ge=1, description="A chunk of a batch is closed once its files reach this."
     )
     batch_s3_prefixes: list[str] = Field(
         default_factory=list,
