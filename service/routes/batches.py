@@ -260,9 +260,30 @@ PIECE = 4 << 20
 
 
 def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
-    """The result archive: each succeeded item's result under its output path (stored, its
-    CRC-32 the one its worker computed while writing it, or computed here for a result
-    recorded without one), then ``manifest.jsonl``."""
+    """The result archive in pieces of about :data:`PIECE` (each piece is a hop from the
+    thread that makes it to the event loop: one per small result would be 10,000): each
+    succeeded item's result under its output path (stored, its CRC-32 the one its worker
+    computed while writing it, or computed here for a result recorded without one), then
+    ``manifest.jsonl``."""
+    held: list[bytes] = []
+    size = 0
+    for piece in _zip_pieces(store, items):
+        if len(piece) >= PIECE:
+            if held:
+                yield b"".join(held)
+                held, size = [], 0
+            yield piece
+            continue
+        held.append(piece)
+        size += len(piece)
+        if size >= PIECE:
+            yield b"".join(held)
+            held, size = [], 0
+    if held:
+        yield b"".join(held)
+
+
+def _zip_pieces(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
     zw = StoredZip()
     lines = []
     for item in items:
