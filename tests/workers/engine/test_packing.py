@@ -231,18 +231,22 @@ def test_members_with_materials_keep_their_own_library_as_alone():
     assert max(len(g) for g in by_sig.values()) == 3  # the three GLBs share one
     for group in by_sig.values():
         _packed_as_alone(group, PIPELINE, "glb")
+    # beetle (an OBJ with an MTL and corner normals) has parts repair turns over and vertices
+    # it splits: repair carries each corner with its face's row, so it packs too
     beetle = load_path(mesh_path("beetle.obj"))
-    with pytest.raises(PackingError, match="repair rebuilt faces") as exc:
-        run_packed([beetle, beetle], parse_pipeline(PIPELINE))
-    assert exc.value.members == [0, 1]
+    _packed_as_alone([beetle, beetle], PIPELINE, "glb")
 
 
 def test_a_pack_with_corners_whose_faces_a_step_changes_runs_its_members_alone():
-    """A repair that turns a face over (the soup's second face) rebuilds it: alone, its corners
-    are interpolated from the nearest surface, which in a pack could be another member's. The
-    pack refuses (the caller runs the members alone) instead of guessing."""
+    """A repair that turns a face over (the soup's second face) carries plain corners with the
+    face's row, in a pack as alone; tangents it leaves to the surface search, whose answer in a
+    pack could come from another member: with tangents the pack refuses (the caller runs the
+    member alone) instead of guessing."""
     soup = _with_corners(_broken()[1], 3)
     woody = _with_corners(load_path(mesh_path("woody.obj")), 4)
+    _packed_as_alone([woody, soup], PIPELINE, "glb")
+    for m in (soup, woody):  # a pack's members share their attributes
+        m.corner_attrs["tangent"] = np.tile(np.array([1, 0, 0, 1], np.float32), (m.n_faces, 3, 1))
     with pytest.raises(PackingError, match="repair rebuilt faces of 1 textured member") as exc:
         run_packed([woody, soup], parse_pipeline(PIPELINE))
     assert exc.value.members == [1]  # the soup alone; woody may pack again

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..corners import DERIVED
 from ..geometry import face_areas64
 from ..graph import compact_groups, connected_components, scatter_min
 from ..mesh import TriMesh
@@ -273,6 +274,7 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
     report["vertices_added"] = added
     V = mesh.V if take is None else mesh.V[take]
     n_flipped = 0
+    flipped = None
     orient_stats = {
         "components": 0,
         "non_orientable_components": 0,
@@ -286,6 +288,7 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
         if n_flipped:
             F = xp.where(flip[:, None], F[:, [0, 2, 1]], F).astype(xp.int32)
             topo = None
+            flipped = flip
     report["faces_flipped"] = n_flipped
     report.update(orient_stats)
     out = mesh.reindexed(
@@ -296,6 +299,17 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
     )
     if topo is not None and faces is None and take is None:  # the faces as they came
         out = out.with_topology(topo)
+    if (mesh.corner_attrs or mesh.materials is not None) and not any(
+        k in mesh.corner_attrs for k in DERIVED
+    ):
+        # every face kept is its row of the input, its corners turned as the face was: the
+        # corners go with them here (what the surface search of corners.transfer finds, for
+        # no search; tangents, whose handedness a turned face changes, are left to it)
+        out.corner_attrs = {
+            k: _turned(xp, v if faces is None else v[faces], flipped)
+            for k, v in mesh.corner_attrs.items()
+        }
+        out.materials = mesh.materials
     if p.split_non_manifold and take is None:
         # none to split, and turning faces over makes none: the counts stay 0
         report["non_manifold_edges_after"] = report["non_manifold_vertices_after"] = 0
@@ -308,6 +322,15 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
     report["faces_after"] = out.n_faces
     report["vertices_after"] = out.n_vertices
     return out, report
+
+
+def _turned(xp: ModuleType, values: Any, flipped: Any) -> Any:
+    """Per-corner ``values`` (F, 3, ...) with the corners of the ``flipped`` faces in the order
+    ``[0, 2, 1]``, as the faces' vertices were."""
+    if flipped is None:
+        return values
+    flip = flipped.reshape((-1,) + (1,) * (values.ndim - 1))
+    return xp.where(flip, values[:, [0, 2, 1]], values)
 
 
 def _array(mesh: TriMesh, p: Params) -> OpResult:
