@@ -159,6 +159,19 @@ def _check_crcs(crcs: list[tuple[Any, zipfile.ZipInfo]]) -> None:
 THREADS = min(8, os.cpu_count() or 1)
 
 
+class _Later:
+    """``fn()`` started now on a thread of its own; :meth:`result` waits for it. (A request
+    that fails before asking lets it finish unseen: a mapped body stays mapped while it reads.)"""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        ex = ThreadPoolExecutor(1, thread_name_prefix="tessera-hash")
+        self._future = ex.submit(fn)
+        ex.shutdown(wait=False)
+
+    def result(self) -> Any:
+        return self._future.result()
+
+
 def in_parallel(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     """``[fn(x) for x in items]`` on :data:`THREADS` threads (for work that lets the GIL go)."""
     if len(items) < 2 or THREADS < 2:
@@ -552,40 +565,12 @@ def accept_batch(
     under an S3 prefix (``files`` is empty), read there by the workers (:mod:`.s3batch`)."""
     t0 = time.perf_counter()
     hashed = files if s3 is None else [("s3", s3.model_dump_json().encode())]
-    with ThreadPoolExecutor(1, thread_name_prefix="tessera-hash") as hasher:
-        # hashed while the members are read and checked: it is needed only at the end
-        hashing = hasher.submit(body_hash, spec_text, hashed) if idempotency_key else None
-        return _accept(
-            queue=queue,
-            batches=batches,
-            store=store,
-            settings=settings,
-            spec_text=spec_text,
-            files=files,
-            idempotency_key=idempotency_key,
-            extra=extra,
-            admit=admit,
-            s3=s3,
-            digest=lambda: hashing.result() if hashing is not None else "",
-            t0=t0,
-        )
+    # hashed while the members are read and checked: it is needed only at the end
+    hashing = _Later(lambda: body_hash(spec_text, hashed)) if idempotency_key else None
 
+    def digest() -> str:
+        return hashing.result() if hashing is not None else ""
 
-def _accept(
-    *,
-    queue: JobQueue,
-    batches: BatchQueue,
-    store: BlobStore,
-    settings: Settings,
-    spec_text: str,
-    files: list[tuple[str, bytes]],
-    idempotency_key: str | None,
-    extra: dict[str, Any],
-    admit: Callable[[str], None] | None,
-    s3: BatchS3Places | None,
-    digest: Callable[[], str],
-    t0: float,
-) -> AcceptedBatch:
     if idempotency_key:
         prev = batches.idempotent_batch(idempotency_key)
         if prev is not None:
