@@ -206,6 +206,10 @@ def _run_pack(
         log.warning(
             "chunk %s: a pack of %d failed (%s); its items run alone", job_id, len(pack), exc
         )
+        if isinstance(exc, MemoryError):  # room for the items alone
+            from .runner import release_memory
+
+            release_memory()
         res.alone.extend(p for p, _, _ in pack)
         return
     total_faces = sum(m.n_faces for _, m, _ in pack)

@@ -393,18 +393,29 @@ def execute_chunk(
             else:
                 mesh = read(item)
                 timings["parse"] = time.perf_counter() - t
-            fields = process(
-                mesh,
-                spec,
-                store,
-                item_key(job_id, index, fmt),
-                timings,
-                lambda p, stage: None,
-                input_name=item["path"],
-                gpu_min_faces=gpu_min_faces,
-                with_stats_before=False,
-                checksum=True,
-            )
+            for again in (True, False):
+                try:
+                    fields = process(
+                        mesh,
+                        spec,
+                        store,
+                        item_key(job_id, index, fmt),
+                        timings,
+                        lambda p, stage: None,
+                        input_name=item["path"],
+                        gpu_min_faces=gpu_min_faces,
+                        with_stats_before=False,
+                        checksum=True,
+                    )
+                    break
+                except MemoryError:
+                    # out of GPU (or host) memory: on a GPU shared by several workers, often
+                    # the others' pools of freed blocks. Give this process's back and try
+                    # once more before the item fails with resources.out_of_memory
+                    if not again:
+                        raise
+                    log.warning("chunk %s: item %d ran out of memory; once more", job_id, index)
+                    release_memory()
             outcome: dict[str, Any] = {
                 "state": "succeeded",
                 "key": fields["result"]["key"],
@@ -434,6 +445,20 @@ def execute_chunk(
         "timings": {"load": load_s, "items": time.perf_counter() - t0 - load_s},
         "reports": [{"op": "batch", "report": {"items": done, "succeeded": ok}}],
     }
+
+
+def release_memory() -> None:
+    """Give back what this process holds and no longer uses: Python's garbage and, where CuPy
+    is loaded, its pools of freed device and pinned blocks (another worker on the same GPU may
+    need them)."""
+    import gc
+    import sys
+
+    gc.collect()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
 def _failure(
