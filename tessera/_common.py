@@ -322,14 +322,13 @@ def zip_pieces(
 
     from .zipstream import StoredZip
 
-    def load(path: Path) -> tuple[bytes, int, tuple[int, int, int, int, int, int]]:
+    def load(path: Path) -> tuple[bytes, int]:
         data = path.read_bytes()
-        when = (1980, 1, 1, 0, 0, 0) if bare else _zip_time(path.stat().st_mtime)
-        return data, zlib.crc32(data), when
+        return data, zlib.crc32(data)
 
     zw = StoredZip()
     todo = iter(files)
-    ahead: deque[tuple[str, int, Future[Any]]] = deque()
+    ahead: deque[tuple[str, int, Any, Future[Any]]] = deque()
     in_flight = 0
     with ThreadPoolExecutor(ZIP_THREADS, thread_name_prefix="tessera-zip") as ex:
         while True:
@@ -337,14 +336,15 @@ def zip_pieces(
                 nxt = next(todo, None)
                 if nxt is None:
                     break
-                size = nxt[0].stat().st_size
-                ahead.append((nxt[1], size, ex.submit(load, nxt[0])))
-                in_flight += size
+                st = nxt[0].stat()
+                when = (1980, 1, 1, 0, 0, 0) if bare else _zip_time(st.st_mtime)
+                ahead.append((nxt[1], st.st_size, when, ex.submit(load, nxt[0])))
+                in_flight += st.st_size
             if not ahead:
                 break
-            name, size, job = ahead.popleft()
+            name, size, when, job = ahead.popleft()
             in_flight -= size
-            data, crc, when = job.result()
+            data, crc = job.result()
             yield zw.member(name, len(data), crc, when)
             mv = memoryview(data)
             for i in range(0, len(mv), CHUNK_BYTES):

@@ -4,10 +4,11 @@ the members' statistics taken from the pack (``engine.part_stats``), each member
 
 Each item's outcome is what :func:`~.runner.execute_chunk` records for it run alone, with the
 same bytes written (``tests/workers/test_packed.py``). What a pack cannot run goes back to the
-caller to run alone: items whose mesh is too large to gain from a pack or carries what a pack
-cannot hold (``packing.packable``: materials), members a step leaves with no faces (alone, they
-fail with their own error), and every member of a pack whose run raised (also a pack of
-textured meshes in which a step changed faces: their corners would need a transfer).
+caller to run alone: items whose mesh is too large to gain from a pack or that a pack cannot
+hold (``packing.packable``), members a step leaves with no faces (alone, they fail with their
+own error), every member of a pack whose run raised, and the textured members whose corners a
+step could only find again on the surface (``packing.PackingError.members``; the others pack
+again).
 
 A death of the compute process inside a pack charges no item (none is in flight: the
 supervisor counts deaths per item) but uses one of the chunk's attempts; the chunk's next

@@ -6,6 +6,7 @@ the same inside the GPU child.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import zlib
@@ -393,29 +394,28 @@ def execute_chunk(
             else:
                 mesh = read(item)
                 timings["parse"] = time.perf_counter() - t
-            for again in (True, False):
-                try:
-                    fields = process(
-                        mesh,
-                        spec,
-                        store,
-                        item_key(job_id, index, fmt),
-                        timings,
-                        lambda p, stage: None,
-                        input_name=item["path"],
-                        gpu_min_faces=gpu_min_faces,
-                        with_stats_before=False,
-                        checksum=True,
-                    )
-                    break
-                except MemoryError:
-                    # out of GPU (or host) memory: on a GPU shared by several workers, often
-                    # the others' pools of freed blocks. Give this process's back and try
-                    # once more before the item fails with resources.out_of_memory
-                    if not again:
-                        raise
-                    log.warning("chunk %s: item %d ran out of memory; once more", job_id, index)
-                    release_memory()
+            run = functools.partial(
+                process,
+                mesh,
+                spec,
+                store,
+                item_key(job_id, index, fmt),
+                timings,
+                lambda p, stage: None,
+                input_name=item["path"],
+                gpu_min_faces=gpu_min_faces,
+                with_stats_before=False,
+                checksum=True,
+            )
+            try:
+                fields = run()
+            except MemoryError:
+                # out of GPU (or host) memory: on a GPU shared by several workers, often the
+                # others' pools of freed blocks. Give this process's back and try once more
+                # before the item fails with resources.out_of_memory
+                log.warning("chunk %s: item %d ran out of memory; once more", job_id, index)
+                release_memory()
+                fields = run()
             outcome: dict[str, Any] = {
                 "state": "succeeded",
                 "key": fields["result"]["key"],

@@ -254,8 +254,8 @@ def get_batch_result(
     )
 
 
-#: results up to this are read whole and sent with their header in one piece; larger ones in
-#: pieces of this size
+#: results up to this are read whole (and sent joined with others up to about this size);
+#: larger ones in pieces of this size
 PIECE = 4 << 20
 
 
@@ -306,7 +306,9 @@ def _zip_pieces(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes
                     )
         lines.append(json.dumps(manifest_line(item)))
     manifest = ("\n".join(lines) + "\n").encode()
-    yield zw.member("manifest.jsonl", len(manifest), zlib.crc32(manifest)) + manifest + zw.end()
+    yield zw.member("manifest.jsonl", len(manifest), zlib.crc32(manifest))
+    yield manifest
+    yield zw.end()
 
 
 def _member(
@@ -316,7 +318,8 @@ def _member(
         data = body.read()
         if crc is None or len(data) != size:
             crc = zlib.crc32(data)
-        yield zw.member(name, len(data), crc) + data
+        yield zw.member(name, len(data), crc)
+        yield data
         return
     yield zw.member(name, size, crc)
     left = size

@@ -248,6 +248,26 @@ def rows_kept(before: TriMesh, after: TriMesh) -> bool:
     return bool(after.xp.array_equal(after.V[after.F], before.V[before.F]))
 
 
+def _carried_by_op(before: TriMesh, after: TriMesh) -> bool:
+    """Whether the operation carried ``before``'s corner attributes and materials itself."""
+    return after.corner_attrs.keys() >= before.corner_attrs.keys() and (
+        after.materials is not None or before.materials is None
+    )
+
+
+def _same_faces(before: TriMesh, after: TriMesh) -> bool:
+    return after.F is before.F or (
+        after.F.shape == before.F.shape and bool(after.xp.array_equal(after.F, before.F))
+    )
+
+
+def carried_in_place(before: TriMesh, after: TriMesh) -> bool:
+    """Whether :func:`carry` keeps ``before``'s corners as they are, with no search of the
+    surface: the operation carried them, left the faces as they were, or kept every face in
+    its row (:func:`rows_kept`)."""
+    return _carried_by_op(before, after) or _same_faces(before, after) or rows_kept(before, after)
+
+
 def match_faces(
     V0: np.ndarray, F0: np.ndarray, V1: np.ndarray, F1: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -575,13 +595,9 @@ def carry(
         return after, None
     texture = None
     rebuilt = None
-    if after.corner_attrs.keys() >= before.corner_attrs.keys() and (
-        after.materials is not None or before.materials is None
-    ):
+    if _carried_by_op(before, after):
         out = after  # carried by the operation itself (same faces)
-    elif after.F is before.F or (
-        after.F.shape == before.F.shape and bool(after.xp.array_equal(after.F, before.F))
-    ):
+    elif _same_faces(before, after):
         out = after.with_attrs()
         out.corner_attrs = {**before.corner_attrs, **after.corner_attrs}
         out.materials = after.materials or before.materials

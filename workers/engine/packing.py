@@ -228,7 +228,7 @@ def _run_step(op: Any, backend: str, mode: Packing, p: Pack, params: Any) -> Any
     (:func:`~.corners.carry`): as they are where the step carried them, left the faces as they
     were or kept every face in its row (an exact weld); where it changed faces otherwise (a
     repair that dropped faces), member by member (:func:`_carry_per_member`)."""
-    from .corners import _drop_undeclared, carries, carry, rows_kept
+    from .corners import _drop_undeclared, carried_in_place, carries, carry
 
     mesh = p.mesh
     if mode is Packing.keyed:
@@ -240,13 +240,9 @@ def _run_step(op: Any, backend: str, mode: Packing, p: Pack, params: Any) -> Any
         return out
     after = out.mesh
     new_normals = "vertex_normals" in op.outputs
-    kept = after.corner_attrs.keys() >= mesh.corner_attrs.keys() or (
-        after.F is mesh.F
-        or (after.F.shape == mesh.F.shape and bool(after.xp.array_equal(after.F, mesh.F)))
-    )
-    # where every face kept its row (an exact weld), carry's transfer keeps the corners as they
-    # are, for the pack as for each member alone; elsewhere it would search the whole pack
-    if kept or rows_kept(mesh, after):
+    # where carry keeps the corners as they are, it does so for the pack as for each member
+    # alone; elsewhere it would search the whole pack
+    if carried_in_place(mesh, after):
         out.mesh, _ = carry(mesh, after, None, new_normals)
     else:
         out.mesh = _carry_per_member(op, p, after, new_normals)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..corners import DERIVED
+from ..corners import DERIVED, carries
 from ..geometry import face_areas64
 from ..graph import compact_groups, connected_components, scatter_min
 from ..mesh import TriMesh
@@ -299,9 +299,7 @@ def repair(mesh: TriMesh, p: Params) -> tuple[TriMesh, dict[str, Any]]:
     )
     if topo is not None and faces is None and take is None:  # the faces as they came
         out = out.with_topology(topo)
-    if (mesh.corner_attrs or mesh.materials is not None) and not any(
-        k in mesh.corner_attrs for k in DERIVED
-    ):
+    if carries(mesh) and not any(k in mesh.corner_attrs for k in DERIVED):
         # every face kept is its row of the input, its corners turned as the face was: the
         # corners go with them here (what the surface search of corners.transfer finds, for
         # no search; tangents, whose handedness a turned face changes, are left to it)
