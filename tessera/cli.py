@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -521,11 +522,7 @@ def run_server_side(
     the service, items at their relative paths), the result archive comes back and each result
     is written at its place with its record, as the job-per-file run writes them; results kept
     and made again by the same rules."""
-    import io
-    import zipfile
-
     from ._common import zip_pieces
-    from .client import Client
 
     outcomes: list[Outcome] = []
     todo: list[tuple[Item, str, str]] = []  # item, its key, why an existing result is redone
@@ -557,6 +554,23 @@ def run_server_side(
         "tessera-cli-batch-"
         + hashlib.sha256("".join(k for _, k, _ in todo).encode()).hexdigest()[:40]
     )
+    with tempfile.TemporaryDirectory(prefix="tessera-batch-") as tmp:
+        return _run_batch(archive, batch_key, todo, outcomes, spec, args, Path(tmp) / "r.zip")
+
+
+def _run_batch(
+    archive: bytes,
+    batch_key: str,
+    todo: list[tuple[Item, str, str]],
+    outcomes: list[Outcome],
+    spec: dict[str, Any],
+    args: argparse.Namespace,
+    result: Path,
+) -> int:
+    import zipfile
+
+    from .client import Client
+
     t0 = time.monotonic()
     tty = sys.stderr.isatty()
 
@@ -576,15 +590,27 @@ def run_server_side(
                 batch_key = f"{batch_key}:{batch['id'][:12]}"
                 batch = tc.submit_batch(archive, spec=spec, idempotency_key=batch_key)
             sys.stderr.write(f"tessera: batch {batch['id']}: {len(todo)} files\n")
-            done = tc.wait_batch(batch, progress=progress, timeout=args.timeout)
+            # the results come down as their items end, beside the run
+            done = tc.follow_batch(batch, result, progress=progress, timeout=args.timeout)
             if tty:
                 sys.stderr.write("\n")
-            result = tc._request("GET", f"/v1/batches/{done['id']}/result").content
     except errors.TesseraError as exc:
         sys.stderr.write(f"tessera: {exc.code}: {_detail(exc)}\n")
         return 1
     seconds = time.monotonic() - t0
-    zf = zipfile.ZipFile(io.BytesIO(result))
+    with zipfile.ZipFile(result) as zf:
+        return _write_results(zf, todo, outcomes, spec, done, seconds)
+
+
+def _write_results(
+    zf: Any,
+    todo: list[tuple[Item, str, str]],
+    outcomes: list[Outcome],
+    spec: dict[str, Any],
+    done: dict[str, Any],
+    seconds: float,
+) -> int:
+    """Each result of the batch's archive at its place, with its record."""
     lines = {}
     for raw in zf.read("manifest.jsonl").decode().splitlines():
         line = json.loads(raw)

@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -239,15 +240,28 @@ class Client:
     ) -> Path:
         return self._save(f"/v1/jobs/{job_id_of(job)}/artifacts/{name}", Path(path))
 
-    def _save(self, route: str, path: Path) -> Path:
-        """Stream the file to a temporary name beside ``path``, then rename it into place."""
+    def _save(self, route: str, path: Path, deadline: float | None = None, **kw: Any) -> Path:
+        """Stream the file to a temporary name beside ``path``, then rename it into place
+        (:class:`~tessera.errors.WaitTimeout` when it is still coming at ``deadline``, a
+        ``time.monotonic()``)."""
         tmp = tmp_path_for(path)
         try:
-            resp = self._request("GET", route, stream=True)
+            resp = self._request("GET", route, stream=True, **kw)
             try:
                 with open(tmp, "wb") as fh:
-                    for piece in resp.iter_raw():  # as they arrive: re-chunking halves the rate
-                        fh.write(piece)
+                    try:  # pieces as they arrive: re-chunking halves the rate
+                        for piece in resp.iter_raw():
+                            fh.write(piece)
+                            if deadline is not None and time.monotonic() > deadline:
+                                raise httpx.ReadTimeout("past the deadline")
+                    except httpx.TimeoutException as exc:
+                        raise errors.WaitTimeout(
+                            "client.timeout", f"GET {route}: still coming after the timeout"
+                        ) from exc
+                    except httpx.TransportError as exc:
+                        raise errors.ConnectionFailed(
+                            "client.connection", f"GET {self.url}{route}: cut off ({exc!r})"
+                        ) from exc
             finally:
                 resp.close()
             os.replace(tmp, path)
@@ -366,9 +380,83 @@ class Client:
                     "client.timeout", f"batch {batch_id} still {rec['state']}", body=rec
                 )
 
-    def download_batch(self, batch: str | dict[str, Any], path: str | os.PathLike[str]) -> Path:
-        """Write the batch's result archive (every result and ``manifest.jsonl``) to ``path``."""
-        return self._save(f"/v1/batches/{job_id_of(batch)}/result", Path(path))
+    def download_batch(
+        self,
+        batch: str | dict[str, Any],
+        path: str | os.PathLike[str],
+        *,
+        follow: bool = False,
+        timeout: float | None = None,
+    ) -> Path:
+        """Write the batch's result archive (every result and ``manifest.jsonl``) to ``path``.
+        ``follow``: start before the batch has ended; each result comes as its item ends and
+        the manifest once the batch has ended, so the download runs beside the batch
+        (``timeout``: about the most seconds that takes, None for no limit; the stream is
+        silent while no item ends)."""
+        route = f"/v1/batches/{job_id_of(batch)}/result"
+        if not follow:
+            return self._save(route, Path(path))
+        wait = httpx.Timeout(timeout, connect=self.http.timeout.connect)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._save(route, Path(path), deadline, params={"follow": "true"}, timeout=wait)
+
+    def follow_batch(
+        self,
+        batch: str | dict[str, Any],
+        path: str | os.PathLike[str],
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        poll: float = 1.0,
+    ) -> dict[str, Any]:
+        """Download the batch's result archive to ``path`` while it runs (``download_batch``
+        with ``follow``) and return the batch once it has ended. ``progress(batch)`` hears
+        every change of its counts, from a thread that polls beside the download, and the
+        ended batch last."""
+        batch_id = job_id_of(batch)
+        stop = threading.Event()
+        heard: list[Any] = [None]
+
+        def watch() -> None:
+            while not stop.is_set():
+                try:
+                    rec = self.get_batch(batch_id, wait=poll)
+                except errors.TesseraError:  # the download says what went wrong
+                    return
+                if rec["counts"] != heard[0] and not stop.is_set():
+                    heard[0] = rec["counts"]
+                    progress(rec)  # type: ignore[misc]
+                if rec["state"] not in ("queued", "running"):
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True) if progress else None
+        if watcher:
+            watcher.start()
+        try:
+            self.download_batch(batch_id, path, follow=True, timeout=timeout)
+        finally:
+            stop.set()
+            if watcher:
+                watcher.join()
+        done = self.get_batch(batch_id)
+        if progress is not None and done["counts"] != heard[0]:
+            progress(done)
+        return done
+
+    def process_batch(
+        self,
+        source: str | os.PathLike[str] | bytes | Sequence[str | os.PathLike[str]],
+        pipeline: Sequence[Step] | None,
+        out: str | os.PathLike[str],
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        **submit: Any,
+    ) -> dict[str, Any]:
+        """Submit a batch (``submit_batch``), download its result archive to ``out`` as its
+        items end (``follow_batch``) and return the ended batch."""
+        batch = self.submit_batch(source, pipeline, **submit)
+        return self.follow_batch(batch, out, progress=progress, timeout=timeout)
 
     def cancel_batch(self, batch: str | dict[str, Any]) -> dict[str, Any]:
         return self._json("DELETE", f"/v1/batches/{job_id_of(batch)}")  # type: ignore[no-any-return]

@@ -7,16 +7,23 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Header, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
+from starlette.concurrency import iterate_in_threadpool
 
 from tessera.zipstream import StoredZip
-from workers.queue.batches import QUOTA_PREFIX, BatchQueue, BatchView, manifest_line
+from workers.queue.batches import (
+    QUOTA_PREFIX,
+    BatchQueue,
+    BatchView,
+    EndedItems,
+    manifest_line,
+)
 from workers.queue.blobs import BlobNotFound, BlobStore
 from workers.queue.s3batch import write_manifest
 
@@ -238,17 +245,38 @@ async def get_batch(
     summary="Download every result and the manifest",
 )
 def get_batch_result(
-    batch_id: str, batches: BatchesDep, store: StoreDep, who: CallerDep
+    batch_id: str,
+    batches: BatchesDep,
+    store: StoreDep,
+    who: CallerDep,
+    follow: Annotated[
+        bool,
+        Query(
+            description="On a batch that has not ended: send each result as its item ends, "
+            "and the manifest when the batch ends (the download runs beside the batch; the "
+            "stream is silent while no item ends). Without it, such a batch is "
+            "`batch.not_ready` (409)."
+        ),
+    ] = False,
 ) -> StreamingResponse:
-    view = _view(batches, batch_id, who, items=True)
-    if not view.finished:
+    view = _view(batches, batch_id, who)
+    if not view.finished and not follow:
         raise ProblemError(
-            409, "batch.not_ready", "the batch has not ended", id=batch_id, state=view.state
+            409,
+            "batch.not_ready",
+            "the batch has not ended (follow=true sends the results as they end)",
+            id=batch_id,
+            state=view.state,
         )
     if view.expires_at and time.time() > view.expires_at:
         raise ProblemError(410, "batch.expired", "the batch's results have expired", id=batch_id)
+    if view.finished:
+        items = _view(batches, batch_id, who, items=True).items or []
+        body: Any = _joined(_archive(store, items))
+    else:
+        body = _waiting(_joined(_followed(batches, store, batch_id)))
     return StreamingResponse(
-        _zip_stream(store, view.items or []),
+        body,
         media_type="application/zip",
         headers={"Content-Disposition": content_disposition(f"batch-{batch_id}.zip")},
     )
@@ -257,18 +285,18 @@ def get_batch_result(
 #: results up to this are read whole (and sent joined with others up to about this size);
 #: larger ones in pieces of this size
 PIECE = 4 << 20
+#: how often a followed batch is looked at while none of its items ends
+FOLLOW_POLL = 0.25
 
 
-def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
-    """The result archive in pieces of about :data:`PIECE` (each piece is a hop from the
-    thread that makes it to the event loop: one per small result would be 10,000): each
-    succeeded item's result under its output path (stored, its CRC-32 the one its worker
-    computed while writing it, or computed here for a result recorded without one), then
-    ``manifest.jsonl``."""
+def _joined(pieces: Iterator[bytes | None]) -> Iterator[bytes | None]:
+    """The archive's pieces joined up to about :data:`PIECE` (each piece is a hop from the
+    thread that makes it to the event loop: one per small result would be 10,000). A None
+    (a followed batch has nothing new now) sends what is held, then passes on."""
     held: list[bytes] = []
     size = 0
-    for piece in _zip_pieces(store, items):
-        if len(piece) >= PIECE:
+    for piece in pieces:
+        if piece is None or len(piece) >= PIECE:
             if held:
                 yield b"".join(held)
                 held, size = [], 0
@@ -283,28 +311,74 @@ def _zip_stream(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes
         yield b"".join(held)
 
 
-def _zip_pieces(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
+async def _waiting(pieces: Iterator[bytes | None]) -> AsyncIterator[bytes]:
+    """Each piece made on a worker thread; a None waits :data:`FOLLOW_POLL` on the event loop
+    (not on a thread: a followed batch may run for hours)."""
+    async for piece in iterate_in_threadpool(pieces):
+        if piece is None:
+            await asyncio.sleep(FOLLOW_POLL)
+        else:
+            yield piece
+
+
+def _archive(store: BlobStore, items: list[dict[str, Any]]) -> Iterator[bytes]:
+    """The result archive of an ended batch: each succeeded item's result under its output
+    path (stored, its CRC-32 the one its worker computed while writing it, or computed here for
+    a result recorded without one), then ``manifest.jsonl``."""
     zw = StoredZip()
-    lines = []
+    missing: dict[int, dict[str, Any]] = {}
+    yield from _results(zw, store, items, missing)
+    yield from _manifest(zw, items, missing)
+
+
+def _followed(batches: BatchQueue, store: BlobStore, batch_id: str) -> Iterator[bytes | None]:
+    """The result archive of a batch that has not ended: each result as its item ends (None
+    while none does), then, once the batch has ended, ``manifest.jsonl`` of every item."""
+    zw = StoredZip()
+    missing: dict[int, dict[str, Any]] = {}
+    ended = EndedItems(batches, batch_id)
+    while True:
+        view, new = ended.new()
+        if view is None:  # expired and dropped while followed: the archive cannot be ended
+            raise OSError(f"batch {batch_id} is gone")
+        if new:
+            yield from _results(zw, store, new, missing)
+        elif view.finished:
+            break
+        else:
+            yield None
+    final = batches.get(batch_id, items=True)
+    items = (final.items if final else None) or []
+    yield from _results(zw, store, [i for i in items if i["index"] not in ended.given], missing)
+    yield from _manifest(zw, items, missing)
+
+
+_RESULT_MISSING = {"code": "batch.result_missing", "message": "the result is no longer stored"}
+
+
+def _results(
+    zw: StoredZip,
+    store: BlobStore,
+    items: list[dict[str, Any]],
+    missing: dict[int, dict[str, Any]],
+) -> Iterator[bytes]:
+    """The succeeded items' results as members; ``missing`` gets those no longer stored."""
     for item in items:
-        if item["state"] == "succeeded":
-            try:
-                body = store.open(item["key"])
-            except (BlobNotFound, FileNotFoundError):
-                item = {
-                    **item,
-                    "state": "failed",
-                    "error": {
-                        "code": "batch.result_missing",
-                        "message": "the result is no longer stored",
-                    },
-                }
-            else:
-                with body:
-                    yield from _member(
-                        zw, item["output"], body, item.get("bytes"), item.get("crc32")
-                    )
-        lines.append(json.dumps(manifest_line(item)))
+        if item["state"] != "succeeded":
+            continue
+        try:
+            body = store.open(item["key"])
+        except (BlobNotFound, FileNotFoundError):
+            missing[item["index"]] = {"state": "failed", "error": _RESULT_MISSING}
+            continue
+        with body:
+            yield from _member(zw, item["output"], body, item.get("bytes"), item.get("crc32"))
+
+
+def _manifest(
+    zw: StoredZip, items: list[dict[str, Any]], missing: dict[int, dict[str, Any]]
+) -> Iterator[bytes]:
+    lines = [json.dumps(manifest_line({**i, **missing.get(i["index"], {})})) for i in items]
     manifest = ("\n".join(lines) + "\n").encode()
     yield zw.member("manifest.jsonl", len(manifest), zlib.crc32(manifest))
     yield manifest

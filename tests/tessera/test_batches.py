@@ -51,6 +51,47 @@ def test_submit_wait_download_a_folder(tc, tmp_path):
     assert [x["path"] for x in lines] == ["bad.obj", "cube.obj", "sub/sphere.obj"]
 
 
+def test_the_results_come_down_while_the_batch_runs(tc, service, tmp_path):
+    """``follow``: the archive's first result arrives while the batch's other items still run,
+    and the archive followed from the start holds what the ended batch's archive holds: the
+    same results, the same manifest. ``process_batch`` does the same with progress."""
+    import httpx
+
+    files = [mesh_path(n) for n in ("rx-cube.obj", "rx-sphere3.obj", "rx-torus.obj")]
+    pipeline = [{"op": "sleep", "seconds": 0.6}, "stats"]
+    batch = tc.submit_batch(files, pipeline, output="obj")
+    route = f"{service.url}/v1/batches/{batch['id']}/result"
+    refused = httpx.get(route)
+    assert refused.status_code == 409 and refused.json()["code"] == "batch.not_ready"
+    with httpx.stream("GET", route, params={"follow": "true"}, timeout=60) as r:
+        assert r.status_code == 200
+        pieces = r.iter_raw()
+        first = next(pieces)  # one item's result: the others are still sleeping
+        now = tc.get_batch(batch)
+        assert now["state"] == "running" and now["counts"]["succeeded"] < 3, now
+        followed = first + b"".join(pieces)
+    done = tc.wait_batch(batch)
+    assert done["counts"]["succeeded"] == 3
+    ended = tc.download_batch(done, tmp_path / "ended.zip").read_bytes()
+
+    def members(data: bytes) -> dict[str, bytes]:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        assert zf.testzip() is None
+        return {n: zf.read(n) for n in zf.namelist()}
+
+    assert members(followed) == members(ended) and len(members(ended)) == 4
+
+    seen: list[dict] = []
+    out = tmp_path / "processed.zip"
+    last = tc.process_batch(files, pipeline, out, output="obj", progress=seen.append)
+    assert last["state"] == "succeeded" and seen[-1]["counts"] == last["counts"]
+    assert seen[-1]["counts"]["succeeded"] == 3
+    got = members(out.read_bytes())
+    assert {n: v for n, v in got.items() if n != "manifest.jsonl"} == {
+        n: v for n, v in members(ended).items() if n != "manifest.jsonl"
+    }
+
+
 def test_a_list_of_files_and_cancel(tc):
     batch = tc.submit_batch(
         [mesh_path("rx-cube.obj"), mesh_path("suzanne.obj")],

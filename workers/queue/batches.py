@@ -300,6 +300,45 @@ class BatchQueue:
         return None if view is None else view.finished
 
 
+class EndedItems:
+    """A batch's items as they end, each once: :meth:`new` gives those recorded since its last
+    call. It reads a chunk's outcomes only when the chunk's count of recorded items has moved,
+    so following a batch of 10,000 items reads each outcome about once, not the whole batch
+    on every look."""
+
+    def __init__(self, batches: BatchQueue, batch_id: str) -> None:
+        self.batches = batches
+        self.batch_id = batch_id
+        self.meta: list[dict[str, Any]] | None = None
+        self.counted: dict[int, int] = {}  # per chunk: its recorded items when last read
+        self.given: set[int] = set()
+
+    def new(self) -> tuple[BatchView | None, list[dict[str, Any]]]:
+        """The batch as it is now (None: it is gone), and the items recorded since the last
+        call, in index order, as :meth:`BatchQueue.get` gives them."""
+        view = self.batches.get(self.batch_id)
+        if view is None:
+            return None, []
+        want: list[int] = []
+        for k, c in enumerate(Chunk(*c) for c in view.record.get("chunks") or []):
+            n = int(view.record.get(f"done:{k}") or 0)
+            if n > self.counted.get(k, 0):
+                self.counted[k] = n
+                want.extend(i for i in range(c.start, c.end) if i not in self.given)
+        if not want:
+            return view, []
+        r = self.batches.r
+        if self.meta is None:  # the items' paths are written once, at submission
+            raw = r.get(keys.batch_items(self.batch_id))
+            self.meta = json.loads(text(raw)) if raw else []
+        out = []
+        for i, v in zip(want, r.hmget(keys.batch_done(self.batch_id), want), strict=True):
+            if v is not None and i < len(self.meta):
+                self.given.add(i)
+                out.append({"index": i, **self.meta[i], **json.loads(text(v))})
+        return view, out
+
+
 def manifest_line(item: dict[str, Any]) -> dict[str, Any]:
     """One line of ``manifest.jsonl``: an item's path, state, error, statistics and timings."""
     err = item.get("error")
