@@ -9,6 +9,7 @@ file whose pages the kernel can drop: the API's own memory stays small however l
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import mmap
 import tempfile
@@ -51,11 +52,17 @@ class Body:
 
 async def read_body(request: Request, in_memory: int | None = None) -> Body:
     """The whole body of ``request`` (see the module's docstring). A client that goes away or a
-    body cut off by the size limit raises as ``request.stream()`` does; the file is closed."""
+    body cut off by the size limit raises as ``request.stream()`` does; the file is closed.
+
+    A spooled body is written on a thread while the next pieces are received: awaiting each
+    write would stop the reading (the server stops reading the socket while a request's unread
+    body passes 64 KiB), and receiving and writing would take turns."""
     in_memory = IN_MEMORY_BYTES if in_memory is None else in_memory
     parts: list[bytes] = []
     pending = 0
     file: Any = None
+    writing: asyncio.Future[None] | None = None
+
     try:
         async for chunk in request.stream():
             if not chunk:
@@ -65,15 +72,23 @@ async def read_body(request: Request, in_memory: int | None = None) -> Body:
             if file is None and pending > in_memory:
                 file = tempfile.TemporaryFile(prefix="tessera-body-")  # noqa: SIM115 (unlinked at once; closed by Body.close)
             if file is not None and pending >= WRITE_BYTES:
-                await run_in_threadpool(file.write, b"".join(parts))
+                if writing is not None:
+                    await writing  # one write in flight: the memory held stays bounded
+                writing = asyncio.ensure_future(run_in_threadpool(file.writelines, parts))
                 parts, pending = [], 0
         if file is None:
             return Body(b"".join(parts))
+        if writing is not None:
+            await writing
+            writing = None
         if parts:
-            await run_in_threadpool(file.write, b"".join(parts))
+            await run_in_threadpool(file.writelines, parts)
         file.flush()
         return Body(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), file)
     except BaseException:
+        if writing is not None:  # the thread's write ends before its file is closed
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(writing)
         if file is not None:
             file.close()
         raise

@@ -218,3 +218,74 @@ def test_the_job_says_what_the_file_held_and_the_mesh_leaves_out(client):
     assert got["input"]["dropped"] == {"material libraries": 1}
     plain = raw(client, "rx-cube.obj", filename="cube.obj")
     assert plain.json()["input"]["dropped"] == {}
+
+
+def test_a_spooled_body_is_received_while_its_pieces_are_written(monkeypatch):
+    """``read_body`` writes a spooled body on a thread while it goes on receiving (awaiting
+    each write would stop the reading), keeps one write in flight, gives back the bytes in
+    order, and closes the file of a body cut off only after its write has ended."""
+    import asyncio
+    import tempfile
+    import threading
+    import time
+
+    from service import spool
+
+    monkeypatch.setattr(spool, "IN_MEMORY_BYTES", 10)
+    monkeypatch.setattr(spool, "WRITE_BYTES", 100)
+    received: list[int] = []
+    seen_while_writing: list[int] = []
+    in_flight = threading.Semaphore(1)
+    closed_before_write_ended: list[bool] = []
+
+    real = tempfile.TemporaryFile
+
+    class SlowFile:
+        def __init__(self, *a, **kw):
+            self.f = real()
+            self.writing = False
+
+        def writelines(self, parts):
+            assert in_flight.acquire(blocking=False), "two writes in flight"
+            self.writing = True
+            time.sleep(0.05)
+            seen_while_writing.append(len(received))
+            self.f.writelines(parts)
+            self.writing = False
+            in_flight.release()
+
+        def write(self, data):
+            self.writelines([data])
+
+        def close(self):
+            closed_before_write_ended.append(self.writing)
+            self.f.close()
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    monkeypatch.setattr(spool.tempfile, "TemporaryFile", SlowFile)
+    pieces = [bytes([i]) * 60 for i in range(20)]
+
+    class Request:
+        def __init__(self, cut: bool) -> None:
+            self.cut = cut
+
+        async def stream(self):
+            for i, p in enumerate(pieces):
+                received.append(i)
+                await asyncio.sleep(0.005)
+                yield p
+            if self.cut:
+                raise OSError("the client went away")
+
+    body = asyncio.run(spool.read_body(Request(cut=False)))
+    assert bytes(body.data) == b"".join(pieces) and body.spooled
+    body.close()
+    # the first write (pieces 0 and 1) took 50 ms; meanwhile the reading went on to the next
+    # write's pieces (awaiting it: nothing read past piece 1)
+    assert seen_while_writing[0] >= 4, seen_while_writing
+    received.clear()
+    with pytest.raises(OSError):
+        asyncio.run(spool.read_body(Request(cut=True)))
+    assert closed_before_write_ended[-1] is False
