@@ -113,6 +113,15 @@ def admit(request: Request, key_id: str | None, job_id: str, upload_bytes: int) 
         )
 
 
+def counts_bytes(request: Request, key_id: str | None) -> bool:
+    """Whether the caller's key has a daily quota of bytes (a batch is then admitted once its
+    whole size is known: none of its chunks is queued while its body comes)."""
+    if key_id is None:
+        return False
+    key = request.app.state.keyring.get(key_id)
+    return key is not None and key.bytes_per_day is not None
+
+
 def is_admin(request: Request, key_id: str | None) -> bool:
     """Whether the caller sees everything (every key's jobs, the jobs workers run): a key
     configured with ``"admin": true``, or anyone when keys are off (the API is open then)."""

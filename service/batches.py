@@ -459,21 +459,25 @@ def _s3_mesh_key(prefix: str) -> Callable[[str], bool]:
 
 def output_paths(paths: list[str], fmt: str) -> list[str]:
     """Each result's path in the result archive: the input's, with the output format's
-    extension (``a.obj`` -> ``a.ply``); where two inputs would meet (``a.obj`` and ``a.stl``),
-    the later keeps its whole name (``a.stl.ply``)."""
-    out, seen = [], set(paths)
+    extension (``a.obj`` -> ``a.ply``); where an earlier input's result has that path
+    (``a.obj`` and ``a.stl``), the later keeps its whole name (``a.stl.ply``). Decided from the
+    earlier paths only, so a batch whose first items run while its body still comes names
+    them as it would after."""
     taken: set[str] = set()
+    return [output_path(p, fmt, taken) for p in paths]
+
+
+def output_path(path: str, fmt: str, taken: set[str]) -> str:
+    """One input's result path (see :func:`output_paths`), added to ``taken``."""
     ext = FILE_EXTENSIONS.get(fmt, fmt)
-    for p in paths:
-        stem, _ext = posixpath.splitext(p)
-        cand = f"{stem or p}.{ext}"
-        if cand in taken or (cand in seen and cand != p):
-            cand = f"{p}.{ext}"
-        while cand in taken:
-            cand = f"{cand}.{ext}"
-        taken.add(cand)
-        out.append(cand)
-    return out
+    stem, _ext = posixpath.splitext(path)
+    cand = f"{stem or path}.{ext}"
+    if cand in taken:
+        cand = f"{path}.{ext}"
+    while cand in taken:
+        cand = f"{cand}.{ext}"
+    taken.add(cand)
+    return cand
 
 
 @dataclass
@@ -533,18 +537,150 @@ def check_spec(spec_text: str, deadline_limit: int) -> tuple[JobCreate, dict[str
     return spec, spec_dict
 
 
-def chunks_of(members: list[Member], max_items: int, max_bytes: int) -> list[tuple[int, int]]:
-    """``[start, end)`` ranges of item indices: consecutive items, closed at ``max_items``
-    items or once their files reach ``max_bytes``."""
-    out, start, size = [], 0, 0
-    for i, m in enumerate(members):
-        size += m.size if m.data is not None else 0
-        if i + 1 - start >= max_items or size >= max_bytes:
-            out.append((start, i + 1))
-            start, size = i + 1, 0
-    if start < len(members):
-        out.append((start, len(members)))
-    return out
+class BatchWriter:
+    """A batch's items numbered, checked, stored and queued in order, a chunk at a time.
+
+    :meth:`add` takes members as they become known: all at once at submission
+    (:func:`accept_batch`), or while the body still comes (:class:`service.early.EarlyChunks`).
+    Each item gets its result's path; a repeated path or a member too large fails alone. A chunk
+    is cut once it holds ``chunk_items`` items or ``batch_chunk_bytes``; :meth:`queue` stores
+    each cut chunk's members as one blob and submits its job (the batch's record first: with
+    the first chunks when the body still comes, marked receiving until :meth:`finish`)."""
+
+    def __init__(
+        self,
+        *,
+        queue: JobQueue,
+        batches: BatchQueue,
+        store: BlobStore,
+        settings: Settings,
+        batch_id: str,
+        spec_dict: dict[str, Any],
+        fmt: str,
+        input_record: dict[str, Any],
+        places: dict[str, Any] | None,
+        extra: dict[str, Any],
+        t0: float | None = None,
+    ) -> None:
+        self.q, self.b, self.store, self.settings = queue, batches, store, settings
+        self.batch_id = batch_id
+        self.fmt = fmt
+        s3 = {"s3": places} if places is not None else {}
+        self.fields = {"spec": spec_dict, "input": input_record, **s3, **extra}  # the record's
+        # the batch calls its callback_url once it has ended; its chunks call none
+        chunk_spec = {k: v for k, v in spec_dict.items() if k != "callback_url"}
+        self.chunk_fields = {"spec": chunk_spec, **s3, **extra}
+        self.s3 = places is not None
+        self.items: list[dict[str, Any]] = []
+        self.failed: dict[int, dict[str, Any]] = {}
+        self.unrecorded: dict[int, dict[str, Any]] = {}  # failed since the record last grew
+        self._paths: set[str] = set()
+        self._taken: set[str] = set()
+        self._open: list[tuple[int, Any, int]] = []  # (index, bytes, size) not in a chunk yet
+        self._open_bytes = 0
+        self.chunks: list[Chunk] = []
+        self._cut: list[tuple[int, Chunk, list[tuple[int, Any]]]] = []  # cut, not queued yet
+        self.stored = False  # whether the batch's record exists
+        self.t0 = time.perf_counter() if t0 is None else t0
+
+    def add(self, members: list[Member], chunk_items: int, last: bool = False) -> None:
+        for m in members:
+            i = len(self.items)
+            if m.path in self._paths:
+                self.failed[i] = self.unrecorded[i] = _error(
+                    "batch.duplicate_path", "another file of the batch has this path", path=m.path
+                )
+            elif m.data is None:
+                self.failed[i] = self.unrecorded[i] = _error(
+                    "batch.member_too_large",
+                    "the file is larger than a batch's member may be",
+                    bytes=m.size,
+                    limit=self.settings.batch_max_member_bytes,
+                )
+            else:
+                self._open.append((i, m.data, m.size))
+                self._open_bytes += m.size
+            self._paths.add(m.path)
+            out = output_path(m.path, self.fmt, self._taken)
+            self.items.append({"path": m.path, "output": out, "bytes": m.size, "chunk": -1})
+            if self._open and (
+                len(self._open) >= chunk_items
+                or self._open_bytes >= self.settings.batch_chunk_bytes
+            ):
+                self._cut_open()
+        if last and self._open:
+            self._cut_open()
+
+    def _cut_open(self) -> None:
+        k = len(self.chunks)
+        idx = [i for i, _, _ in self._open]
+        for i in idx:
+            self.items[i]["chunk"] = k
+        # a chunk's items are contiguous among the runnable ones, not always in the batch's
+        # order: each chunk names its own (its record's start..end index the batch's item list)
+        chunk = Chunk(uuid.uuid4().hex, idx[0], idx[-1] + 1, len(idx))
+        self.chunks.append(chunk)
+        self._cut.append((k, chunk, [(i, data) for i, data, _ in self._open]))
+        self._open, self._open_bytes = [], 0
+
+    def create(
+        self, idempotency_key: str | None, body_hash: str, receiving: bool = False
+    ) -> str | None:
+        """Store the batch's record with the items so far (:meth:`BatchQueue.create`)."""
+        dup = self.b.create(
+            self.batch_id,
+            self.fields,
+            self.items,
+            self.failed,
+            idempotency_key=idempotency_key,
+            body_hash=body_hash,
+            receiving=receiving,
+        )
+        if dup is None:
+            self.stored = True
+            self.unrecorded = {}
+        return dup
+
+    def queue(self) -> None:
+        """Store the cut chunks' members (each chunk one blob, on threads), record the items
+        and chunks so far, then submit the chunks' jobs."""
+        cut, self._cut = self._cut, []
+        if not self.s3:  # an S3 batch's files stay where they are
+            in_parallel(
+                lambda c: self.store.put_chunks(members_key(c[1].job), pack_members(c[2])), cut
+            )
+        if self.unrecorded or cut:
+            self.b.extend(self.batch_id, self.items, self.chunks, self.unrecorded)
+            self.unrecorded = {}
+        accept_s = time.perf_counter() - self.t0
+        for k, chunk, _ in cut:
+            fields = {
+                **self.chunk_fields,
+                "input": {
+                    "name": f"batch {self.batch_id} chunk {k}",
+                    "bytes": 0,
+                    "vertices": 0,
+                    "faces": 0,
+                },
+                "timings": {"accept_batch": accept_s},
+                "batch": self.batch_id,
+                "chunk": k,
+                "start": chunk.start,
+                "end": chunk.end,
+            }
+            try:
+                self.q.submit_job(chunk.job, fields, listed=False)
+            except BaseException:
+                self.store.delete_prefix(job_prefix(chunk.job))
+                raise
+
+    def drop(self, idempotency_key: str | None) -> None:
+        """Undo what is stored of a batch whose body failed while it came."""
+        if not self.stored:
+            return
+        for job in self.b.drop(self.batch_id, idempotency_key):
+            self.store.delete_prefix(job_prefix(job))
+        self.stored = False
 
 
 def accept_batch(
@@ -559,10 +695,13 @@ def accept_batch(
     extra: dict[str, Any],
     admit: Callable[[str], None] | None = None,
     s3: BatchS3Places | None = None,
+    early: Any = None,
 ) -> AcceptedBatch:
     """Validate, store and queue a batch; ``admit(batch_id)`` counts it against the caller's
     quotas once it is known to be valid and new. ``s3``: the batch's files are the mesh files
-    under an S3 prefix (``files`` is empty), read there by the workers (:mod:`.s3batch`)."""
+    under an S3 prefix (``files`` is empty), read there by the workers (:mod:`.s3batch`).
+    ``early``: the :class:`service.early.EarlyChunks` that queued the batch's first chunks
+    while its body came (its writer goes on with the rest)."""
     t0 = time.perf_counter()
     hashed = files if s3 is None else [("s3", s3.model_dump_json().encode())]
     # hashed while the members are read and checked: it is needed only at the end
@@ -571,7 +710,8 @@ def accept_batch(
     def digest() -> str:
         return hashing.result() if hashing is not None else ""
 
-    if idempotency_key:
+    writer: BatchWriter | None = early.settled() if early is not None else None
+    if idempotency_key and writer is None:
         prev = batches.idempotent_batch(idempotency_key)
         if prev is not None:
             return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
@@ -585,98 +725,69 @@ def accept_batch(
             "s3_prefix": places["input"]["url"],
         }
     else:
-        members = members_of(files, settings)
+        try:
+            members = members_of(files, settings)
+        except BaseException:
+            if writer is not None:
+                writer.drop(idempotency_key)
+            raise
         input_record = {"bytes": sum(len(d) for _, d in files), "files": len(files)}
-    fmt = spec.output.format
-    outs = output_paths([m.path for m in members], fmt)
+    if writer is not None:
+        return _accept_rest(writer, members, input_record, idempotency_key, digest)
     batch_id = uuid.uuid4().hex
     if admit is not None:
         admit(batch_id)
-
-    failed: dict[int, dict[str, Any]] = {}
-    seen: set[str] = set()
-    for i, m in enumerate(members):
-        if m.path in seen:
-            failed[i] = _error(
-                "batch.duplicate_path", "another file of the batch has this path", path=m.path
-            )
-            m.data = None
-        elif m.data is None:
-            failed[i] = _error(
-                "batch.member_too_large",
-                "the file is larger than a batch's member may be",
-                bytes=m.size,
-                limit=settings.batch_max_member_bytes,
-            )
-        seen.add(m.path)
-    runnable = [i for i, m in enumerate(members) if i not in failed]
+    writer = BatchWriter(
+        queue=queue,
+        batches=batches,
+        store=store,
+        settings=settings,
+        batch_id=batch_id,
+        spec_dict=spec_dict,
+        fmt=spec.output.format,
+        input_record=input_record,
+        places=places,
+        extra=extra,
+        t0=t0,
+    )
     # enough chunks for every live worker to take several (the last ones to end are short)
-    per_worker = -(-len(runnable) // (CHUNKS_PER_WORKER * max(queue.live_workers(), 1)))
-    ranges = chunks_of(
-        [members[i] for i in runnable],
-        max(1, min(settings.batch_chunk_items, per_worker)),
-        settings.batch_chunk_bytes,
-    )
-    chunk_of: dict[int, int] = {}
-    chunks: list[Chunk] = []
-    for k, (s, e) in enumerate(ranges):
-        idx = runnable[s:e]
-        for i in idx:
-            chunk_of[i] = k
-        # a chunk's items are contiguous in the runnable order, not always in the batch's:
-        # each chunk names its own (its record's start..end index the batch's item list)
-        chunks.append(Chunk(uuid.uuid4().hex, idx[0], idx[-1] + 1, len(idx)))
-    items = [
-        {"path": m.path, "output": outs[i], "bytes": m.size, "chunk": chunk_of.get(i, -1)}
-        for i, m in enumerate(members)
-    ]
-    s3_fields = {"s3": places} if places is not None else {}
-    dup = batches.create(
-        batch_id,
-        {"spec": spec_dict, "input": input_record, **s3_fields, **extra},
-        items,
-        failed,
-        idempotency_key=idempotency_key,
-        body_hash=digest(),
-    )
+    runnable = sum(1 for m in members if m.data is not None)
+    per_worker = -(-runnable // (CHUNKS_PER_WORKER * max(queue.live_workers(), 1)))
+    writer.add(members, max(1, min(settings.batch_chunk_items, per_worker)), last=True)
+    dup = writer.create(idempotency_key, digest())
     if dup is not None:
         return AcceptedBatch(earlier_id(dup, digest(), "batch_id"), True)
-
-    def put(chunk: Chunk) -> None:
-        store.put_chunks(
-            members_key(chunk.job),
-            pack_members(
-                [
-                    (i, members[i].data or b"")
-                    for i in range(chunk.start, chunk.end)
-                    if i not in failed
-                ]
-            ),
-        )
-
-    in_parallel(put, chunks if places is None else [])  # an S3 batch's files stay where they are
-    batches.add_chunks(batch_id, chunks)
-    accept_s = time.perf_counter() - t0
-    # the batch calls its callback_url once it has ended; its chunks call none
-    chunk_spec = {k: v for k, v in spec_dict.items() if k != "callback_url"}
-    for k, chunk in enumerate(chunks):
-        fields = {
-            "spec": chunk_spec,
-            "input": {"name": f"batch {batch_id} chunk {k}", "bytes": 0, "vertices": 0, "faces": 0},
-            "timings": {"accept_batch": accept_s},
-            "batch": batch_id,
-            "chunk": k,
-            "start": chunk.start,
-            "end": chunk.end,
-            **s3_fields,
-            **extra,
-        }
-        try:
-            queue.submit_job(chunk.job, fields, listed=False)
-        except BaseException:
-            store.delete_prefix(job_prefix(chunk.job))
-            raise
+    writer.queue()
     return AcceptedBatch(batch_id, False)
+
+
+def _accept_rest(
+    writer: BatchWriter,
+    members: list[Member],
+    input_record: dict[str, Any],
+    idempotency_key: str | None,
+    digest: Callable[[], str],
+) -> AcceptedBatch:
+    """The rest of a batch whose first chunks were queued while its body came: its members
+    as the whole archive lists them must begin with those (the same paths and sizes, in the
+    same order); the others are queued as the writer goes on, and the batch may then end."""
+    done = len(writer.items)
+    head = [(i["path"], i["bytes"]) for i in writer.items]
+    try:
+        if [(m.path, m.size) for m in members[:done]] != head:
+            raise FormatError(
+                "the batch's archive cannot be read",
+                code="format.archive_invalid",
+                reason="its members' local headers disagree with its central directory",
+            )
+        writer.add(members[done:], writer.settings.batch_chunk_items, last=True)
+        writer.queue()
+        writer.b.received(writer.batch_id, {"input": input_record}, idempotency_key, digest())
+    except BaseException:
+        writer.drop(idempotency_key)
+        raise
+    writer.b.notify_if_ended(writer.batch_id)  # its chunks may all have ended already
+    return AcceptedBatch(writer.batch_id, False)
 
 
 def _error(code: str, message: str, **detail: Any) -> dict[str, Any]:

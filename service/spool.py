@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import mmap
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import UploadFile
@@ -50,18 +51,31 @@ class Body:
         self._file = None
 
 
-async def read_body(request: Request, in_memory: int | None = None) -> Body:
+async def read_body(
+    request: Request,
+    in_memory: int | None = None,
+    written: Callable[[Any, int], None] | None = None,
+) -> Body:
     """The whole body of ``request`` (see the module's docstring). A client that goes away or a
     body cut off by the size limit raises as ``request.stream()`` does; the file is closed.
 
     A spooled body is written on a thread while the next pieces are received: awaiting each
     write would stop the reading (the server stops reading the socket while a request's unread
-    body passes 64 KiB), and receiving and writing would take turns."""
+    body passes 64 KiB), and receiving and writing would take turns. ``written(file, n)`` is
+    called on the writing thread once the body's first ``n`` bytes are in ``file`` (a spooled
+    body's: :class:`service.early.EarlyChunks` reads what has come)."""
     in_memory = IN_MEMORY_BYTES if in_memory is None else in_memory
     parts: list[bytes] = []
     pending = 0
     file: Any = None
     writing: asyncio.Future[None] | None = None
+    done = 0  # bytes handed to the writes
+
+    def write(parts: list[bytes], upto: int) -> None:
+        file.writelines(parts)
+        if written is not None:
+            file.flush()
+            written(file, upto)
 
     try:
         async for chunk in request.stream():
@@ -74,7 +88,8 @@ async def read_body(request: Request, in_memory: int | None = None) -> Body:
             if file is not None and pending >= WRITE_BYTES:
                 if writing is not None:
                     await writing  # one write in flight: the memory held stays bounded
-                writing = asyncio.ensure_future(run_in_threadpool(file.writelines, parts))
+                done += pending
+                writing = asyncio.ensure_future(run_in_threadpool(write, parts, done))
                 parts, pending = [], 0
         if file is None:
             return Body(b"".join(parts))
@@ -82,7 +97,7 @@ async def read_body(request: Request, in_memory: int | None = None) -> Body:
             await writing
             writing = None
         if parts:
-            await run_in_threadpool(file.writelines, parts)
+            await run_in_threadpool(write, parts, done + pending)
         file.flush()
         return Body(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), file)
     except BaseException:

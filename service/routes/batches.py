@@ -27,9 +27,10 @@ from workers.queue.batches import (
 from workers.queue.blobs import BlobNotFound, BlobStore
 from workers.queue.s3batch import write_manifest
 
-from ..auth import CallerDep, admit, caller
+from ..auth import CallerDep, admit, caller, counts_bytes
 from ..batches import accept_batch
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
+from ..early import EarlyChunks
 from ..errors import PROBLEM, ProblemError
 from ..schemas import BatchPublic, BatchS3Places, batch_public
 from ..spool import Body, read_body, upload_body
@@ -128,7 +129,9 @@ async def create_batch(
         idempotency_key = f"{who}:{idempotency_key}"
     places: BatchS3Places | None = None
     bodies: list[Body] = []  # closed once the batch is stored
+    early: EarlyChunks | None = None
     form = body_form(request.headers.get("content-type"))
+    extra = {"base_url": base, **({"key_id": who} if who is not None else {})}
     try:
         if form == "json":
             spec, places = s3_body(await request.body())
@@ -145,11 +148,18 @@ async def create_batch(
                     "header",
                 )
             spec = spec_header
-            bodies = [await read_body(request)]
+            await checked_spec(spec, who, settings, queue)  # before the body: a refusal is quick
+            early = await run_in_threadpool(
+                _early_chunks, request, who, queue, batches, store, settings, spec,
+                idempotency_key, extra,
+            )  # fmt: skip
+            written = early.written if early is not None else None
+            bodies = [await read_body(request, written=written)]
             uploads = [(filename or "batch.zip", bodies[0].data)] if len(bodies[0]) else []
         if not uploads and places is None:
             raise ProblemError(422, "batch.empty", "the batch holds no files")
-        await checked_spec(spec, who, settings, queue)  # as for a job
+        if form != "file":  # the body itself was checked before it was read
+            await checked_spec(spec, who, settings, queue)  # as for a job
         upload_bytes = sum(len(b) for _, b in uploads)
         accepted = await run_in_threadpool(
             accept_batch,
@@ -160,12 +170,15 @@ async def create_batch(
             spec_text=spec,
             files=uploads,
             idempotency_key=idempotency_key,
-            extra={"base_url": base, **({"key_id": who} if who is not None else {})},
+            extra=extra,
             admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, upload_bytes),
             s3=places,
+            early=early,
         )
     finally:
         uploads = []
+        if early is not None:  # before the body's file closes: its thread reads it
+            await run_in_threadpool(early.close)
         for b in bodies:
             b.close()
     view = await run_in_threadpool(_view, batches, accepted.batch_id, who)
@@ -174,6 +187,36 @@ async def create_batch(
         out.model_dump(mode="json"),
         status_code=200 if accepted.replayed else 202,
         headers={"Location": out.url},
+    )
+
+
+def _early_chunks(
+    request: Request,
+    who: str | None,
+    queue: Any,
+    batches: BatchQueue,
+    store: BlobStore,
+    settings: Any,
+    spec: str,
+    idempotency_key: str | None,
+    extra: dict[str, Any],
+) -> EarlyChunks | None:
+    """What queues an archive's first chunks while it comes (:mod:`service.early`), unless
+    the caller's key has a quota of bytes (the batch's size must be known to admit it) or the
+    Idempotency-Key was used before (the request is compared whole with that one's)."""
+    if counts_bytes(request, who):
+        return None
+    if idempotency_key and batches.idempotent_batch(idempotency_key) is not None:
+        return None
+    return EarlyChunks(
+        queue=queue,
+        batches=batches,
+        store=store,
+        settings=settings,
+        spec_text=spec,
+        idempotency_key=idempotency_key,
+        extra=extra,
+        admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, 0),
     )
 
 

@@ -87,10 +87,13 @@ class BatchQueue:
         *,
         idempotency_key: str | None = None,
         body_hash: str = "",
+        receiving: bool = False,
     ) -> str | None:
         """Store a batch (not its chunks yet: :meth:`add_chunk`); ``failed``: items that
         ended at submission (a member too large, a path used twice). Returns None, or the
-        earlier ``"id|hash"`` when the idempotency key was used before."""
+        earlier ``"id|hash"`` when the idempotency key was used before. ``receiving``: its body
+        is still coming (its first chunks run meanwhile): it has not ended, whatever its chunks
+        say, until :meth:`received`."""
         if idempotency_key:
             ok = self.r.set(
                 keys.idempotency(f"batch:{idempotency_key}"),
@@ -111,6 +114,7 @@ class BatchQueue:
             "rejected": str(len(failed)),
             "chunks": "[]",
             **{k: json.dumps(v) if not isinstance(v, str) else v for k, v in fields.items()},
+            **({"receiving": "1"} if receiving else {}),
         }
         pipe.hset(keys.batch(batch_id), mapping=record)
         pipe.set(keys.batch_items(batch_id), json.dumps(items))
@@ -133,6 +137,75 @@ class BatchQueue:
             "chunks",
             json.dumps([[c.job, c.start, c.end, c.size] for c in chunks]),
         )
+
+    def extend(
+        self,
+        batch_id: str,
+        items: list[dict[str, Any]],
+        chunks: list[Chunk],
+        failed: dict[int, dict[str, Any]],
+    ) -> None:
+        """A receiving batch's items and chunks so far (each list whole, as :meth:`create` and
+        :meth:`add_chunks` store them) and its items that failed at submission since the last
+        call. Its new chunks' jobs are submitted after this."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(keys.batch_items(batch_id), json.dumps(items), keepttl=True)
+        pipe.hset(
+            keys.batch(batch_id),
+            mapping={
+                "total": str(len(items)),
+                "chunks": json.dumps([[c.job, c.start, c.end, c.size] for c in chunks]),
+            },
+        )
+        if failed:
+            pipe.hset(
+                keys.batch_done(batch_id),
+                mapping={str(i): json.dumps(o) for i, o in failed.items()},
+            )
+            pipe.expire(keys.batch_done(batch_id), self.ttl)
+            pipe.hincrby(keys.batch(batch_id), "failed", len(failed))
+            pipe.hincrby(keys.batch(batch_id), "rejected", len(failed))
+        pipe.execute()
+
+    def received(
+        self, batch_id: str, fields: dict[str, Any], idempotency_key: str | None, body_hash: str
+    ) -> None:
+        """The receiving batch's body has come whole: its last fields (the input's size), its
+        Idempotency-Key bound to the body's hash, and it may end."""
+        pipe = self.r.pipeline(transaction=True)
+        if fields:
+            pipe.hset(
+                keys.batch(batch_id),
+                mapping={k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()},
+            )
+        pipe.hdel(keys.batch(batch_id), "receiving")
+        if idempotency_key:
+            pipe.set(
+                keys.idempotency(f"batch:{idempotency_key}"),
+                f"{batch_id}|{body_hash}",
+                xx=True,
+                keepttl=True,
+            )
+        pipe.execute()
+
+    def drop(self, batch_id: str, idempotency_key: str | None) -> list[str]:
+        """Undo a batch whose body failed while it came (its first chunks were queued): its
+        chunks cancelled, its keys and its Idempotency-Key deleted. Returns its chunks' jobs
+        (their files are the caller's to delete)."""
+        raw = self.r.hget(keys.batch(batch_id), "chunks")
+        jobs = [job for job, *_ in json.loads(text(raw))] if raw else []
+        for job in jobs:
+            self.q.cancel_job(job)
+        pipe = self.r.pipeline(transaction=True)
+        pipe.delete(keys.batch(batch_id), keys.batch_items(batch_id), keys.batch_done(batch_id))
+        pipe.zrem(keys.BATCHES, batch_id)
+        pipe.execute()
+        if idempotency_key:
+            key = keys.idempotency(f"batch:{idempotency_key}")
+            value = self.r.get(key)
+            if value is not None and text(value).startswith(f"{batch_id}|"):
+                self.r.delete(key)
+        return jobs
 
     def get(self, batch_id: str, *, items: bool = False) -> BatchView | None:
         """The batch as it is now, derived from its chunks' records; None when there is none."""
@@ -187,6 +260,8 @@ class BatchQueue:
         finished = bool(chunks) and all(s in {t.value for t in TERMINAL} for s in states)
         if not chunks:  # every item failed at submission
             finished = True
+        if rec.get("receiving"):  # its body is still coming: more chunks will follow
+            finished = False
         cancelled = bool(rec.get("cancelled_at"))
         if finished:
             state = CANCELLED if cancelled else SUCCEEDED
