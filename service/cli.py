@@ -14,6 +14,7 @@ tessera admin workers|jobs|stuck|dead|retry                            the opera
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -102,11 +103,14 @@ WORKER_STOP_MARGIN_SECONDS = 10.0
 REDIS_STOP_SECONDS = 10.0
 
 
-def _own_group() -> None:
+def _own_group(nice: int = 0) -> None:
     """In a child of ``tessera up``, before exec: a process group of its own, so that a
     terminal's Ctrl-C (sent to the foreground group) reaches ``tessera up`` alone and it stops
-    the components in order; and a SIGTERM when ``tessera up`` dies without stopping them."""
+    the components in order; and a SIGTERM when ``tessera up`` dies without stopping them.
+    ``nice``: added to its niceness (the workers')."""
     os.setpgid(0, 0)
+    if nice:
+        os.nice(nice)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -190,7 +194,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 subprocess.Popen(
                     [py, "-m", "workers", "--name", f"{socket.gethostname()}-w{i}"],
                     env=env,
-                    preexec_fn=_own_group,
+                    preexec_fn=functools.partial(_own_group, args.worker_nice),
                 )
             )
         api_procs.append(
@@ -447,6 +451,13 @@ def build_parser() -> argparse.ArgumentParser:
         "jobs pass a long one",
     )
     up.add_argument("--api-workers", type=int, default=1, help="API processes (uvicorn --workers)")
+    up.add_argument(
+        "--worker-nice",
+        type=int,
+        default=10,
+        help="niceness added to the workers: where they keep every core busy, the API still "
+        "gets its share (a batch's upload runs beside its first chunks; 0: as the API)",
+    )
     up.set_defaults(fn=cmd_up)
 
     api = sub.add_parser("api", help="run the HTTP API")

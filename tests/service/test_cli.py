@@ -230,6 +230,18 @@ def test_up_serves_api_with_private_redis_and_a_worker(tmp_path):
             line = proc.stdout.readline() if proc.stdout else ""
             assert line or proc.poll() is None, "tessera up exited"
         assert f"http://127.0.0.1:{port}" in line
+        # the workers run at a lower priority than the API (--worker-nice 10)
+        nice = {}
+        for d in Path("/proc").iterdir():
+            try:
+                stat = (d / "stat").read_text()
+                cmd = (d / "cmdline").read_bytes().split(b"\0")
+            except (OSError, ValueError):
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[1] == str(proc.pid) and b"-m" in cmd:  # ppid, then "python -m ..."
+                nice[cmd[cmd.index(b"-m") + 1].decode()] = int(fields[16]) - os.nice(0)
+        assert nice == {"workers": 10, "uvicorn": 0}, nice
         base = f"http://127.0.0.1:{port}"
         with httpx.Client(base_url=base, timeout=30) as c:
             r = c.post(
