@@ -141,19 +141,21 @@ class BatchQueue:
     def extend(
         self,
         batch_id: str,
-        items: list[dict[str, Any]],
+        items: list[dict[str, Any]] | tuple[str, int],
         chunks: list[Chunk],
         failed: dict[int, dict[str, Any]],
     ) -> None:
         """A receiving batch's items and chunks so far (each list whole, as :meth:`create` and
-        :meth:`add_chunks` store them) and its items that failed at submission since the last
-        call. Its new chunks' jobs are submitted after this."""
+        :meth:`add_chunks` store them; the items may come as their JSON and their count) and
+        its items that failed at submission since the last call. Its new chunks' jobs are
+        submitted after this."""
+        text_, total = items if isinstance(items, tuple) else (json.dumps(items), len(items))
         pipe = self.r.pipeline(transaction=True)
-        pipe.set(keys.batch_items(batch_id), json.dumps(items), keepttl=True)
+        pipe.set(keys.batch_items(batch_id), text_, keepttl=True)
         pipe.hset(
             keys.batch(batch_id),
             mapping={
-                "total": str(len(items)),
+                "total": str(total),
                 "chunks": json.dumps([[c.job, c.start, c.end, c.size] for c in chunks]),
             },
         )
