@@ -546,7 +546,8 @@ class BatchWriter:
     Each item gets its result's path; a repeated path or a member too large fails alone. A chunk
     is cut once it holds ``chunk_items`` items or ``batch_chunk_bytes``; :meth:`queue` stores
     each cut chunk's members as one blob and submits its job (the batch's record first: with
-    the first chunks when the body still comes, marked receiving until :meth:`finish`)."""
+    the first chunks when the body still comes, marked receiving until the body is whole,
+    :meth:`BatchQueue.received`)."""
 
     def __init__(
         self,
@@ -691,7 +692,8 @@ class BatchWriter:
         """Undo what is stored of a batch whose body failed while it came."""
         if not self.stored:
             return
-        for job in self.b.drop(self.batch_id, idempotency_key):
+        recorded = self.b.drop(self.batch_id, idempotency_key)  # its chunks cancelled
+        for job in {*recorded, *(c.job for c in self.chunks)}:  # stored, maybe not recorded
             self.store.delete_prefix(job_prefix(job))
         self.stored = False
 
