@@ -113,6 +113,13 @@ def admit(request: Request, key_id: str | None, job_id: str, upload_bytes: int) 
         )
 
 
+def release(request: Request, key_id: str | None, job_id: str) -> None:
+    """Give back what :func:`admit` counted for ``job_id``, which was undone before it ended
+    (a batch whose body failed after its first chunks were queued)."""
+    if key_id is not None:
+        request.app.state.quotas.release(key_id, job_id)
+
+
 def counts_bytes(request: Request, key_id: str | None) -> bool:
     """Whether the caller's key has a daily quota of bytes (a batch is then admitted once its
     whole size is known: none of its chunks is queued while its body comes)."""

@@ -59,6 +59,9 @@ class Member:
     path: str
     data: bytes | None  # None: too large (its size in ``size``)
     size: int
+    #: a stored zip member's place: where its bytes start in the archive, and its CRC-32
+    at: int | None = None
+    crc: int | None = None
 
 
 def clean_path(name: str) -> str:
@@ -120,10 +123,11 @@ def _compressed_head(data: bytes) -> bytes:
 
 def _stored_member(
     data: bytes, info: zipfile.ZipInfo, crcs: list[tuple[Any, zipfile.ZipInfo]] | None = None
-) -> Any:
+) -> tuple[memoryview, int] | None:
     """A stored (uncompressed, unencrypted) zip member's bytes as a view of the archive, its
     CRC-32 checked, without the two copies reading it through ``zipfile`` makes (the client
-    sends stored zips: 950 MB of them a batch of 2,000 meshes); None for other members."""
+    sends stored zips: 950 MB of them a batch of 2,000 meshes), and where they start; None for
+    other members."""
     # encrypted (0x1), patched (0x20), strongly encrypted (0x40): zipfile refuses them
     if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x61:
         return None
@@ -144,7 +148,7 @@ def _stored_member(
         crcs.append((view, info))
     elif zlib.crc32(view) != info.CRC:
         raise zipfile.BadZipFile(f"bad CRC-32 for file {info.filename!r}")
-    return view
+    return view, start
 
 
 def _check_crcs(crcs: list[tuple[Any, zipfile.ZipInfo]]) -> None:
@@ -258,6 +262,7 @@ def archive_members(
         if kind == "zip":
             check_member_count(data, max_items)
             crcs: list[tuple[Any, zipfile.ZipInfo]] = []
+            places: dict[int, tuple[int, int]] = {}  # member -> (start, CRC-32), when stored
             with zipfile.ZipFile(_file(data)) as zf:
                 for info in zf.infolist():
                     if info.filename.endswith("/"):  # is_dir(): IndexError on ""
@@ -266,12 +271,16 @@ def archive_members(
                     def read_zip(info: zipfile.ZipInfo = info) -> tuple[bytes | None, int]:
                         stored = _stored_member(data, info, crcs)
                         if stored is not None:
-                            return stored, len(stored)
+                            view, start = stored
+                            places[len(out)] = (start, info.CRC)
+                            return view, len(view)
                         with zf.open(info) as fh:
                             return _read_bounded(fh, max_member)
 
                     add(info.filename, info.file_size, read_zip)
             _check_crcs(crcs)
+            for k, (at, crc) in places.items():
+                out[k].at, out[k].crc = at, crc
         else:
             with tarfile.open(fileobj=_file(data), mode="r:*") as tf:
                 for ti in tf:
@@ -715,8 +724,8 @@ def accept_batch(
     """Validate, store and queue a batch; ``admit(batch_id)`` counts it against the caller's
     quotas once it is known to be valid and new. ``s3``: the batch's files are the mesh files
     under an S3 prefix (``files`` is empty), read there by the workers (:mod:`.s3batch`).
-    ``early``: the :class:`service.early.EarlyChunks` that queued the batch's first chunks
-    while its body came (its writer goes on with the rest)."""
+    ``early``: the :class:`service.early.EarlyChunks` that may have queued the batch's first
+    chunks while its body came (its writer then goes on with the rest)."""
     t0 = time.perf_counter()
     hashed = files if s3 is None else [("s3", s3.model_dump_json().encode())]
     # hashed while the members are read and checked: it is needed only at the end
@@ -727,7 +736,7 @@ def accept_batch(
 
     writer: BatchWriter | None = early.settled() if early is not None else None
     if idempotency_key and writer is None:
-        prev = batches.idempotent_batch(idempotency_key)
+        prev = earlier_batch(batches, idempotency_key)
         if prev is not None:
             return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
     spec, spec_dict = check_spec(spec_text, settings.default_deadline_seconds)
@@ -744,11 +753,26 @@ def accept_batch(
             members = members_of(files, settings)
         except BaseException:
             if writer is not None:
-                writer.drop(idempotency_key)
+                early.undo()
             raise
         input_record = {"bytes": sum(len(d) for _, d in files), "files": len(files)}
     if writer is not None:
-        return _accept_rest(writer, members, input_record, idempotency_key, digest)
+        try:
+            rest = _accept_rest(
+                writer, early.handed, members, input_record, idempotency_key, digest
+            )
+        except BaseException:
+            early.undo()
+            raise
+        if rest is not None:
+            return rest
+        # the archive's directory does not list, first and in order, the members queued as
+        # they came: what was queued is undone and the archive is accepted as it lists them
+        early.undo()
+        if idempotency_key:
+            prev = earlier_batch(batches, idempotency_key)
+            if prev is not None:
+                return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
     batch_id = uuid.uuid4().hex
     if admit is not None:
         admit(batch_id)
@@ -770,37 +794,60 @@ def accept_batch(
     per_worker = -(-runnable // (CHUNKS_PER_WORKER * max(queue.live_workers(), 1)))
     writer.add(members, max(1, min(settings.batch_chunk_items, per_worker)), last=True)
     dup = writer.create(idempotency_key, digest())
-    if dup is not None:
-        return AcceptedBatch(earlier_id(dup, digest(), "batch_id"), True)
+    while dup is not None and idempotency_key:
+        prev = dup if not dup.endswith("|") else earlier_batch(batches, idempotency_key)
+        if prev is not None:
+            return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
+        dup = writer.create(idempotency_key, digest())  # the one it waited for was undone
     writer.queue()
     return AcceptedBatch(batch_id, False)
 
 
+#: how long a request waits for an earlier one under the same Idempotency-Key whose body is
+#: still coming (its batch's first chunks running), before it is told to send again
+IDEMPOTENCY_WAIT_SECONDS = 30.0
+
+
+def earlier_batch(batches: BatchQueue, key: str) -> str | None:
+    """The earlier request's ``"id|hash"`` under ``key``, or None. One whose body is still
+    coming has no hash yet: it is waited for (it may also fail and leave None), at most
+    :data:`IDEMPOTENCY_WAIT_SECONDS`; then 409 ``idempotency.in_progress``."""
+    deadline = time.monotonic() + IDEMPOTENCY_WAIT_SECONDS
+    while True:
+        prev = batches.idempotent_batch(key)
+        if prev is None or not prev.endswith("|"):
+            return prev
+        if time.monotonic() > deadline:
+            raise ProblemError(
+                409,
+                "idempotency.in_progress",
+                "an earlier request with this Idempotency-Key is still sending its body: "
+                "send this one again once that one has been answered",
+                batch_id=prev[:-1],
+            )
+        time.sleep(0.1)
+
+
 def _accept_rest(
     writer: BatchWriter,
+    handed: list[tuple[str, int, int, int]],
     members: list[Member],
     input_record: dict[str, Any],
     idempotency_key: str | None,
     digest: Callable[[], str],
-) -> AcceptedBatch:
-    """The rest of a batch whose first chunks were queued while its body came: its members
-    as the whole archive lists them must begin with those (the same paths and sizes, in the
-    same order); the others are queued as the writer goes on, and the batch may then end."""
-    done = len(writer.items)
-    head = [(i["path"], i["bytes"]) for i in writer.items]
-    try:
-        if [(m.path, m.size) for m in members[:done]] != head:
-            raise FormatError(
-                "the batch's archive cannot be read",
-                code="format.archive_invalid",
-                reason="its members' local headers disagree with its central directory",
-            )
-        writer.add(members[done:], writer.settings.batch_chunk_items, last=True)
-        writer.queue()
-        writer.b.received(writer.batch_id, {"input": input_record}, idempotency_key, digest())
-    except BaseException:
-        writer.drop(idempotency_key)
-        raise
+) -> AcceptedBatch | None:
+    """The rest of a batch whose first chunks were queued while its body came (``handed``:
+    those members' paths, where their bytes start, sizes and CRC-32s, as their local headers
+    gave them). The archive's directory must list them first, in the same order and at the
+    same places; then the others are queued as the writer goes on, and the batch may end.
+    None when it does not (a valid zip may list its members in another order, or leave one
+    out): the caller undoes what was queued and accepts the archive as it lists them."""
+    listed = [(m.path, m.at, m.size, m.crc) for m in members[: len(handed)]]
+    if listed != handed:
+        return None
+    writer.add(members[len(handed) :], writer.settings.batch_chunk_items, last=True)
+    writer.queue()
+    writer.b.received(writer.batch_id, {"input": input_record}, idempotency_key, digest())
     writer.b.notify_if_ended(writer.batch_id)  # its chunks may all have ended already
     return AcceptedBatch(writer.batch_id, False)
 

@@ -45,6 +45,9 @@ _LOCAL = b"PK\x03\x04"
 _AFTER = (b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06")
 #: encrypted (0x1), sizes in a data descriptor (0x8), patched (0x20), strongly encrypted (0x40)
 _UNREAD_FLAGS = 0x69
+#: a member as its local header places it: path, where its bytes start, size, CRC-32 (start and
+#: CRC None for one too large to read, which fails alone)
+Place = tuple[str, int | None, int, int | None]
 
 
 class EarlyChunks:
@@ -63,12 +66,15 @@ class EarlyChunks:
         idempotency_key: str | None,
         extra: dict[str, Any],
         admit: Callable[[str], None] | None,
+        release: Callable[[str], None] | None = None,
     ) -> None:
         self.spec, self.spec_dict = check_spec(spec_text, settings.default_deadline_seconds)
         self.queue_, self.batches, self.store, self.settings = queue, batches, store, settings
         self.idempotency_key = idempotency_key
         self.extra = extra
         self.admit = admit
+        self.release = release  # gives back what ``admit`` counted
+        self._admitted: str | None = None
         self.chunk_items = settings.batch_chunk_items
         #: whole members before the first chunks: one chunk for each live worker
         self.start_at = self.chunk_items * max(queue.live_workers(), 1)
@@ -77,8 +83,11 @@ class EarlyChunks:
         self.failed = False  # given up: what was stored is undone at the end
         self.handed_over = False
         self._at = 0  # where the next local header starts
-        self._whole: list[tuple[str, int, int, int]] = []  # (path, at, size, crc), not handed
+        self._whole: list[Place] = []  # whole members not handed on yet
+        #: the members handed on, in order, as their local headers place them
+        self.handed: list[Place] = []
         self._items = 0
+        self._fd: int | None = None  # the body's file, opened again: read after it closes
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="tessera-early")
         self._futures: list[Future[None]] = []
 
@@ -86,13 +95,15 @@ class EarlyChunks:
     def written(self, file: Any, upto: int) -> None:
         if self.stopped:
             return
+        if self._fd is None:
+            self._fd = os.dup(file.fileno())
         try:
-            self._scan(file.fileno(), upto)
+            self._scan(self._fd, upto)
         except (OSError, ValueError, struct.error) as exc:  # accepted at the end instead
             self._give_up(f"{exc.__class__.__name__}: {exc}")
         if self._whole and not self.failed and (self.writer or len(self._whole) >= self.start_at):
             ready, self._whole = self._whole, []
-            self._futures.append(self._pool.submit(self._queue, file.fileno(), ready))
+            self._futures.append(self._pool.submit(self._queue, self._fd, ready))
 
     def _scan(self, fd: int, upto: int) -> None:
         while not self.stopped and self._at + 30 <= upto:
@@ -120,21 +131,23 @@ class EarlyChunks:
             self._items += 1
             if self._items > self.settings.batch_max_items:
                 return self._give_up("more members than a batch may hold")
-            self._whole.append((path, start, size, crc))
+            if size > self.settings.batch_max_member_bytes:  # fails alone, never read
+                self._whole.append((path, None, size, None))
+            else:
+                self._whole.append((path, start, size, crc))
 
     def _give_up(self, why: str) -> None:
         log.info("batch body: its chunks wait for its end (%s)", why)
         self.stopped = self.failed = True
 
     # ------------------------------------------------------------------ its own thread
-    def _queue(self, fd: int, ready: list[tuple[str, int, int, int]]) -> None:
+    def _queue(self, fd: int, ready: list[Place]) -> None:
         if self.failed:
             return
-        limit = self.settings.batch_max_member_bytes
 
-        def read(m: tuple[str, int, int, int]) -> Member:
+        def read(m: Place) -> Member:
             path, at, size, crc = m
-            if size > limit:
+            if at is None:
                 return Member(path, None, size)
             data = os.pread(fd, size, at)
             if len(data) != size or zlib.crc32(data) != crc:
@@ -147,6 +160,7 @@ class EarlyChunks:
                 batch_id = uuid.uuid4().hex
                 if self.admit is not None:
                     self.admit(batch_id)
+                    self._admitted = batch_id
                 writer = BatchWriter(
                     queue=self.queue_,
                     batches=self.batches,
@@ -161,36 +175,52 @@ class EarlyChunks:
                 )
                 writer.add(members, self.chunk_items)
                 if writer.create(self.idempotency_key, "", receiving=True) is not None:
+                    self._give_back()
                     return self._give_up("its Idempotency-Key is in use")
                 self.writer = writer
             else:
                 self.writer.add(members, self.chunk_items)
+            self.handed += ready
             self.writer.queue()
         except Exception as exc:  # noqa: BLE001 (the body is accepted, or refused, at its end)
             self._give_up(f"{exc.__class__.__name__}: {exc}"[:300])
 
     # ------------------------------------------------------------------ acceptance
-    def settled(self) -> BatchWriter | None:
-        """Once the body is whole: the writer that queued chunks (acceptance goes on with it),
-        or None (nothing was queued, or it gave up and undid what it had stored)."""
+    def _wait(self) -> None:
         for f in self._futures:
             f.result()
         self._pool.shutdown()
-        if self.failed and self.writer is not None:
-            self.writer.drop(self.idempotency_key)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _give_back(self) -> None:
+        if self._admitted is not None and self.release is not None:
+            self.release(self._admitted)
+        self._admitted = None
+
+    def settled(self) -> BatchWriter | None:
+        """Once the body is whole: the writer that queued chunks (acceptance goes on with it,
+        and calls :meth:`undo` if it cannot), or None (nothing was queued, or it gave up and
+        undid what it had stored)."""
+        self._wait()
         if self.failed or self.writer is None:
+            self.undo()
             return None
         self.handed_over = True
         return self.writer
 
+    def undo(self) -> None:
+        """The batch's record, chunks and files deleted, its quota given back."""
+        if self.writer is not None:
+            self.writer.drop(self.idempotency_key)
+        self._give_back()
+
     def close(self) -> None:
         """After the request: undo what was stored for a body that was not accepted (it was
-        cut off, too large, or refused)."""
+        cut off, too large, or refused before acceptance)."""
         if self.handed_over:
             return
         self.failed = True
-        for f in self._futures:
-            f.result()
-        self._pool.shutdown()
-        if self.writer is not None:
-            self.writer.drop(self.idempotency_key)
+        self._wait()
+        self.undo()

@@ -10,7 +10,8 @@ status and detail. Error tree::
         Unauthorized             401: auth.*
         Forbidden                403
         NotFound                 404: job.not_found, artifact.not_found, operation.not_found
-        Conflict                 409: job.not_ready, job.already_finished, idempotency.conflict
+        Conflict                 409: job.not_ready, job.already_finished, idempotency.conflict,
+                                      idempotency.in_progress
         Gone                     410: job.expired, job.result_missing
         PayloadTooLarge          413: upload.too_large
         RateLimited              429 (retried first, Retry-After honoured)

@@ -27,7 +27,7 @@ from workers.queue.batches import (
 from workers.queue.blobs import BlobNotFound, BlobStore
 from workers.queue.s3batch import write_manifest
 
-from ..auth import CallerDep, admit, caller, counts_bytes
+from ..auth import CallerDep, admit, caller, counts_bytes, release
 from ..batches import accept_batch
 from ..deps import BaseUrlDep, QueueDep, SettingsDep, StoreDep
 from ..early import EarlyChunks
@@ -217,6 +217,7 @@ def _early_chunks(
         idempotency_key=idempotency_key,
         extra=extra,
         admit=lambda batch_id: admit(request, who, QUOTA_PREFIX + batch_id, 0),
+        release=lambda batch_id: release(request, who, QUOTA_PREFIX + batch_id),
     )
 
 

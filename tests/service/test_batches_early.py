@@ -7,8 +7,11 @@ from __future__ import annotations
 import io
 import json
 import socket
+import struct
+import threading
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -201,3 +204,173 @@ def test_a_receiving_batch_has_not_ended_until_its_body_has_come(redis_client):
     assert bq.drop("b1", "k") == [] and bq.get("b1") is None
     assert redis_client.get(keys.idempotency("batch:k")) is None
     assert Chunk  # the record's chunks are Chunk tuples (see BatchQueue.get)
+
+
+def _local(name: bytes, data: bytes) -> bytes:
+    return struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0x21, zlib.crc32(data),
+                       len(data), len(data), len(name), 0) + name + data  # fmt: skip
+
+
+def _zip(entries: list[tuple[bytes, bytes]], listed: list[int], stop: int = -1) -> bytes:
+    """A stored zip by hand: ``entries`` (name, bytes) as local headers (a fake directory
+    header before entry ``stop``, where a scan of local headers ends), then a central directory
+    listing the entries ``listed``, in that order."""
+    out, at = bytearray(), []
+    for k, (name, data) in enumerate(entries):
+        if k == stop:
+            out += b"PK\x01\x02" + b"\0" * 12
+        at.append(len(out))
+        out += _local(name, data)
+    start = len(out)
+    for j in listed:
+        name, data = entries[j]
+        crc, size = zlib.crc32(data), len(data)
+        out += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, 0, 0, 0, 0x21, crc, size,
+                           size, len(name), 0, 0, 0, 0, 0, at[j]) + name  # fmt: skip
+    n = len(listed)
+    return bytes(
+        out + struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, n, n, len(out) - start, start, 0)
+    )
+
+
+def _cases() -> dict[str, bytes]:
+    cube = mesh_path("rx-cube.obj").read_bytes()
+    six = [(b"m/%d.obj" % i, cube + b"# %d\n" % i) for i in range(6)]
+    other = cube.replace(b"v ", b"v  ", 1)[: len(cube)]  # the same size, other bytes
+    three = [(b"m/0.obj", cube), (b"m/1.obj", cube), (b"m/2.obj", cube), (b"m/1.obj", other)]
+    return {
+        # valid zips whose directory lists the members in another order, or leaves one out
+        "directory_reversed": _zip(six, [5, 4, 3, 2, 1, 0]),
+        "directory_leaves_one_out": _zip(six, [0, 2, 3, 4, 5]),
+        # the local headers run into a fake directory; the real one points m/1.obj at a
+        # second header with other bytes: those are what the archive holds under that name
+        "directory_points_elsewhere": _zip(three, [0, 3, 2], stop=3),
+    }
+
+
+@pytest.mark.parametrize("case", ["directory_reversed", "directory_leaves_one_out",
+                                  "directory_points_elsewhere"])  # fmt: skip
+def test_an_archive_whose_directory_differs_from_its_headers_is_accepted_as_it_lists_them(
+    case, settings, redis_client, monkeypatch, early
+):
+    """The same outcome with chunks queued as the body came and without: the items the
+    archive's directory lists, in its order, with the bytes it points at (not those the local
+    headers gave first)."""
+    import hashlib
+
+    import httpx
+
+    from service import spool
+    from tests.live import LiveApi
+    from workers.queue.blobs import (
+        members_key,
+        open_store,
+        read_buffer,
+        store_config,
+        unpack_members,
+    )
+
+    body = _cases()[case]
+    small = settings.model_copy(update={"batch_chunk_items": 2})
+    monkeypatch.setattr(spool, "WRITE_BYTES", 1000)
+    store = open_store(store_config(small))
+    api = LiveApi(small).start()
+    seen = {}
+    try:
+        for mode, in_memory in (("at its end", 64 << 20), ("as it came", 500)):
+            monkeypatch.setattr(spool, "IN_MEMORY_BYTES", in_memory)
+            r = httpx.post(
+                api.url + "/v1/batches",
+                content=(body[i : i + 700] for i in range(0, len(body), 700)),
+                headers={"Content-Type": "application/zip", "Tessera-Spec": SPEC},
+                timeout=60,
+            )
+            assert r.status_code == 202, r.text
+            b = httpx.get(r.json()["url"], params={"items": "true"}).json()
+            chunks = json.loads(redis_client.hget(keys.batch(r.json()["id"]), "chunks"))
+            content = {}
+            for job, *_ in chunks:
+                for i, v in unpack_members(read_buffer(store, members_key(job))).items():
+                    content[i] = hashlib.sha256(bytes(v)).hexdigest()
+            seen[mode] = ([(x["path"], x["output"], x["bytes"]) for x in b["items"]], content)
+    finally:
+        api.stop()
+    assert seen["as it came"] == seen["at its end"]
+    assert early, "no chunk was queued as the body came"
+    assert redis_client.zcard(keys.BATCHES) == 2  # what was queued as it came is undone
+
+
+def _slow(body: bytes, piece: int = 4096, pause: float = 0.0):
+    for i in range(0, len(body), piece):
+        yield body[i : i + piece]
+        time.sleep(pause)
+
+
+def _post(url: str, body, **headers: str):
+    import httpx
+
+    return httpx.post(
+        url + "/v1/batches",
+        content=body,
+        headers={"Content-Type": "application/zip", "Tessera-Spec": SPEC, **headers},
+        timeout=90,
+    )
+
+
+def test_the_same_request_sent_while_the_first_still_comes_is_the_same_batch(
+    settings, redis_client, early
+):
+    """A second request under the same Idempotency-Key, whole while the first (its chunks
+    queued) is still sending its body, waits for the first and is answered with its batch."""
+    from tests.live import LiveApi
+
+    body = client_zip([(mesh_path(n), f"{i}-{n}") for i, n in enumerate(NAMES * 3)])
+    small = settings.model_copy(update={"batch_chunk_items": 2})
+    api = LiveApi(small).start()
+    try:
+        got: dict[str, object] = {}
+        first = threading.Thread(
+            target=lambda: got.setdefault("first", _post(api.url, _slow(body, 8192, 0.05),
+                                                         **{"Idempotency-Key": "same"})),
+        )  # fmt: skip
+        first.start()
+        deadline = time.time() + 30
+        while redis_client.get(keys.idempotency("batch:same")) is None:
+            assert time.time() < deadline, "the first request queued nothing as it came"
+            time.sleep(0.02)
+        assert redis_client.get(keys.idempotency("batch:same")).endswith(b"|")  # receiving
+        second = _post(api.url, body, **{"Idempotency-Key": "same"})
+        first.join(60)
+    finally:
+        api.stop()
+    one = got["first"]
+    assert one.status_code == 202, one.text
+    assert second.status_code == 200, second.text
+    assert second.json()["id"] == one.json()["id"]
+    assert redis_client.zcard(keys.BATCHES) == 1
+
+
+def test_a_refused_body_gives_back_the_quota_its_first_chunks_took(
+    settings, redis_client, early, tmp_path
+):
+    """With a quota of one batch at a time, a body refused after its first chunks were
+    queued does not hold the slot: the next good body is accepted."""
+    from tests.live import LiveApi
+
+    secret = "quota-secret-0123456789"
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(json.dumps({"q": {"secret": secret, "concurrent_jobs": 1}}))
+    small = settings.model_copy(update={"batch_chunk_items": 2, "api_keys_file": keys_file})
+    good = client_zip([(mesh_path(n), n) for n in NAMES])
+    bad = bytearray(good)
+    bad[bad.rfind(b"\nv ") + 3] ^= 0x01  # a byte of the last member
+    auth = {"Authorization": f"Bearer {secret}"}
+    api = LiveApi(small).start()
+    try:
+        refused = _post(api.url, _slow(bytes(bad)), **auth)
+        assert_problem(refused, 422, "format.archive_invalid")
+        assert early, "no chunk was queued before the bad member"
+        accepted = _post(api.url, _slow(good), **auth)
+    finally:
+        api.stop()
+    assert accepted.status_code == 202, accepted.text

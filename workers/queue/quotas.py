@@ -90,6 +90,11 @@ class Quotas:
             return Admission("bytes_per_day", int(res[1]))
         return Admission()
 
+    def release(self, key_id: str, job_id: str) -> None:
+        """Stop counting ``job_id`` against the key's concurrent jobs: admitted, then never
+        stored (a batch undone while its body came)."""
+        self.r.zrem(keys.quota_running(key_id), job_id)
+
     def _ended(self, running: str, now: float) -> list[str]:
         """The jobs in a key's running set that no longer count: ended, or never seen (not
         stored) for longer than :data:`UNSEEN_SECONDS` (two round trips, whatever their number)."""
