@@ -324,13 +324,13 @@ def test_the_same_request_sent_while_the_first_still_comes_is_the_same_batch(
     queued) is still sending its body, waits for the first and is answered with its batch."""
     from tests.live import LiveApi
 
-    body = client_zip([(mesh_path(n), f"{i}-{n}") for i, n in enumerate(NAMES * 3)])
+    body = client_zip([(mesh_path(n), f"{i}-{n}") for i, n in enumerate(NAMES)])
     small = settings.model_copy(update={"batch_chunk_items": 2})
     api = LiveApi(small).start()
     try:
         got: dict[str, object] = {}
         first = threading.Thread(
-            target=lambda: got.setdefault("first", _post(api.url, _slow(body, 8192, 0.05),
+            target=lambda: got.setdefault("first", _post(api.url, _slow(body, 8192, 0.02),
                                                          **{"Idempotency-Key": "same"})),
         )  # fmt: skip
         first.start()
