@@ -637,14 +637,14 @@ class BatchWriter:
         self._cut.append((k, chunk, [(i, data) for i, data, _ in self._open]))
         self._open, self._open_bytes = [], 0
 
-    def _items_json(self) -> tuple[str, int]:
+    def _items_json(self) -> str:
         """The items as the record holds them, each item's JSON made once (the record is
         written whole each time chunks are added: 10,000 items, 80 times, while the body
         comes; dumping them all each time held the interpreter from the upload's thread)."""
         for i, j in enumerate(self._json):
             if j is None:
                 self._json[i] = json.dumps(self.items[i])
-        return "[" + ",".join(self._json) + "]", len(self.items)  # type: ignore[arg-type]
+        return "[" + ",".join(self._json) + "]"  # type: ignore[arg-type]
 
     def create(
         self, idempotency_key: str | None, body_hash: str, receiving: bool = False
@@ -673,7 +673,9 @@ class BatchWriter:
                 lambda c: self.store.put_chunks(members_key(c[1].job), pack_members(c[2])), cut
             )
         if self.unrecorded or cut:
-            self.b.extend(self.batch_id, self._items_json(), self.chunks, self.unrecorded)
+            self.b.extend(
+                self.batch_id, self._items_json(), len(self.items), self.chunks, self.unrecorded
+            )
             self.unrecorded = {}
         accept_s = time.perf_counter() - self.t0
         for k, chunk, _ in cut:
@@ -734,11 +736,17 @@ def accept_batch(
     def digest() -> str:
         return hashing.result() if hashing is not None else ""
 
+    def replayed(dup: str | None = None) -> AcceptedBatch | None:
+        """The earlier batch under the Idempotency-Key (``dup``: its record, when known), if
+        any; waited for while that request's body still comes."""
+        if not idempotency_key:
+            return None
+        prev = dup if dup and not dup.endswith("|") else earlier_batch(batches, idempotency_key)
+        return None if prev is None else AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
+
     writer: BatchWriter | None = early.settled() if early is not None else None
-    if idempotency_key and writer is None:
-        prev = earlier_batch(batches, idempotency_key)
-        if prev is not None:
-            return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
+    if writer is None and (earlier := replayed()) is not None:
+        return earlier
     spec, spec_dict = check_spec(spec_text, settings.default_deadline_seconds)
     places = s3_places(s3, store, settings) if s3 is not None else None
     if places is not None:
@@ -769,10 +777,8 @@ def accept_batch(
         # the archive's directory does not list, first and in order, the members queued as
         # they came: what was queued is undone and the archive is accepted as it lists them
         early.undo()
-        if idempotency_key:
-            prev = earlier_batch(batches, idempotency_key)
-            if prev is not None:
-                return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
+        if (earlier := replayed()) is not None:
+            return earlier
     batch_id = uuid.uuid4().hex
     if admit is not None:
         admit(batch_id)
@@ -794,10 +800,9 @@ def accept_batch(
     per_worker = -(-runnable // (CHUNKS_PER_WORKER * max(queue.live_workers(), 1)))
     writer.add(members, max(1, min(settings.batch_chunk_items, per_worker)), last=True)
     dup = writer.create(idempotency_key, digest())
-    while dup is not None and idempotency_key:
-        prev = dup if not dup.endswith("|") else earlier_batch(batches, idempotency_key)
-        if prev is not None:
-            return AcceptedBatch(earlier_id(prev, digest(), "batch_id"), True)
+    while dup is not None:
+        if (earlier := replayed(dup)) is not None:
+            return earlier
         dup = writer.create(idempotency_key, digest())  # the one it waited for was undone
     writer.queue()
     return AcceptedBatch(batch_id, False)

@@ -194,7 +194,8 @@ def test_a_receiving_batch_has_not_ended_until_its_body_has_come(redis_client):
               {}, idempotency_key="k", body_hash="", receiving=True)  # fmt: skip
     assert bq.get("b1").finished is False  # no chunk yet, and more may come
     failed = {0: {"state": "failed", "error": {"code": "batch.duplicate_path", "message": "x"}}}
-    bq.extend("b1", [{"path": "a.obj", "output": "a.ply", "bytes": 1, "chunk": -1}], [], failed)
+    items = [{"path": "a.obj", "output": "a.ply", "bytes": 1, "chunk": -1}]
+    bq.extend("b1", json.dumps(items), 1, [], failed)
     view = bq.get("b1")
     assert view.finished is False and view.counts["failed"] == 1
     bq.received("b1", {"input": {"bytes": 1, "files": 1}}, "k", "abc")

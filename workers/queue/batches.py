@@ -141,17 +141,17 @@ class BatchQueue:
     def extend(
         self,
         batch_id: str,
-        items: list[dict[str, Any]] | tuple[str, int],
+        items_json: str,
+        total: int,
         chunks: list[Chunk],
         failed: dict[int, dict[str, Any]],
     ) -> None:
-        """A receiving batch's items and chunks so far (each list whole, as :meth:`create` and
-        :meth:`add_chunks` store them; the items may come as their JSON and their count) and
-        its items that failed at submission since the last call. Its new chunks' jobs are
-        submitted after this."""
-        text_, total = items if isinstance(items, tuple) else (json.dumps(items), len(items))
+        """A batch's items so far (their JSON list, whole, as :meth:`create` stores it, and
+        their count), its chunks so far (as :meth:`add_chunks` stores them) and its items that
+        failed at submission since the last call. Its new chunks' jobs are submitted after
+        this."""
         pipe = self.r.pipeline(transaction=True)
-        pipe.set(keys.batch_items(batch_id), text_, keepttl=True)
+        pipe.set(keys.batch_items(batch_id), items_json, keepttl=True)
         pipe.hset(
             keys.batch(batch_id),
             mapping={
