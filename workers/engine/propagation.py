@@ -497,37 +497,50 @@ def vertex_patches(patches: Any) -> tuple[Any, Any]:
 
 def propagate_patched(mesh: TriMesh, patches: Any, sources: Any) -> tuple[Any, int, int]:
     """``(distance, iterations, patch launches that ran)`` on the patched path with the active
-    set: iteration ``t + 1`` runs only the patches in which a vertex changed at ``t``. A skipped
-    patch's owned vertices keep their value in both buffers (nothing they depend on changed)."""
+    set: iteration ``t + 1`` runs only the patches in which a vertex changed at ``t``, listed by
+    the kernel as it wakes them (a launch of a fixed number of blocks takes them from the list,
+    so the patches that did not wake cost nothing). A skipped patch's owned vertices keep their
+    value in both buffers (nothing they depend on changed)."""
     from .kernels.loader import load_kernel
     from .ops import _device
     from .queries import launch_patched
 
     cp = mesh.xp
     n = mesh.n_vertices
+    k = patches.n_patches
     vp_off, vp_val = vertex_patches(patches)
     V = _device.positions64(mesh)
     kernel = load_kernel("propagation", "propagate_patched")
     across, vc, dependents = device_corners(mesh)
     cur = fronts(cp, n, sources)
     nxt = tuple(x.copy() for x in cur)
-    active = cp.ones(patches.n_patches, dtype=cp.uint8)
-    next_active = cp.zeros_like(active)
-    ran = cp.zeros((), dtype=cp.int64)  # patch runs, counted on the device (no sync)
+    listed, count = cp.arange(k, dtype=cp.int32), cp.full(1, k, dtype=cp.int32)
+    next_listed, next_count = cp.empty(k, dtype=cp.int32), cp.zeros(1, dtype=cp.int32)
+    flags = cp.zeros(k, dtype=cp.int32)
+    blocks = min(k, LISTED_BLOCKS_PER_SM * cp.cuda.Device().attributes["MultiProcessorCount"])
+    ran = cp.zeros(1, dtype=cp.int64)  # patch runs, counted on the device (no sync)
     for it in range(1, _cap(n) + 1):
-        ran += cp.count_nonzero(active)
+        ran += count
         launch_patched(
             kernel,
             patches,
-            (V, across, *cur, *nxt, *vc, vp_off, vp_val, *dependents, next_active),
+            (V, across, *cur, *nxt, *vc, vp_off, vp_val, *dependents, listed, count, flags)
+            + (next_listed, next_count),
             op="geodesic_distance",
-            active=active,
+            blocks=blocks,
         )
         cur, nxt = nxt, cur
-        active, next_active = next_active, active
-        next_active.fill(0)
+        listed, next_listed = next_listed, listed
+        count, next_count = next_count, count
+        next_count.fill(0)
+        flags.fill(0)
         if it % CHECK_EVERY == 0 or it == 1:
-            if not bool(active.any()):
-                return cur[0], it, int(ran)
+            if not int(count[0]):
+                return cur[0], it, int(ran[0])
             _report(it, n)  # after the read: the device has run ``it`` iterations
     raise _not_converged(_cap(n))
+
+
+#: blocks per SM of a listed launch (the kernel is register-bound at two resident 256-thread
+#: blocks per SM on an H100; a few more keep the SMs fed as blocks finish unevenly)
+LISTED_BLOCKS_PER_SM = 4

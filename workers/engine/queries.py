@@ -146,21 +146,27 @@ def patch_args(patches: Patches, active: Any = None) -> tuple[Any, ...]:
 
 
 def launch_patched(
-    kernel: Any, patches: Patches, extra: tuple[Any, ...], *, op: str, active: Any = None
+    kernel: Any,
+    patches: Patches,
+    extra: tuple[Any, ...],
+    *,
+    op: str,
+    active: Any = None,
+    blocks: int | None = None,
 ) -> None:
-    """One block per patch with the shared memory the largest patch needs."""
+    """One block per patch (or ``blocks`` of them, for a kernel that maps blocks to patches
+    itself) with the shared memory the largest patch needs."""
     from .backend import cupy_module
 
     cp = cupy_module()
-    if patches.n_patches == 0:
+    blocks = patches.n_patches if blocks is None else blocks
+    if patches.n_patches == 0 or blocks == 0:
         return
     smem = smem_bytes(patches)
     if smem > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = smem
     try:
-        kernel(
-            (patches.n_patches,), (THREADS,), patch_args(patches, active) + extra, shared_mem=smem
-        )
+        kernel((blocks,), (THREADS,), patch_args(patches, active) + extra, shared_mem=smem)
     except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:
         raise KernelError(
             "CUDA launch failed", op=op, kernel=kernel.name, reason=str(exc)

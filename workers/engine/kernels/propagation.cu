@@ -1,7 +1,7 @@
 // propagation.cu: one Jacobi iteration of geodesic front propagation (propagation.py) with two
 // fronts (source labels) per vertex, as a
 // global-memory kernel (one thread per vertex over the VF CSR) and on the patched path (the VF
-// query in shared memory, one block per patch, RXMesh's active-set filter). Both evaluate
+// query in shared memory, RXMesh's active set as a list of the patches to run). Both evaluate
 // tri_candidate exactly as the NumPy twin does (compiled without FMA contraction).
 #include "patched.cuh"
 
@@ -86,6 +86,18 @@ __device__ __forceinline__ double value_for(int label, const double* d1, const i
   return l1[v] == label ? d1[v] : (l2[v] == label ? d2[v] : infinity());
 }
 
+// Whether corner option o (the labels of A's two fronts, then B's) gives a candidate not given
+// already: a label of -1 (no front) gives inf, which Top2 ignores, and a label seen before gives
+// the same candidate again, which changes nothing (the twin's `need` mask in fronts_numpy leaves
+// the same entries out). With one source: one triangle update per corner instead of four.
+__device__ __forceinline__ bool wanted(const int* options, int o) {
+  const int lab = options[o];
+  if (lab < 0) return false;
+  for (int q = 0; q < o; ++q)
+    if (options[q] == lab) return false;
+  return true;
+}
+
 // The current fronts of all vertices (one buffer of the double buffer).
 struct Fronts {
   double* d1;
@@ -111,6 +123,7 @@ __device__ __forceinline__ void face_candidates(const double* V, const int* acro
     const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
     for (int o = 0; o < 4; ++o) {
       const int lab = options[o];
+      if (!wanted(options, o)) continue;
       const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
       const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
       const double dD = D >= 0 ? value_for(lab, f.d1, f.l1, f.d2, f.l2, D) : infinity();
@@ -137,6 +150,7 @@ __device__ __forceinline__ void virtual_candidates(const Virtual& vc, const Fron
     const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
     for (int o = 0; o < 4; ++o) {
       const int lab = options[o];
+      if (!wanted(options, o)) continue;
       const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
       const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
       // a virtual side is no mesh edge: no face across it, no check (as in corners())
@@ -195,9 +209,14 @@ struct PropagateBody {
   const int* vp_values;
   const long long* dep_offsets;  // vertex -> the vertices whose corners read it from afar
   const int* dep_values;
-  unsigned char* next_active;
+  int* flags;      // per patch: 1 once listed for the next launch
+  int* next_list;  // the next launch's patches, next_count of them
+  int* next_count;
   __device__ void activate(int v) const {
-    for (int i = vp_offsets[v]; i < vp_offsets[v + 1]; ++i) next_active[vp_values[i]] = 1;
+    for (int i = vp_offsets[v]; i < vp_offsets[v + 1]; ++i) {
+      const int q = vp_values[i];
+      if (flags[q] == 0 && atomicExch(flags + q, 1) == 0) next_list[atomicAdd(next_count, 1)] = q;
+    }
   }
   __device__ void operator()(int g, const Neighbours& nb, const PatchView& view) const {
     Top2 acc = start(cur, g);
@@ -227,11 +246,14 @@ extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, cons
                                              const double* vc_a, const double* vc_b,
                                              const double* vc_c, const int* vp_offsets,
                                              const int* vp_values, const long long* dep_offsets,
-                                             const int* dep_values, unsigned char* next_active) {
+                                             const int* dep_values, const int* list,
+                                             const int* count, int* flags, int* next_list,
+                                             int* next_count) {
   extern __shared__ __align__(16) unsigned char smem[];
-  for_each<Query::VF>(PATCH_ARGS, smem,
-                      PropagateBody{V, across, Fronts{cur_d1, cur_l1, cur_d2, cur_l2},
-                                    Fronts{nxt_d1, nxt_l1, nxt_d2, nxt_l2},
-                                    Virtual{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c},
-                                    vp_offsets, vp_values, dep_offsets, dep_values, next_active});
+  for_each_listed<Query::VF>(
+      PATCH_ARGS, smem, list, count,
+      PropagateBody{V, across, Fronts{cur_d1, cur_l1, cur_d2, cur_l2},
+                    Fronts{nxt_d1, nxt_l1, nxt_d2, nxt_l2},
+                    Virtual{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c}, vp_offsets, vp_values,
+                    dep_offsets, dep_values, flags, next_list, next_count});
 }
