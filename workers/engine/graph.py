@@ -196,6 +196,17 @@ def scatter_min(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
         cupyx.scatter_min(out, idx, val)
 
 
+def scatter_add(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
+    """``out[idx[k]] += val[k]`` in place, repeated indices included."""
+    at = getattr(xp.add, "at", None)
+    if at is not None:  # NumPy, and CuPy from version 14
+        at(out, idx, val)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(out, idx, val)
+
+
 def expand_counts(xp: ModuleType, counts: Any) -> Any:
     """``repeat(arange(len(counts)), counts)`` for an array of counts, on either backend (CuPy's
     ``repeat`` takes counts only as a host list): the owner of each output slot, found by binary

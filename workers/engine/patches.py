@@ -17,6 +17,13 @@ array code for NumPy and CuPy:
    after ``max_iterations``, oversized patches are cut along their breadth-first order (a prefix
    of a BFS order is connected), so patching always ends with every patch within bounds.
 
+Jobs patch by space-filling curve instead (:func:`morton_patches`, :data:`RUNTIME_METHOD`): runs
+of ``S_p`` faces in Morton order, split into their edge-connected pieces, small pieces merged
+into a neighbour while the total fits. On a GPU its pieces come from one kernel (a union-find per
+run in shared memory) and the rows below from another (a block per patch gathers, sorts and
+de-duplicates its faces, vertices and edges in shared memory): the same arrays as the array
+code, bit for bit, in a fraction of the time (bench/RESULTS.md, "Patching at 17.8M faces").
+
 Each patch is then extended by its ribbon: every face, not in the patch, that touches one of the
 patch's boundary vertices (vertices shared with faces of other patches). Every face, edge and
 vertex is owned by exactly one patch: a face by its patch, a vertex or an edge by the patch of its
@@ -36,7 +43,7 @@ import numpy as np
 
 from .backend import array_backend, to_numpy, xp_for
 from .errors import MeshError
-from .graph import compact_groups, connected_components, expand_counts, scatter_min
+from .graph import compact_groups, connected_components, expand_counts, scatter_add, scatter_min
 from .mesh import TriMesh
 from .topology import Topology
 
@@ -94,6 +101,27 @@ class Patches:
     @property
     def xp(self) -> ModuleType:
         return xp_for(array_backend(self.face_patch))
+
+    #: the per-patch and per-element arrays above, by name
+    ARRAYS = (
+        "face_patch",
+        "face_offsets",
+        "faces",
+        "edge_offsets",
+        "edges",
+        "vertex_offsets",
+        "vertices",
+        "owned_faces",
+        "owned_edges",
+        "owned_vertices",
+        "local_ev",
+        "local_fe",
+        "edge_owner",
+        "vertex_owner",
+        "face_local",
+        "edge_local",
+        "vertex_local",
+    )
 
     def shared_bytes(self) -> Any:
         """Bytes of local EV + FE per patch (what one block stages in shared memory)."""
@@ -322,69 +350,167 @@ def _spread_bits(xp: ModuleType, x: Any) -> Any:
     return x
 
 
+def order_by(xp: ModuleType, key: Any, bound: int) -> Any:
+    """The permutation that sorts ``key`` (integers in ``[0, bound)``) ascending, ties by index.
+    On CuPy, where key and index fit one 63-bit word together, one sort of the packed words:
+    CuPy's ``sort`` of a plain integer array takes Thrust's radix sort, its ``argsort`` a
+    comparison sort many times slower (67 of the 127 ms of patching 17.8M faces)."""
+    n = int(key.shape[0])
+    bits = max(n - 1, 1).bit_length()
+    if xp.__name__ == "cupy" and max(bound - 1, 1).bit_length() + bits <= 63:
+        packed = (key.astype(xp.int64) << bits) | xp.arange(n, dtype=xp.int64)
+        return xp.sort(packed) & ((1 << bits) - 1)
+    return xp.argsort(key, kind="stable")
+
+
+def morton_rank(xp: ModuleType, mesh: TriMesh) -> tuple[Any, Any]:
+    """``(order, rank)`` of the faces along a Z-order curve: sorted by the Morton code of their
+    centroid (1024 cells per axis of the bounding box), ties by face id."""
+    m = mesh.n_faces
+    V = mesh.V.astype(xp.float32)
+    F = mesh.F
+    # per axis, as 1-D arrays: CuPy reduces an (m, 3) array along its long axis with a block
+    # per column (66 ms at 17.8M faces), a 1-D array with all of the GPU
+    c = [(V[F[:, 0], j] + V[F[:, 1], j] + V[F[:, 2], j]) / xp.float32(3.0) for j in range(3)]
+    lo = [cj.min() for cj in c]
+    extent = max(float(cj.max() - lj) for cj, lj in zip(c, lo, strict=True))
+    scale = 1023.0 / extent if extent > 0 else 0.0
+    code = xp.zeros(m, dtype=xp.int64)
+    for j in range(3):
+        q = xp.clip(xp.floor((c[j] - lo[j]) * scale), 0, 1023).astype(xp.int64)
+        code |= _spread_bits(xp, q) << (2 - j)
+    order = order_by(xp, code, 1 << 30)
+    rank = xp.empty(m, dtype=xp.int64)
+    rank[order] = xp.arange(m, dtype=xp.int64)
+    return order, rank
+
+
 def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any, int, int]:
-    """Face → patch labels by space-filling curve: faces sorted by the Morton code of their
-    centroid (1024 cells per axis of the bounding box, ties by face id), cut into runs of
-    ``patch_size``, each run split into its edge-connected pieces (a run of a Z-order curve may
-    touch several pieces of surface). One sort, one scan and a component labelling restricted to
-    the runs: no iteration over rings, hence fast; patches are less round than Lloyd's (more
-    ribbon), and small pieces are kept as patches of their own. Returns labels, 0, 0."""
-    topo = mesh.topology
+    """Face → patch labels by space-filling curve: faces in Morton order (:func:`morton_rank`)
+    cut into runs of ``patch_size``, each run split into its edge-connected pieces (a run of a
+    Z-order curve may touch several pieces of surface), then small pieces merged into a
+    neighbour (:func:`_merge_small`). No piece ever exceeds ``patch_size``, so nothing is cut
+    afterwards. Patches are numbered in Morton order of their first face. No iteration over
+    rings, hence fast (and on a GPU two kernels, :func:`_run_roots`); patches are less round
+    than Lloyd's (more ribbon). Returns labels, the pieces merged, 0."""
     m = mesh.n_faces
     if m == 0:
         return xp.zeros(0, dtype=xp.int64), 0, 0
-    V = mesh.V.astype(xp.float32)
-    F = mesh.F
-    c = (V[F[:, 0]] + V[F[:, 1]] + V[F[:, 2]]) / 3.0
-    lo = c.min(axis=0)
-    extent = float((c.max(axis=0) - lo).max())
-    scale = 1023.0 / extent if extent > 0 else 0.0
-    q = xp.clip(xp.floor((c - lo) * scale), 0, 1023).astype(xp.int64)
-    code = (_spread_bits(xp, q[:, 0]) << 2) | (_spread_bits(xp, q[:, 1]) << 1)
-    code = code | _spread_bits(xp, q[:, 2])
-    order = xp.argsort(code * m + xp.arange(m, dtype=xp.int64))
-    rank = xp.empty(m, dtype=xp.int64)
-    rank[order] = xp.arange(m, dtype=xp.int64)
-    run = rank // patch_size
-    src, dst = face_adjacency(xp, topo)
-    same = run[src] == run[dst]
-    label = connected_components(xp, m, src[same], dst[same])
-    label, _ = compact_groups(xp, label)
+    order, rank = morton_rank(xp, mesh)
+    root = _run_roots(xp, mesh, order, rank, patch_size)  # per Morton position
+    is_root = root == xp.arange(m, dtype=xp.int64)
+    piece_of_pos = xp.cumsum(is_root) - 1
+    label = xp.empty(m, dtype=xp.int64)
+    label[order] = piece_of_pos[root]
+    first = xp.nonzero(is_root)[0]  # each piece's first Morton position, ascending
+    sizes = xp.bincount(label, minlength=first.shape[0])
+    # merging works on pieces: the pairs of pieces across the face pairs that leave a small
+    # piece (pieces only grow, so the small ones of later rounds are among these)
+    src, dst = face_adjacency(xp, mesh.topology)
+    a = label[src]
+    leaving = (sizes < patch_size // 4)[a]
+    pa, pb = a[leaving], label[dst[leaving]]
+    piece = xp.arange(first.shape[0], dtype=xp.int64)  # each first piece's piece now
     merges = 0
     for _ in range(MERGE_ROUNDS):
-        label, merged = _merge_small(xp, label, src, dst, patch_size)
-        merges += merged
+        new, sizes, first, merged = _merge_small(xp, sizes, first, piece[pa], piece[pb], patch_size)
         if not merged:
             break
-    label, cuts = _bfs_split(xp, label, src, dst, patch_size)
-    return label, merges, cuts
+        piece = new[piece]
+        merges += merged
+    return piece[label], merges, 0
 
 
 #: rounds of merging pieces below a quarter of the patch size into a neighbour (Morton patching)
 MERGE_ROUNDS = 3
+#: run lengths the GPU's run kernel takes (one block per run, a union-find in shared memory)
+RUN_KERNEL_MAX = 4096
 
 
-def _merge_small(xp: ModuleType, label: Any, src: Any, dst: Any, limit: int) -> tuple[Any, int]:
-    """Every piece of fewer than ``limit // 4`` faces joins its smallest-numbered neighbouring
-    piece of at least that size if the two together fit ``limit``; pieces stay connected (they
-    join across an edge to a piece that does not move).
-    Several pieces joining one may overshoot: the caller cuts oversized patches afterwards."""
-    k = int(label.max()) + 1
-    sizes = xp.bincount(label, minlength=k)
-    cross = label[src] != label[dst]
-    a, b = label[src[cross]], label[dst[cross]]
+def _run_roots(xp: ModuleType, mesh: TriMesh, order: Any, rank: Any, size: int) -> Any:
+    """Per Morton position, the position of the first face of its piece: faces joined through
+    the face graph (:func:`face_adjacency`) only within their run of ``size`` positions."""
+    topo = mesh.topology
+    m = mesh.n_faces
+    if xp.__name__ == "cupy" and size <= RUN_KERNEL_MAX:
+        from .kernels.loader import load_kernel
+
+        cp = xp
+        root = cp.empty(m, dtype=cp.int64)
+        kern = load_kernel("patching", "run_pieces")
+        runs = (m + size - 1) // size
+        kern(
+            (runs,),
+            (min(256, -(-size // 32) * 32),),
+            (
+                order.astype(cp.int64, copy=False),
+                rank,
+                cp.int64(m),
+                cp.int32(size),
+                cp.ascontiguousarray(topo.FE, dtype=cp.int32),
+                cp.ascontiguousarray(topo.ef_offsets, dtype=cp.int64),
+                cp.ascontiguousarray(topo.ef_sides, dtype=cp.int64),
+                root,
+            ),
+            shared_mem=4 * size,
+        )
+        return root
+    run = rank // size
+    src, dst = face_adjacency(xp, topo)
+    same = run[src] == run[dst]
+    comp = connected_components(xp, m, src[same], dst[same])
+    first = xp.full(m, m, dtype=xp.int64)
+    scatter_min(xp, first, comp, rank)
+    return first[comp][order]
+
+
+def _merge_small(
+    xp: ModuleType, sizes: Any, first: Any, a: Any, b: Any, limit: int
+) -> tuple[Any, Any, Any, int]:
+    """One round of merging pieces (``sizes`` faces each, first Morton positions ``first``,
+    ascending; ``a[i]`` and ``b[i]`` pieces that share an edge): every piece of fewer than
+    ``limit // 4`` faces picks the smallest-numbered neighbouring piece of at least that size
+    with which it fits ``limit``; the pieces that picked one piece join it in the order of their
+    numbers while the total fits (the rest wait for the next round). Pieces stay connected (they
+    join across an edge a piece that does not move) and within ``limit``; the merged pieces are
+    numbered by their first position. Returns the new number of each piece, the new sizes and
+    first positions, and the pieces merged (0: nothing changed)."""
+    k = int(first.shape[0])
     small = sizes < limit // 4
-    # into pieces that stay put: a piece joining one that moves too could end up apart from it
-    fits = small[a] & ~small[b] & (sizes[a] + sizes[b] <= limit)
+    pick = small[a] & ~small[b]
+    a, b = a[pick], b[pick]
+    fits = sizes[a] + sizes[b] <= limit
     target = xp.full(k, k, dtype=xp.int64)
     scatter_min(xp, target, a[fits], b[fits])
-    move = target < k
-    n_moved = int(move.sum())
+    movers = xp.nonzero(target < k)[0]
+    if movers.shape[0] == 0:
+        return None, sizes, first, 0
+    # per target, its movers in order of number; admitted while the running total fits
+    t = target[movers]
+    o = xp.argsort(t * k + movers)
+    movers, t = movers[o], t[o]
+    sz = sizes[movers]
+    total = xp.cumsum(sz)
+    head = xp.ones(movers.shape[0], dtype=bool)
+    head[1:] = t[1:] != t[:-1]
+    group = xp.cumsum(head) - 1
+    before = (total - sz)[head][group]  # the total of earlier targets' movers
+    admit = sizes[t] + (total - before) <= limit
+    n_moved = int(admit.sum())
     if n_moved == 0:
-        return label, 0
-    new = xp.where(move, target, xp.arange(k, dtype=xp.int64))
-    label, _ = compact_groups(xp, new[label])
-    return label, n_moved
+        return None, sizes, first, 0
+    new = xp.arange(k, dtype=xp.int64)
+    new[movers[admit]] = t[admit]
+    new_first = first.copy()
+    scatter_min(xp, new_first, new, first)
+    kept = xp.nonzero(new == xp.arange(k, dtype=xp.int64))[0]
+    by_first = xp.argsort(new_first[kept])
+    renumber = xp.empty(k, dtype=xp.int64)
+    renumber[kept[by_first]] = xp.arange(kept.shape[0], dtype=xp.int64)
+    new = renumber[new]
+    new_sizes = xp.zeros(kept.shape[0], dtype=xp.int64)
+    scatter_add(xp, new_sizes, new, sizes)
+    return new, new_sizes, new_first[kept][by_first], n_moved
 
 
 # --------------------------------------------------------------------------------- structure
@@ -449,7 +575,7 @@ def build_patches(
     xp = mesh.xp
     _check_valence(mesh, shared_bytes)
     topo = mesh.topology
-    m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
+    m = mesh.n_faces
     if method == "morton":
         label, iterations, cuts = morton_patches(xp, mesh, patch_size)
     elif method == "lloyd":
@@ -461,6 +587,38 @@ def build_patches(
     t_partition = time.perf_counter() - t0
     k = int(label.max()) + 1 if m else 0
 
+    rows = _rows_device(mesh, label, k) if xp.__name__ == "cupy" and ROWS_ON_DEVICE else None
+    if rows is None:
+        rows = _rows(xp, mesh, label, k)
+    too_big = rows.pop("too_big")
+    patches = Patches(
+        patch_size=patch_size,
+        n_patches=k,
+        face_patch=label,
+        iterations=iterations,
+        fallback_splits=cuts,
+        **rows,
+    )
+    patches.seconds = time.perf_counter() - t0
+    patches.method = method
+    patches.partition_seconds = t_partition
+    if too_big or int(xp.max(patches.shared_bytes())) > shared_bytes:
+        raise PatchingError(
+            "patches do not fit the shared-memory budget",
+            code="mesh.patching_failed",
+            patch_size=patch_size,
+            shared_bytes=shared_bytes,
+        )
+    patches.stats = patches.summary()
+    return patches
+
+
+def _rows(xp: ModuleType, mesh: TriMesh, label: Any, k: int) -> dict[str, Any]:
+    """The patches' rows (see :class:`Patches`) as array code, for NumPy and CuPy: ownership,
+    ribbons, owned-first CSR rows by sorts, local ids by binary search. ``too_big`` says whether
+    a row exceeds the 16-bit local index space."""
+    topo = mesh.topology
+    m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
     # ownership: faces by their patch; vertices and edges by the patch of their first face
     F = mesh.F.astype(xp.int64)
     vertex_owner = xp.full(n, -1, dtype=xp.int64)
@@ -514,41 +672,113 @@ def build_patches(
     le = e_lookup(xp.repeat(face_row_p, 3), (fe // 2).ravel()).reshape(-1, 3)
     local_fe = ((le << 1) | (fe & 1)).ravel().astype(xp.uint16)
 
-    patches = Patches(
-        patch_size=patch_size,
-        n_patches=k,
-        face_patch=label,
-        face_offsets=face_offsets,
-        faces=faces,
-        edge_offsets=edge_offsets,
-        edges=edges,
-        vertex_offsets=vertex_offsets,
-        vertices=vertices,
-        owned_faces=owned_faces,
-        owned_edges=owned_edges,
-        owned_vertices=owned_vertices,
-        local_ev=local_ev,
-        local_fe=local_fe,
-        edge_owner=edge_owner,
-        vertex_owner=vertex_owner,
-        face_local=f_lookup(label, xp.arange(m, dtype=xp.int64)),
-        edge_local=e_lookup(edge_owner, xp.arange(ne, dtype=xp.int64)),
-        vertex_local=_owner_local(xp, v_lookup, vertex_owner, used),
-        iterations=iterations,
-        fallback_splits=cuts,
+    return {
+        "face_offsets": face_offsets,
+        "faces": faces,
+        "edge_offsets": edge_offsets,
+        "edges": edges,
+        "vertex_offsets": vertex_offsets,
+        "vertices": vertices,
+        "owned_faces": owned_faces,
+        "owned_edges": owned_edges,
+        "owned_vertices": owned_vertices,
+        "local_ev": local_ev,
+        "local_fe": local_fe,
+        "edge_owner": edge_owner,
+        "vertex_owner": vertex_owner,
+        "face_local": f_lookup(label, xp.arange(m, dtype=xp.int64)),
+        "edge_local": e_lookup(edge_owner, xp.arange(ne, dtype=xp.int64)),
+        "vertex_local": _owner_local(xp, v_lookup, vertex_owner, used),
+        "too_big": too_big,
+    }
+
+
+#: the GPU builds the rows with the patch_rows kernel (False: the array code, as on NumPy)
+ROWS_ON_DEVICE = True
+#: shared-memory buffers of patch_rows: local faces, vertices and edges of one patch (a patch
+#: with more, or with over a third of CAP_V owned faces, has its rows built by the array code)
+ROW_CAP = {"CAP_F": 4096, "CAP_V": 4096, "CAP_E": 4096}
+ROW_THREADS = 512
+
+
+def _rows_device(mesh: TriMesh, label: Any, k: int) -> dict[str, Any] | None:
+    """:func:`_rows` on a GPU, the same arrays: one block per patch gathers, sorts and
+    de-duplicates its rows in shared memory (``kernels/patching.cu``), once to count and once
+    to write. None when some patch overflows the buffers (the caller runs the array code)."""
+    import cupy as cp
+
+    from .kernels.loader import load_kernel
+
+    topo = mesh.topology
+    m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
+    if k == 0 or max(m, n, ne) >= 2**31 - 1:
+        return None
+    i64, i32 = cp.int64, cp.int32
+    fsorted = order_by(cp, label, k)  # owned faces by patch, then id
+    own_off = cp.zeros(k + 1, dtype=i64)
+    own_off[1:] = cp.cumsum(cp.bincount(label, minlength=k))
+    vf_off, vf_faces = topo.vf()
+    vf_off = cp.ascontiguousarray(vf_off, dtype=i64)
+    vf_faces = cp.ascontiguousarray(vf_faces, dtype=i64)
+    # a vertex's and an edge's owner: the patch of its first face (the rows are in face order)
+    used = vf_off[1:] > vf_off[:-1]
+    vertex_owner = cp.where(
+        used, label[vf_faces[cp.minimum(vf_off[:-1], vf_faces.shape[0] - 1)]], -1
     )
-    patches.seconds = time.perf_counter() - t0
-    patches.method = method
-    patches.partition_seconds = t_partition
-    if too_big or int(xp.max(patches.shared_bytes())) > shared_bytes:
-        raise PatchingError(
-            "patches do not fit the shared-memory budget",
-            code="mesh.patching_failed",
-            patch_size=patch_size,
-            shared_bytes=shared_bytes,
+    ef_off = cp.ascontiguousarray(topo.ef_offsets, dtype=i64)
+    ef_sides = cp.ascontiguousarray(topo.ef_sides, dtype=i64)
+    edge_owner = label[ef_sides[ef_off[:-1]] // 3]
+    F = cp.ascontiguousarray(mesh.F, dtype=i32)
+    FE = cp.ascontiguousarray(topo.FE, dtype=i32)
+    EV = cp.ascontiguousarray(topo.EV, dtype=i32)
+    kern = load_kernel("patching", "patch_rows", **ROW_CAP)
+    smem = 4 * sum(ROW_CAP.values())
+    kern.max_dynamic_shared_size_bytes = smem
+    counts = cp.zeros((k, 6), dtype=i64)
+    overflow = cp.zeros(1, dtype=i32)
+    null = cp.zeros(1, dtype=i64)
+
+    def launch(mode: int, *out: Any) -> None:
+        kern(
+            (k,),
+            (ROW_THREADS,),
+            (i32(mode), i64(k), fsorted, own_off, label, F, FE, EV, vf_off, vf_faces, ef_off)
+            + (ef_sides, vertex_owner, edge_owner, counts, overflow)
+            + out,
+            shared_mem=smem,
         )
-    patches.stats = patches.summary()
-    return patches
+
+    launch(0, *([null] * 3), *([null] * 3), *([cp.zeros(1, cp.uint16)] * 2), *([null] * 3))
+    if int(overflow[0]):
+        return None
+    offsets = cp.zeros((3, k + 1), dtype=i64)
+    offsets[:, 1:] = cp.cumsum(counts[:, [0, 2, 4]].T, axis=1)
+    n_f, n_v, n_e = (int(x) for x in offsets[:, -1].get())
+    face_offsets, vertex_offsets, edge_offsets = offsets[0], offsets[1], offsets[2]
+    rows = {
+        "faces": cp.empty(n_f, dtype=i64),
+        "vertices": cp.empty(n_v, dtype=i64),
+        "edges": cp.empty(n_e, dtype=i64),
+        "local_ev": cp.empty(2 * n_e, dtype=cp.uint16),
+        "local_fe": cp.empty(3 * n_f, dtype=cp.uint16),
+        "face_local": cp.empty(m, dtype=i64),
+        "vertex_local": cp.full(n, -1, dtype=i64),
+        "edge_local": cp.empty(ne, dtype=i64),
+    }
+    launch(1, face_offsets, vertex_offsets, edge_offsets, *rows.values())
+    if int(overflow[0]):
+        return None
+    return rows | {
+        "face_offsets": face_offsets,
+        "vertex_offsets": vertex_offsets,
+        "edge_offsets": edge_offsets,
+        "owned_faces": counts[:, 1].copy(),
+        "owned_vertices": counts[:, 3].copy(),
+        "owned_edges": counts[:, 5].copy(),
+        "edge_owner": edge_owner,
+        "vertex_owner": vertex_owner,
+        "too_big": False,
+    }
 
 
 def _check_valence(mesh: TriMesh, shared_bytes: int) -> None:

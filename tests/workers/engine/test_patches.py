@@ -8,7 +8,8 @@ import pytest
 
 from tests.conftest import all_meshes
 from tests.workers.engine import shapes
-from workers.engine.patches import PatchingError, build_patches, patch_mesh, validate
+from workers.engine.backend import to_numpy
+from workers.engine.patches import Patches, PatchingError, build_patches, patch_mesh, validate
 
 
 @pytest.mark.parametrize("size", [16, 64, 512])
@@ -27,7 +28,7 @@ def test_every_shared_mesh_validates(name, size, method):
 
 def test_morton_patches_are_few_and_compact():
     """Space-filling-curve patches after merging small pieces: not many more patches, nor much
-    more ribbon, than Lloyd's (measured on the welded bunny at 512: 221 vs 195 patches, ribbon
+    more ribbon, than Lloyd's (measured on the welded bunny at 512: 212 vs 195 patches, ribbon
     0.42 vs 0.35); deterministic without a seed."""
     mesh = shapes.welded("stanford-bunny.obj")
     lloyd, morton = build_patches(mesh, 512), build_patches(mesh, 512, method="morton")
@@ -89,3 +90,56 @@ def test_validate_catches_corruption(field):
     setattr(p, field, arr)
     with pytest.raises(PatchingError):
         validate(p, mesh)
+
+
+def test_merging_never_makes_a_patch_over_the_size_or_apart():
+    """Small pieces join a neighbour only while the total fits: no patch is ever cut
+    afterwards, and every patch stays connected (validate checks it)."""
+    for name in ("rx-dragon.obj", "spot.obj"):
+        mesh = shapes.welded(name)
+        for size in (16, 100, 512):
+            p = build_patches(mesh, size, method="morton")
+            validate(p, mesh)
+            assert p.fallback_splits == 0 and int(np.asarray(p.owned_faces).max()) <= size
+            assert p.iterations > 0  # pieces were merged
+
+
+def assert_same_patches(got, want):
+    assert got.n_patches == want.n_patches
+    for name in Patches.ARRAYS:
+        a, b = to_numpy(getattr(got, name)), to_numpy(getattr(want, name))
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", all_meshes())
+@pytest.mark.parametrize(("method", "size"), [("morton", 512), ("morton", 16), ("lloyd", 64)])
+def test_gpu_patching_kernels_give_the_host_arrays(name, method, size):
+    """The run and row kernels (kernels/patching.cu) build exactly what the array code builds
+    on the host: every array of the structure, bit for bit."""
+    cpu = shapes.load(name)
+    want = build_patches(cpu, size, method=method)
+    got = build_patches(cpu.to("cupy"), size, method=method)
+    assert_same_patches(got, want)
+
+
+@pytest.mark.gpu
+def test_gpu_rows_that_overflow_the_kernel_buffers_fall_back_to_the_array_code(monkeypatch):
+    from workers.engine import patches
+
+    cpu = shapes.welded("stanford-bunny.obj")
+    want = build_patches(cpu, 512, method="morton")
+    calls = []
+    real = patches._rows
+
+    def spy(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(patches, "_rows", spy)
+    assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
+    assert calls == []  # the kernel built them
+    monkeypatch.setattr(patches, "ROW_CAP", {"CAP_F": 256, "CAP_V": 2048, "CAP_E": 1024})
+    assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
+    assert calls == [1]
