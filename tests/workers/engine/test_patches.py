@@ -143,3 +143,21 @@ def test_gpu_rows_that_overflow_the_kernel_buffers_fall_back_to_the_array_code(m
     monkeypatch.setattr(patches, "ROW_CAP", {"CAP_F": 256, "CAP_V": 2048, "CAP_E": 1024})
     assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
     assert calls == [1]
+
+
+def test_small_pieces_join_in_order_of_number_while_the_total_fits():
+    """Three small pieces (under a quarter of 128 faces) next to one big piece: the first fits
+    (100 + 20), the second would not (+ 30), and the third waits behind it (the running total
+    counts the second); the merged pieces are renumbered by their first Morton position."""
+    from workers.engine.patches import _merge_small
+
+    sizes = np.array([100, 20, 30, 10])
+    first = np.array([0, 5, 3, 9])  # first Morton positions of the pieces
+    a, b = np.array([1, 2, 3, 0, 0, 0]), np.array([0, 0, 0, 1, 2, 3])  # pieces across edges
+    new, sizes2, first2, moved = _merge_small(np, sizes, first, a, b, 128)
+    assert moved == 1
+    np.testing.assert_array_equal(new, [0, 0, 1, 2])
+    np.testing.assert_array_equal(sizes2, [120, 30, 10])
+    np.testing.assert_array_equal(first2, [0, 3, 9])
+    # a round with nothing that fits changes nothing
+    assert _merge_small(np, sizes2, first2, np.array([1, 2]), np.array([0, 0]), 128)[3] == 0
