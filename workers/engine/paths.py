@@ -16,14 +16,15 @@ import os
 from .mesh import TriMesh
 from .patches import Patches, cached_patches
 
-#: operations whose GPU implementation runs on the patches unless told otherwise. Geodesic
-#: propagation: 2.9-4.5x faster patched on shuffled meshes from 4.4M faces, 0.8x on meshes in
-#: a local order (the active set skips 80-90 % of the patch runs); the one-ring bilateral step
-#: has both paths too but stays global (0.33x patched in local order, 1.2-1.6x shuffled).
-#: Measured on an H100, bench/RESULTS.md "Patched vs global". A cheap test of the element
-#: order that predicts the crossover was tried (index jumps between consecutive faces) and
-#: rejected: real meshes in file order jump as far as shuffled ones by that measure.
-PATCHED = frozenset({"geodesic_distance"})
+#: operations whose GPU implementation runs on the patches unless told otherwise: none now.
+#: The one-ring bilateral step has both paths but stays global (0.33x patched in local order,
+#: 1.2-1.6x shuffled; bench/RESULTS.md "Patched vs global", H100). Geodesic propagation took
+#: the patched path (2.9-4.5x the global kernel on shuffled meshes from 4.4M faces) until the
+#: frontier schedule (propagation.propagate_frontier), which updates only the vertices that
+#: read a released change, and needs no patches. A cheap test of the element order that
+#: predicts the crossover was tried (index jumps between consecutive faces) and rejected: real
+#: meshes in file order jump as far as shuffled ones by that measure.
+PATCHED: frozenset[str] = frozenset()
 MODES = ("auto", "patched", "global")
 
 

@@ -123,26 +123,24 @@ def test_patched_static_ops_match_twins(mesh_name, size):
 
 @pytest.mark.gpu
 def test_a_gpu_pipeline_records_its_patching_and_reuses_it(monkeypatch):
-    monkeypatch.setenv("TESSERA_GPU_PATH", "auto")
+    """The one-ring bilateral step forced onto the patched path: the first step builds the
+    patches, the third reuses them (cached with the topology, which a change of positions
+    keeps); the default takes the global kernel and builds none."""
+    monkeypatch.setenv("TESSERA_GPU_PATH", "patched")
     m = shapes.load("spot.obj")
-    steps = [
-        {"op": "geodesic_distance", "sources": [0], "method": "propagation"},
-        "vertex_normals",
-        {"op": "geodesic_distance", "sources": [5], "method": "propagation"},
-    ]
+    step = {"op": "bilateral_denoise", "max_rings": 1, "fix_boundary": True}
+    steps = [step, "vertex_normals", step]
     res = m.run(steps, device="gpu")
     assert len(res.patching) == 1, res.patching  # built by step 0, reused by step 2
     rec = res.patching[0]
     assert rec["step"] == 0 and rec["faces_max"] <= 512 and rec["seconds"] > 0
     assert rec["patches"] * 512 >= m.n_faces and rec["ribbon_overhead"] > 0
     assert res.steps[0].report["execution"]["path"] == "patched"
+    assert res.steps[2].report["execution"]["path"] == "patched"
     cpu = m.run(steps, device="cpu")
     assert cpu.patching == []
-    np.testing.assert_array_equal(
-        to_numpy(res.mesh.vertex_attrs["geodesic_distance"]),
-        cpu.mesh.vertex_attrs["geodesic_distance"],
-    )
-    monkeypatch.setenv("TESSERA_GPU_PATH", "global")
+    np.testing.assert_allclose(to_numpy(res.mesh.V), np.asarray(cpu.mesh.V), atol=1e-6)
+    monkeypatch.setenv("TESSERA_GPU_PATH", "auto")
     res = m.run(steps[:1], device="gpu")
     assert res.patching == [] and res.steps[0].report["execution"]["path"] == "global"
 
@@ -150,10 +148,17 @@ def test_a_gpu_pipeline_records_its_patching_and_reuses_it(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("mesh_name", all_meshes())
 def test_geodesic_propagation_paths_equal_the_numpy_twin(mesh_name):
-    """The global-memory and the patched propagation (with its active set) reach the twin's
-    fixed point bit for bit: same arithmetic, and skipping a patch that saw no change is exact."""
+    """The frontier schedule (the op's GPU path) reaches the twin's fixed point bit for bit, in
+    its band schedule and without a band; the global-memory and the patched Jacobi kernels
+    (with the patched path's active set) reach the plain Jacobi twin's: same arithmetic, and
+    skipping a vertex or a patch that saw no change is exact."""
     from workers.engine.patches import build_patches
-    from workers.engine.propagation import propagate_global, propagate_numpy, propagate_patched
+    from workers.engine.propagation import (
+        propagate_frontier,
+        propagate_global,
+        propagate_numpy,
+        propagate_patched,
+    )
 
     cpu = shapes.load(mesh_name)
     mesh = cpu.to("cupy")
@@ -162,6 +167,11 @@ def test_geodesic_propagation_paths_equal_the_numpy_twin(mesh_name):
     # patch, which only the dependents wake
     for src in (np.unique([0, cpu.n_vertices // 3, cpu.n_vertices - 1]), np.array([0])):
         ref, _ = propagate_numpy(cpu, src)
+        d, _ = propagate_frontier(mesh, src)
+        np.testing.assert_array_equal(to_numpy(d), ref)
+        ref, _ = propagate_numpy(cpu, src, band=None)
+        d, _ = propagate_frontier(mesh, src, band=None)
+        np.testing.assert_array_equal(to_numpy(d), ref)
         d, _ = propagate_global(mesh, src)
         np.testing.assert_array_equal(to_numpy(d), ref)
         for size in (16, 512):

@@ -1,8 +1,10 @@
-// propagation.cu: one Jacobi iteration of geodesic front propagation (propagation.py) with two
-// fronts (source labels) per vertex, as a
-// global-memory kernel (one thread per vertex over the VF CSR) and on the patched path (the VF
-// query in shared memory, RXMesh's active set as a list of the patches to run). Both evaluate
-// tri_candidate exactly as the NumPy twin does (compiled without FMA contraction).
+// propagation.cu: one iteration of geodesic front propagation (propagation.py) with two
+// fronts (source labels) per vertex: the frontier schedule (the op's path: only the vertices
+// that read a released change, two launches per iteration, at the end of this file), and the
+// plain Jacobi iteration as a global-memory kernel (one thread per vertex over the VF CSR) and
+// on the patched path (the VF query in shared memory, RXMesh's active set as a list of the
+// patches to run). All evaluate tri_candidate exactly as the NumPy twin does (compiled without
+// FMA contraction).
 #include "patched.cuh"
 
 __device__ __forceinline__ double side_length(const double* V, int i, int j) {
@@ -256,4 +258,89 @@ extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, cons
                     Fronts{nxt_d1, nxt_l1, nxt_d2, nxt_l2},
                     Virtual{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c}, vp_offsets, vp_values,
                     dep_offsets, dep_values, flags, next_list, next_count});
+}
+
+// ------------------------------------------------------------------------------ frontier schedule
+// propagate_frontier in propagation.py: the same iteration as the NumPy twin (fronts_numpy),
+// step for step. Iteration t (par = t & 1) is two launches:
+//   frontier_release: each vertex that changed at t - 1 (its new fronts in nxt) or waits from
+//     before is copied into cur; below the threshold *tau it is released and every vertex with
+//     a corner that reads it (as A or B of a face corner or a virtual corner, or as the vertex
+//     across a face corner's side) becomes a target, once (t_stamp); above it, it waits (the
+//     next pending list, once: p_stamp).
+//   frontier_update: each target's fronts from all of its corners and the current values (as
+//     propagate_global does for every vertex); one that changes goes on the next changed list.
+//     No target at all: the threshold rises by delta.
+// counts holds six ints: changed, pending and targets, two of each by parity. Each launch zeroes
+// the counts the next launch fills and that no thread of its own reads.
+__device__ __forceinline__ void mark(int u, int t, int* t_stamp, int* targets, int* count) {
+  if (t_stamp[u] != t && atomicExch(t_stamp + u, t) != t) targets[atomicAdd(count, 1)] = u;
+}
+
+extern "C" __global__ void frontier_release(
+    int t, long long n, const int* __restrict__ F, const long long* __restrict__ vf_offsets,
+    const int* __restrict__ vf_faces, const long long* __restrict__ dep_offsets,
+    const int* __restrict__ dep_values, double* cur_d1, int* cur_l1, double* cur_d2,
+    int* cur_l2, const double* nxt_d1, const int* nxt_l1, const double* nxt_d2,
+    const int* nxt_l2, const int* changed, int* pending, int* targets, int* t_stamp,
+    int* p_stamp, int* counts, const double* tau) {
+  const int par = t & 1;
+  const int n_changed = counts[par], n_pending = counts[2 + par];
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[1 - par] = 0;
+  const double limit = *tau;
+  const int* changed_now = changed + par * n;
+  const int* pending_now = pending + par * n;
+  int* pending_next = pending + (1 - par) * n;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_changed + n_pending;
+       i += (long long)gridDim.x * blockDim.x) {
+    const int v = i < n_changed ? changed_now[i] : pending_now[i - n_changed];
+    const double d = nxt_d1[v];
+    cur_d1[v] = d; cur_l1[v] = nxt_l1[v]; cur_d2[v] = nxt_d2[v]; cur_l2[v] = nxt_l2[v];
+    if (d < limit) {
+      for (long long q = vf_offsets[v]; q < vf_offsets[v + 1]; ++q) {
+        const long long f = vf_faces[q];
+        const int c0 = F[3 * f], c1 = F[3 * f + 1], c2 = F[3 * f + 2];
+        // corner k reads its two other corners
+        if (c1 == v || c2 == v) mark(c0, t, t_stamp, targets, counts + 4 + par);
+        if (c2 == v || c0 == v) mark(c1, t, t_stamp, targets, counts + 4 + par);
+        if (c0 == v || c1 == v) mark(c2, t, t_stamp, targets, counts + 4 + par);
+      }
+      for (long long q = dep_offsets[v]; q < dep_offsets[v + 1]; ++q)
+        mark(dep_values[q], t, t_stamp, targets, counts + 4 + par);
+    } else if (p_stamp[v] != t && atomicExch(p_stamp + v, t) != t) {
+      pending_next[atomicAdd(counts + 2 + (1 - par), 1)] = v;
+    }
+  }
+}
+
+extern "C" __global__ void frontier_update(
+    int t, long long n, const double* __restrict__ V, const int* __restrict__ F,
+    const long long* __restrict__ vf_offsets, const int* __restrict__ vf_faces,
+    const int* __restrict__ across, double* cur_d1, int* cur_l1, double* cur_d2, int* cur_l2,
+    double* nxt_d1, int* nxt_l1, double* nxt_d2, int* nxt_l2, const long long* vc_offsets,
+    const int* vc_A, const int* vc_B, const double* vc_a, const double* vc_b,
+    const double* vc_c, const int* targets, int* changed, int* counts, double* tau,
+    double delta) {
+  const int par = t & 1;
+  const int n_targets = counts[4 + par];
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    counts[4 + (1 - par)] = 0;
+    counts[2 + par] = 0;
+    if (n_targets == 0) *tau += delta;
+  }
+  const Fronts cur{cur_d1, cur_l1, cur_d2, cur_l2};
+  const Fronts nxt{nxt_d1, nxt_l1, nxt_d2, nxt_l2};
+  const Virtual vc{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c};
+  int* changed_next = changed + (1 - par) * n;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_targets;
+       i += (long long)gridDim.x * blockDim.x) {
+    const int g = targets[i];
+    Top2 acc = start(cur, g);
+    for (long long q = vf_offsets[g]; q < vf_offsets[g + 1]; ++q) {
+      const long long f = vf_faces[q];
+      face_candidates(V, across, cur, g, f, F[3 * f], F[3 * f + 1], F[3 * f + 2], acc);
+    }
+    virtual_candidates(vc, cur, g, acc);
+    if (store(cur, nxt, g, acc)) changed_next[atomicAdd(counts + (1 - par), 1)] = g;
+  }
 }

@@ -124,8 +124,7 @@ from ..graph import connected_components
 from ..kernels.loader import launch, load_kernel
 from ..laplacian import face_terms, side_weights, sparse_module
 from ..mesh import TriMesh
-from ..paths import patches_for
-from ..propagation import propagate_global, propagate_numpy, propagate_patched
+from ..propagation import propagate_frontier, propagate_numpy
 from . import _device
 from .registry import Element, Operation, OpKind, OpParams, OpResult, Output, Tolerance
 
@@ -332,15 +331,8 @@ def _numpy(mesh: TriMesh, p: Params) -> OpResult:
 
 def _cupy(mesh: TriMesh, p: Params) -> OpResult:
     if p.method == "propagation":
-        src = _sources(mesh, p)
-        patches = patches_for(mesh, "geodesic_distance")
-        if patches is None:
-            d, it = propagate_global(mesh, src)
-            return _propagation_result(mesh, d, it, path="global")
-        d, it, ran = propagate_patched(mesh, patches, src)
-        return _propagation_result(
-            mesh, d, it, path="patched", patches=patches.n_patches, patch_runs=ran
-        )
+        d, it = propagate_frontier(mesh, _sources(mesh, p))
+        return _propagation_result(mesh, d, it, path="frontier")
     return _heat_cupy(mesh, p)
 
 
