@@ -537,13 +537,14 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
 
 
 def propagate_frontier(mesh: TriMesh, sources: Any, band: float | None = BAND) -> tuple[Any, int]:
-    """``(distance, iterations)`` on the GPU in the twin's schedule (:func:`fronts_numpy`), two
-    launches per iteration over lists (``kernels/propagation.cu``, "frontier schedule"): the
-    changed and waiting vertices, released below the threshold, mark the vertices that read
-    them; those are updated from all of their corners. The work follows the front, and the
-    band keeps a vertex from being updated again and again as the values behind it settle.
-    The lists' counts live on the device: the host reads them every ``CHECK_EVERY``
-    iterations."""
+    """``(distance, iterations)`` on the GPU in the twin's schedule (:func:`fronts_numpy`), over
+    lists (``kernels/propagation.cu``, "frontier schedule"): the changed and waiting vertices,
+    released below the threshold, mark the vertices that read them; those are updated from all
+    of their corners. The work follows the front, and the band keeps a vertex from being
+    updated again and again as the values behind it settle. Most iterations touch a few
+    thousand vertices, so an iteration costs its launches' latency: ``GRAPH_ITERATIONS`` of
+    them are captured in one CUDA graph, and the host reads the lists' counts once per graph
+    (the device runs up to that many iterations past the fixed point, which change nothing)."""
     from .kernels.loader import load_kernel
     from .ops import _device
 
@@ -559,6 +560,7 @@ def propagate_frontier(mesh: TriMesh, sources: Any, band: float | None = BAND) -
     across, vc, dependents = device_corners(mesh)
     release = load_kernel("propagation", "frontier_release")
     update = load_kernel("propagation", "frontier_update")
+    step = load_kernel("propagation", "frontier_step")
     cur = fronts(cp, n, src)
     nxt = tuple(x.copy() for x in cur)
     changed = cp.empty((2, n), dtype=cp.int32)
@@ -569,28 +571,37 @@ def propagate_frontier(mesh: TriMesh, sources: Any, band: float | None = BAND) -
     counts = cp.zeros(6, dtype=cp.int32)  # changed, pending, targets; by parity
     changed[1, : src.shape[0]] = src  # iteration 1 (parity 1) starts from the sources
     counts[1] = src.shape[0]
+    t = cp.ones(1, dtype=cp.int32)  # the iteration, on the device
     tau = cp.full(1, delta, dtype=cp.float64)
     blocks = (FRONTIER_BLOCKS_PER_SM * cp.cuda.Device().attributes["MultiProcessorCount"],)
     threads = (FRONTIER_THREADS,)
-    i32, i64 = np.int32, np.int64
-    for it in range(1, _cap(n) + 1):
-        if it % CHECK_EVERY == 1 or CHECK_EVERY == 1:
+    n64 = np.int64(n)
+    release_args = (t, n64, F, off, val, *dependents, *cur, *nxt, changed, pending, targets)
+    release_args += (t_stamp, p_stamp, counts, tau)
+    update_args = (t, n64, V, F, off, val, across, *cur, *nxt, *vc, targets, changed, counts)
+    update_args += (tau, np.float64(delta))
+
+    def iterations(k: int) -> None:
+        for _ in range(k):
+            release(blocks, threads, release_args)
+            update(blocks, threads, update_args)
+            step((1,), (1,), (t,))
+
+    stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.get_current_stream().synchronize()  # the set-up above ran on the current stream
+    with stream:
+        iterations(1)  # loads the kernels before the capture
+        stream.begin_capture()
+        iterations(GRAPH_ITERATIONS)
+        graph = stream.end_capture()
+        it = 2  # the next iteration the device runs
+        while it <= _cap(n):
             c = counts.get()
             if int(c[it & 1]) + int(c[2 + (it & 1)]) == 0:
                 return cur[0], it
             _report(it, n)
-        release(
-            blocks,
-            threads,
-            (i32(it), i64(n), F, off, val, *dependents, *cur, *nxt, changed, pending, targets)
-            + (t_stamp, p_stamp, counts, tau),
-        )
-        update(
-            blocks,
-            threads,
-            (i32(it), i64(n), V, F, off, val, across, *cur, *nxt, *vc, targets, changed, counts)
-            + (tau, np.float64(delta)),
-        )
+            graph.launch(stream)
+            it += GRAPH_ITERATIONS
     raise _not_converged(_cap(n))
 
 
@@ -598,6 +609,8 @@ def propagate_frontier(mesh: TriMesh, sources: Any, band: float | None = BAND) -
 #: vertices, so the grid is sized for the device, not the mesh)
 FRONTIER_BLOCKS_PER_SM = 8
 FRONTIER_THREADS = 256
+#: iterations per CUDA graph of the frontier schedule (the host reads the counts between two)
+GRAPH_ITERATIONS = 16
 
 
 def vertex_patches(patches: Any) -> tuple[Any, Any]:

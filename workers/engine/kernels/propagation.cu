@@ -1,6 +1,6 @@
 // propagation.cu: one iteration of geodesic front propagation (propagation.py) with two
 // fronts (source labels) per vertex: the frontier schedule (the op's path: only the vertices
-// that read a released change, two launches per iteration, at the end of this file), and the
+// that read a released change, a few launches per iteration, at the end of this file), and the
 // plain Jacobi iteration as a global-memory kernel (one thread per vertex over the VF CSR) and
 // on the patched path (the VF query in shared memory, RXMesh's active set as a list of the
 // patches to run). All evaluate tri_candidate exactly as the NumPy twin does (compiled without
@@ -145,20 +145,24 @@ struct Virtual {
   const double* c;
 };
 
+// Virtual corner i of the CSR: its candidates, for each label its two other corners hold.
+__device__ __forceinline__ void virtual_corner(const Virtual& vc, const Fronts& f, long long i,
+                                               Top2& acc) {
+  const int A = vc.A[i], B = vc.B[i];
+  const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
+  for (int o = 0; o < 4; ++o) {
+    const int lab = options[o];
+    if (!wanted(options, o)) continue;
+    const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
+    const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
+    // a virtual side is no mesh edge: no face across it, no check (as in corners())
+    acc.insert(tri_candidate(dA, dB, vc.a[i], vc.b[i], vc.c[i], infinity(), 0.0, 0.0), lab);
+  }
+}
+
 __device__ __forceinline__ void virtual_candidates(const Virtual& vc, const Fronts& f,
                                                    long long g, Top2& acc) {
-  for (long long i = vc.offsets[g]; i < vc.offsets[g + 1]; ++i) {
-    const int A = vc.A[i], B = vc.B[i];
-    const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
-    for (int o = 0; o < 4; ++o) {
-      const int lab = options[o];
-      if (!wanted(options, o)) continue;
-      const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
-      const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
-      // a virtual side is no mesh edge: no face across it, no check (as in corners())
-      acc.insert(tri_candidate(dA, dB, vc.a[i], vc.b[i], vc.c[i], infinity(), 0.0, 0.0), lab);
-    }
-  }
+  for (long long i = vc.offsets[g]; i < vc.offsets[g + 1]; ++i) virtual_corner(vc, f, i, acc);
 }
 
 __device__ __forceinline__ Top2 start(const Fronts& f, long long g) {
@@ -262,7 +266,7 @@ extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, cons
 
 // ------------------------------------------------------------------------------ frontier schedule
 // propagate_frontier in propagation.py: the same iteration as the NumPy twin (fronts_numpy),
-// step for step. Iteration t (par = t & 1) is two launches:
+// step for step. Iteration t = *step (par = t & 1) is three launches:
 //   frontier_release: each vertex that changed at t - 1 (its new fronts in nxt) or waits from
 //     before is copied into cur; below the threshold *tau it is released and every vertex with
 //     a corner that reads it (as A or B of a face corner or a virtual corner, or as the vertex
@@ -271,19 +275,27 @@ extern "C" __global__ void propagate_patched(PATCH_PARAMS, const double* V, cons
 //   frontier_update: each target's fronts from all of its corners and the current values (as
 //     propagate_global does for every vertex); one that changes goes on the next changed list.
 //     No target at all: the threshold rises by delta.
+//   frontier_step: t + 1.
+// A listed vertex has GROUP lanes: they split its faces, dependents and virtual corners, and
+// the update merges their partial fronts by shuffles (the best two of the union are the best
+// two of the parts' best two), so an iteration waits on one face's loads, not a vertex's six.
 // counts holds six ints: changed, pending and targets, two of each by parity. Each launch zeroes
-// the counts the next launch fills and that no thread of its own reads.
+// the counts the next launch fills and that no thread of its own reads. The host captures the
+// launches of several iterations in a CUDA graph (t lives on the device for that).
+#define GROUP 8
+
 __device__ __forceinline__ void mark(int u, int t, int* t_stamp, int* targets, int* count) {
   if (t_stamp[u] != t && atomicExch(t_stamp + u, t) != t) targets[atomicAdd(count, 1)] = u;
 }
 
 extern "C" __global__ void frontier_release(
-    int t, long long n, const int* __restrict__ F, const long long* __restrict__ vf_offsets,
-    const int* __restrict__ vf_faces, const long long* __restrict__ dep_offsets,
-    const int* __restrict__ dep_values, double* cur_d1, int* cur_l1, double* cur_d2,
-    int* cur_l2, const double* nxt_d1, const int* nxt_l1, const double* nxt_d2,
-    const int* nxt_l2, const int* changed, int* pending, int* targets, int* t_stamp,
-    int* p_stamp, int* counts, const double* tau) {
+    const int* step, long long n, const int* __restrict__ F,
+    const long long* __restrict__ vf_offsets, const int* __restrict__ vf_faces,
+    const long long* __restrict__ dep_offsets, const int* __restrict__ dep_values,
+    double* cur_d1, int* cur_l1, double* cur_d2, int* cur_l2, const double* nxt_d1,
+    const int* nxt_l1, const double* nxt_d2, const int* nxt_l2, const int* changed,
+    int* pending, int* targets, int* t_stamp, int* p_stamp, int* counts, const double* tau) {
+  const int t = *step;
   const int par = t & 1;
   const int n_changed = counts[par], n_pending = counts[2 + par];
   if (blockIdx.x == 0 && threadIdx.x == 0) counts[1 - par] = 0;
@@ -291,36 +303,42 @@ extern "C" __global__ void frontier_release(
   const int* changed_now = changed + par * n;
   const int* pending_now = pending + par * n;
   int* pending_next = pending + (1 - par) * n;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_changed + n_pending;
-       i += (long long)gridDim.x * blockDim.x) {
+  int* n_targets = counts + 4 + par;
+  const int lane = threadIdx.x & (GROUP - 1);
+  const long long groups = (long long)gridDim.x * blockDim.x / GROUP;
+  for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GROUP;
+       i < n_changed + n_pending; i += groups) {
     const int v = i < n_changed ? changed_now[i] : pending_now[i - n_changed];
     const double d = nxt_d1[v];
-    cur_d1[v] = d; cur_l1[v] = nxt_l1[v]; cur_d2[v] = nxt_d2[v]; cur_l2[v] = nxt_l2[v];
+    if (lane == 0) {
+      cur_d1[v] = d; cur_l1[v] = nxt_l1[v]; cur_d2[v] = nxt_d2[v]; cur_l2[v] = nxt_l2[v];
+    }
     if (d < limit) {
-      for (long long q = vf_offsets[v]; q < vf_offsets[v + 1]; ++q) {
+      for (long long q = vf_offsets[v] + lane; q < vf_offsets[v + 1]; q += GROUP) {
         const long long f = vf_faces[q];
         const int c0 = F[3 * f], c1 = F[3 * f + 1], c2 = F[3 * f + 2];
         // corner k reads its two other corners
-        if (c1 == v || c2 == v) mark(c0, t, t_stamp, targets, counts + 4 + par);
-        if (c2 == v || c0 == v) mark(c1, t, t_stamp, targets, counts + 4 + par);
-        if (c0 == v || c1 == v) mark(c2, t, t_stamp, targets, counts + 4 + par);
+        if (c1 == v || c2 == v) mark(c0, t, t_stamp, targets, n_targets);
+        if (c2 == v || c0 == v) mark(c1, t, t_stamp, targets, n_targets);
+        if (c0 == v || c1 == v) mark(c2, t, t_stamp, targets, n_targets);
       }
-      for (long long q = dep_offsets[v]; q < dep_offsets[v + 1]; ++q)
-        mark(dep_values[q], t, t_stamp, targets, counts + 4 + par);
-    } else if (p_stamp[v] != t && atomicExch(p_stamp + v, t) != t) {
+      for (long long q = dep_offsets[v] + lane; q < dep_offsets[v + 1]; q += GROUP)
+        mark(dep_values[q], t, t_stamp, targets, n_targets);
+    } else if (lane == 0 && p_stamp[v] != t && atomicExch(p_stamp + v, t) != t) {
       pending_next[atomicAdd(counts + 2 + (1 - par), 1)] = v;
     }
   }
 }
 
 extern "C" __global__ void frontier_update(
-    int t, long long n, const double* __restrict__ V, const int* __restrict__ F,
+    const int* step, long long n, const double* __restrict__ V, const int* __restrict__ F,
     const long long* __restrict__ vf_offsets, const int* __restrict__ vf_faces,
     const int* __restrict__ across, double* cur_d1, int* cur_l1, double* cur_d2, int* cur_l2,
     double* nxt_d1, int* nxt_l1, double* nxt_d2, int* nxt_l2, const long long* vc_offsets,
     const int* vc_A, const int* vc_B, const double* vc_a, const double* vc_b,
     const double* vc_c, const int* targets, int* changed, int* counts, double* tau,
     double delta) {
+  const int t = *step;
   const int par = t & 1;
   const int n_targets = counts[4 + par];
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -332,15 +350,36 @@ extern "C" __global__ void frontier_update(
   const Fronts nxt{nxt_d1, nxt_l1, nxt_d2, nxt_l2};
   const Virtual vc{vc_offsets, vc_A, vc_B, vc_a, vc_b, vc_c};
   int* changed_next = changed + (1 - par) * n;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_targets;
-       i += (long long)gridDim.x * blockDim.x) {
+  const int lane = threadIdx.x & (GROUP - 1);
+  // the group's lanes in the warp (the lanes of a group run the loop the same number of times)
+  const unsigned mask = ((1u << GROUP) - 1) << ((threadIdx.x & 31) & ~(GROUP - 1));
+  const long long groups = (long long)gridDim.x * blockDim.x / GROUP;
+  for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GROUP; i < n_targets;
+       i += groups) {
     const int g = targets[i];
-    Top2 acc = start(cur, g);
-    for (long long q = vf_offsets[g]; q < vf_offsets[g + 1]; ++q) {
+    Top2 acc;
+    if (lane == 0) {
+      acc = start(cur, g);
+    } else {
+      acc.d1 = acc.d2 = infinity();
+      acc.l1 = acc.l2 = -1;
+    }
+    for (long long q = vf_offsets[g] + lane; q < vf_offsets[g + 1]; q += GROUP) {
       const long long f = vf_faces[q];
       face_candidates(V, across, cur, g, f, F[3 * f], F[3 * f + 1], F[3 * f + 2], acc);
     }
-    virtual_candidates(vc, cur, g, acc);
-    if (store(cur, nxt, g, acc)) changed_next[atomicAdd(counts + (1 - par), 1)] = g;
+    for (long long q = vc.offsets[g] + lane; q < vc.offsets[g + 1]; q += GROUP)
+      virtual_corner(vc, cur, q, acc);
+    for (int off = GROUP / 2; off > 0; off >>= 1) {
+      const double d1 = __shfl_xor_sync(mask, acc.d1, off, GROUP);
+      const int l1 = __shfl_xor_sync(mask, acc.l1, off, GROUP);
+      const double d2 = __shfl_xor_sync(mask, acc.d2, off, GROUP);
+      const int l2 = __shfl_xor_sync(mask, acc.l2, off, GROUP);
+      acc.insert(d1, l1);
+      acc.insert(d2, l2);
+    }
+    if (lane == 0 && store(cur, nxt, g, acc)) changed_next[atomicAdd(counts + (1 - par), 1)] = g;
   }
 }
+
+extern "C" __global__ void frontier_step(int* step) { *step += 1; }
