@@ -1,7 +1,6 @@
-"""Geodesic distance by parallel front propagation: Jacobi iteration of the triangle update.
+"""Geodesic distance by parallel front propagation: the triangle update iterated to a fixed point.
 
-Every vertex's distance is relaxed, all at once from the previous iterate, by every face around
-it: the face's other two corners ``A`` and ``B`` (distances ``dA``, ``dB``) are unfolded into the
+A vertex's distance is relaxed, from the previous iterate, by every face around it: the face's other two corners ``A`` and ``B`` (distances ``dA``, ``dB``) are unfolded into the
 plane with a virtual source ``S`` at distance ``dA`` from ``A`` and ``dB`` from ``B`` on the far
 side of edge ``AB``; when the straight line from ``S`` to the vertex crosses ``AB`` the candidate
 is ``|S C|`` (the planar wave front through the triangle, as in fast marching on triangulated
@@ -18,7 +17,24 @@ the real side they stand on refused true fronts: 5.9 % too long on rocker-arm). 
 everything else starts at infinity; the iteration stops when no value changes. This is the
 iterative scheme of the parallel geodesic methods (fast iterative method, the toplesets
 propagation that RXMesh's geodesic application runs): a fixed point of the update, reached from
-above, the same on any backend and in any schedule.
+above.
+
+The schedule (which vertices an iteration updates) is the frontier with a band: a vertex that
+changed passes its value on only when it is below a threshold ``tau``; then every vertex with a
+corner that reads it is updated, from all of its corners and the previous iterate. A changed
+vertex at or above ``tau`` waits; when an iteration has nothing to update, ``tau`` rises by
+:data:`BAND` median side lengths (:func:`band_width`). Without the band (``band=None``) every
+changed vertex passes its value on at once, and this is the plain Jacobi iteration step for
+step (a vertex none of whose inputs changed would not change). The band matters because the
+Jacobi iteration settles by small steps: on the bunny at 1.1M faces a vertex changes 97 times on
+average as the values behind it improve, at 17.8M faces about four times as often; with the
+band a vertex is updated about six times, the front crosses the band before the next one opens,
+and the iterations grow by 2-3x (``bench/RESULTS.md``, "Geodesic propagation in a frontier
+schedule"). The update is not monotone in the order values arrive (a virtual source is refused
+only once the vertex across is known), so the two schedules reach slightly different fixed
+points: within 3e-5 of each other at 17.8M faces, within 0.8 % at single vertices of the shared
+meshes, with the same errors against exact geodesics. The schedule is the same on every backend,
+so the numbers are too.
 
 Several sources. The unfolding is only sound when ``dA`` and ``dB`` are distances to the same
 source: mixing two sources' fronts places a virtual source that does not exist, and the
@@ -33,16 +49,19 @@ two corners' distances to that source (an edge path when only one corner knows i
 vertex keeps the best two labels in the order ``(distance, label)``. A vertex's first front is
 its distance. With one source the second fronts stay empty and this is the plain update.
 
-Three implementations that give the same numbers (every operation is written in double in the
+Implementations that give the same numbers (every operation is written in double in the
 same order, and the CUDA kernels are compiled without FMA contraction):
 
-- :func:`propagate_numpy`: array code, one vectorized pass over all face corners per iteration
-  and a segmented minimum per vertex.
-- :func:`propagate_global`: one GPU thread per vertex gathering over the vertex→face CSR in global
-  memory, every vertex every iteration (the unpatched baseline).
-- :func:`propagate_patched`: the same body on the patched path (one block per patch, the VF query
-  in shared memory) with RXMesh's active-set filter: a patch runs only when one of its vertices
-  (owned or ribbon) changed in the previous iteration, so the work follows the front.
+- :func:`propagate_numpy`: array code, one vectorized pass over the targets' corners per
+  iteration and a segmented minimum per vertex (the op's CPU path).
+- :func:`propagate_frontier`: the same schedule on the GPU over lists, the launches of 16
+  iterations in one CUDA graph (the op's GPU path).
+- :func:`propagate_global` and :func:`propagate_patched`: the plain Jacobi iteration
+  (``band=None``), one GPU thread per vertex over the vertex→face CSR in global memory, and the
+  same body on the patched path (one block per patch, the VF query in shared memory) with
+  RXMesh's active-set filter (a patch runs only when one of its vertices changed). They were the
+  op's GPU paths before the frontier (11.8 s at 17.8M faces against 0.44 s) and stay as its
+  baselines (``python -m bench.propagation_schedules``).
 
 Accuracy is that of first-order fast marching (error O(h)); the test suite measures it against
 libigl's exact polyhedral geodesics on every shared mesh (``geodesic_distance``'s docstring has
@@ -62,10 +81,13 @@ from .mesh import TriMesh
 
 #: iterations beyond which propagation gives up (a multiple of the vertex count, see _cap)
 CAP_PER_VERTEX = 4
-#: the frontier schedule's band, in median side lengths (:func:`band_width`): 4 took the
-#: updates per vertex from 56 (Jacobi) to 6.1 on the bunny at 278k faces, the distances within
-#: 6e-4 of Jacobi's at any vertex (3e-8 on average); 1, 2 and 8 gave 5.4, 5.6 and 7.1 updates
-#: with more iterations at the narrower bands (684, 571; 502 at 4, 454 at 8, 273 for Jacobi)
+#: the frontier schedule's band, in median side lengths (:func:`band_width`). On the bunny at
+#: 278k faces (``python -m bench.propagation_work``, one source) 4 takes the updates per vertex
+#: from 56.5 (Jacobi) to 5.8 in 539 iterations (273), the distances within 8e-4 of Jacobi's at
+#: any vertex (3e-7 on average); 1, 2 and 8 give 5.1, 5.3 and 6.8 updates in 861, 663 and 477
+#: iterations. On the H100 at 17.8M faces 8 and 16 were no faster than 4 (0.42 and 0.45 s
+#: against 0.44 s in file order, 0.63 and 0.67 s against 0.62 s shuffled: the fewer iterations
+#: are paid for in updates; ``python -m bench.propagation_schedules --bands 8,16``).
 BAND = 4.0
 #: faces whose sides set the band's width (the first ones; a median of a sample is exact on
 #: either backend, a mean over all sides would differ in its last bits)

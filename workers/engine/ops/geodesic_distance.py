@@ -1,14 +1,14 @@
 """``geodesic_distance``: distance along the surface from source vertices, by parallel front
 propagation (``method: propagation``, the default) or by the heat method (``method: heat``).
 
-Propagation (``workers/engine/propagation.py``) iterates the fast-marching triangle update on all
-vertices at once until nothing changes: the virtual point source of each triangle update
+Propagation (``workers/engine/propagation.py``) iterates the fast-marching triangle update until
+nothing changes: the virtual point source of each triangle update
 (circles of radius ``dA`` and ``dB`` intersected in the unfolded triangle, Novotni and Klein),
 refused where the vertex across the edge contradicts it (two fronts meeting, not a source), with
 Kimmel and Sethian's unfolding across the opposite edge for sharper angles and two source fronts
-kept per vertex (so several sources do not mix): GPU-native (no linear solve; on the GPU it runs
-on the patched path with RXMesh's active-set filter when the mesh can be patched, else one
-thread per vertex over the global VF CSR), identical on both backends, first-order accurate. The
+kept per vertex (so several sources do not mix): GPU-native (no linear solve; a frontier of the
+vertices that read a change, released band by band, on lists in CUDA graphs: 17.8M faces in
+0.46 s on an H100), identical on both backends, first-order accurate. The
 heat method below is smoother, solves two sparse systems (one of them on the host's SuperLU,
 which limits it to about a million faces) and is much less accurate on real meshes.
 
@@ -447,14 +447,14 @@ OP = Operation(
     zero area). A source beyond the vertex count is refused as ``op.source_out_of_range``, one
     on no face of positive area as ``op.source_not_on_surface``.
 
-    ``propagation`` (the default): the fast-marching triangle update applied to all vertices at
-    once until no distance changes. Each triangle places a virtual point source from its two
+    ``propagation`` (the default): the fast-marching triangle update iterated until no distance
+    changes, on the vertices next to the front. Each triangle places a virtual point source from its two
     known corners and measures the third corner's straight distance to it in the unfolded
     plane; a source that the vertex across the edge contradicts (two fronts meeting, not one
     source) is refused. Kimmel and Sethian's unfolding across the opposite edge handles sharp
     angles, and the two nearest source fronts are kept per vertex (so several sources do not
-    mix). No linear solve, any size, exactly 0 at the sources, the same numbers on CPU and GPU
-    (on the GPU it runs patched with an active set when the mesh can be patched). Against exact
+    mix). No linear solve, any size (17.8M faces in 0.46 s on an H100), exactly 0 at the
+    sources, the same numbers on CPU and GPU. Against exact
     polyhedral geodesics (libigl's MMP) on the shared test meshes, from 1 and from 8 sources:
     mean relative error at most 0.54 %, maximum 4.5 % (next to a source; 2.7 % five edge
     lengths or more away). Over 126 other random source sets the mean stays within 0.75 % and
@@ -487,8 +487,7 @@ OP = Operation(
     },
     reports="sources: distinct sources; max_distance: the largest finite distance; "
     "unreachable_vertices; heat: mean_edge_length h and time t; propagation: execution "
-    "(iterations run, path: numpy, global or patched, and on the patched path patches and "
-    "patch_runs, the patch launches that ran)",
+    "(iterations run, path: numpy or frontier)",
     test_variants=(
         {"sources": [0]},  # the default: propagation
         {"sources": [0], "method": "heat"},
