@@ -365,24 +365,60 @@ def order_by(xp: ModuleType, key: Any, bound: int) -> Any:
 
 def morton_rank(xp: ModuleType, mesh: TriMesh) -> tuple[Any, Any]:
     """``(order, rank)`` of the faces along a Z-order curve: sorted by the Morton code of their
-    centroid (1024 cells per axis of the bounding box), ties by face id."""
+    centroid (1024 cells per axis of the bounding box of the centroids), ties by face id. On
+    CuPy two kernels (:func:`_morton_keys_device`), the same codes bit for bit."""
     m = mesh.n_faces
-    V = mesh.V.astype(xp.float32)
-    F = mesh.F
-    # per axis, as 1-D arrays: CuPy reduces an (m, 3) array along its long axis with a block
-    # per column (66 ms at 17.8M faces), a 1-D array with all of the GPU
-    c = [(V[F[:, 0], j] + V[F[:, 1], j] + V[F[:, 2], j]) / xp.float32(3.0) for j in range(3)]
-    lo = [cj.min() for cj in c]
-    extent = max(float(cj.max() - lj) for cj, lj in zip(c, lo, strict=True))
-    scale = 1023.0 / extent if extent > 0 else 0.0
-    code = xp.zeros(m, dtype=xp.int64)
-    for j in range(3):
-        q = xp.clip(xp.floor((c[j] - lo[j]) * scale), 0, 1023).astype(xp.int64)
-        code |= _spread_bits(xp, q) << (2 - j)
-    order = order_by(xp, code, 1 << 30)
+    if xp.__name__ == "cupy" and 0 < m < 2**31 - 1:
+        order = xp.sort(_morton_keys_device(mesh)) & ((1 << _index_bits(m)) - 1)
+    else:
+        V = mesh.V.astype(xp.float32)
+        F = mesh.F
+        # per axis, as 1-D arrays: CuPy reduces an (m, 3) array along its long axis with a
+        # block per column (66 ms at 17.8M faces), a 1-D array with all of the GPU
+        c = [(V[F[:, 0], j] + V[F[:, 1], j] + V[F[:, 2], j]) / xp.float32(3.0) for j in range(3)]
+        lo = [cj.min() for cj in c]
+        scale = _morton_scale(max(float(cj.max() - lj) for cj, lj in zip(c, lo, strict=True)))
+        code = xp.zeros(m, dtype=xp.int64)
+        for j in range(3):
+            q = xp.clip(xp.floor((c[j] - lo[j]) * scale), 0, 1023).astype(xp.int64)
+            code |= _spread_bits(xp, q) << (2 - j)
+        order = order_by(xp, code, 1 << 30)
     rank = xp.empty(m, dtype=xp.int64)
     rank[order] = xp.arange(m, dtype=xp.int64)
     return order, rank
+
+
+def _morton_scale(extent: float) -> float:
+    return 1023.0 / extent if extent > 0 else 0.0
+
+
+def _index_bits(m: int) -> int:
+    return max(m - 1, 1).bit_length()
+
+
+def _morton_keys_device(mesh: TriMesh) -> Any:
+    """Per face, its Morton code shifted above its id (the words :func:`order_by` sorts), from
+    two kernels (``kernels/patching.cu``): the centroids (float32, summed and divided as the
+    array code does), then, with the bounding box from six 1-D reductions, the codes. The
+    array code takes a dozen element-wise int64 passes over the faces for the same words."""
+    import cupy as cp
+
+    from .kernels.loader import load_kernel
+
+    m = mesh.n_faces
+    V = cp.ascontiguousarray(mesh.V, dtype=cp.float32)
+    F = cp.ascontiguousarray(mesh.F, dtype=cp.int32)
+    c = cp.empty((3, m), dtype=cp.float32)
+    grid = ((m + 255) // 256,)
+    load_kernel("patching", "face_centroids")(grid, (256,), (V, F, np.int64(m), c))
+    # per row (1-D reductions: see morton_rank), one transfer
+    lo, hi = cp.stack([cp.stack([f(c[j]) for j in range(3)]) for f in (cp.min, cp.max)]).get()
+    scale = _morton_scale(max(float(h - low) for h, low in zip(hi, lo, strict=True)))
+    keys = cp.empty(m, dtype=cp.int64)
+    bounds = tuple(np.float32(x) for x in lo)
+    args = (c, np.int64(m), *bounds, np.float32(scale), np.int32(_index_bits(m)), keys)
+    load_kernel("patching", "morton_keys")(grid, (256,), args)
+    return keys
 
 
 def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any, int, int]:
@@ -705,12 +741,19 @@ ROWS_ON_DEVICE = True
 #: with more, or with over a third of CAP_V owned faces, has its rows built by the array code)
 ROW_CAP = {"CAP_F": 4096, "CAP_V": 4096, "CAP_E": 4096}
 ROW_THREADS = 512
+#: the row pools of patch_rows, in multiples of the faces, vertices and edges (32-bit ids) and of
+#: the corners and edge ends (16-bit local ids), tried in turn while the rows do not fit: the rows
+#: of 512-face Morton patches take 1.0-1.6x on the shared meshes, of 64-face Lloyd patches up to
+#: 2.4x, of 16-face Morton patches up to 4.2x (rx-dragon); past the last the array code runs
+ROW_POOL = (1.75, 4.5)
 
 
 def _rows_device(mesh: TriMesh, label: Any, k: int) -> dict[str, Any] | None:
     """:func:`_rows` on a GPU, the same arrays: one block per patch gathers, sorts and
-    de-duplicates its rows in shared memory (``kernels/patching.cu``), once to count and once
-    to write. None when some patch overflows the buffers (the caller runs the array code)."""
+    de-duplicates its rows in shared memory and writes them to a pool, each patch where an
+    atomic counter puts it; a second kernel copies them to their offsets in patch order
+    (``kernels/patching.cu``). None when some patch overflows the buffers or the pools (the
+    caller runs the array code)."""
     import cupy as cp
 
     from .kernels.loader import load_kernel
@@ -719,7 +762,7 @@ def _rows_device(mesh: TriMesh, label: Any, k: int) -> dict[str, Any] | None:
     m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
     if k == 0 or max(m, n, ne) >= 2**31 - 1:
         return None
-    i64, i32 = cp.int64, cp.int32
+    i64, i32, u64 = cp.int64, cp.int32, np.uint64
     fsorted = order_by(cp, label, k)  # owned faces by patch, then id
     own_off = cp.zeros(k + 1, dtype=i64)
     own_off[1:] = cp.cumsum(cp.bincount(label, minlength=k))
@@ -735,40 +778,49 @@ def _rows_device(mesh: TriMesh, label: Any, k: int) -> dict[str, Any] | None:
     kern = load_kernel("patching", "patch_rows", **ROW_CAP)
     smem = 4 * sum(ROW_CAP.values())
     kern.max_dynamic_shared_size_bytes = smem
-    counts = cp.zeros((k, 6), dtype=i64)
-    overflow = cp.zeros(1, dtype=i32)
-    null = cp.zeros(1, dtype=i64)
-
-    def launch(mode: int, *out: Any) -> None:
+    for factor in ROW_POOL:
+        counts = cp.zeros((k, 6), dtype=i64)
+        base = cp.empty((k, 2), dtype=i64)
+        overflow = cp.zeros(1, dtype=i32)
+        used = cp.zeros(2, dtype=cp.uint64)  # the pools' fill
+        cap32, cap16 = int(factor * (m + n + ne)), int(factor * (3 * m + 2 * ne))
+        pool = cp.empty(cap32, dtype=cp.uint32)
+        pool16 = cp.empty(cap16, dtype=cp.uint16)
+        rows = {
+            "face_local": cp.empty(m, dtype=i64),
+            "vertex_local": cp.full(n, -1, dtype=i64),
+            "edge_local": cp.empty(ne, dtype=i64),
+        }
         kern(
             (k,),
             (ROW_THREADS,),
-            (i32(mode), i64(k), fsorted, own_off, label, F, FE, EV, vf_off, vf_faces, ef_off)
-            + (ef_sides, vertex_owner, edge_owner, counts, overflow)
-            + out,
+            (i64(k), fsorted, own_off, label, F, FE, EV, vf_off, vf_faces, ef_off, ef_sides)
+            + (vertex_owner, edge_owner, counts, overflow, pool, u64(cap32), used[0:1], pool16)
+            + (u64(cap16), used[1:2], base, rows["face_local"], rows["vertex_local"])
+            + (rows["edge_local"],),
             shared_mem=smem,
         )
-
-    launch(0, *([null] * 3), *([null] * 3), *([cp.zeros(1, cp.uint16)] * 2), *([null] * 3))
-    if int(overflow[0]):
+        offsets = cp.zeros((3, k + 1), dtype=i64)
+        offsets[:, 1:] = cp.cumsum(counts[:, [0, 2, 4]].T, axis=1)
+        flag, n_f, n_v, n_e = (int(x) for x in cp.concatenate([overflow, offsets[:, -1]]).get())
+        if flag != 2:
+            break
+    if flag:
         return None
-    offsets = cp.zeros((3, k + 1), dtype=i64)
-    offsets[:, 1:] = cp.cumsum(counts[:, [0, 2, 4]].T, axis=1)
-    n_f, n_v, n_e = (int(x) for x in offsets[:, -1].get())
     face_offsets, vertex_offsets, edge_offsets = offsets[0], offsets[1], offsets[2]
-    rows = {
+    rows |= {
         "faces": cp.empty(n_f, dtype=i64),
         "vertices": cp.empty(n_v, dtype=i64),
         "edges": cp.empty(n_e, dtype=i64),
         "local_ev": cp.empty(2 * n_e, dtype=cp.uint16),
         "local_fe": cp.empty(3 * n_f, dtype=cp.uint16),
-        "face_local": cp.empty(m, dtype=i64),
-        "vertex_local": cp.full(n, -1, dtype=i64),
-        "edge_local": cp.empty(ne, dtype=i64),
     }
-    launch(1, face_offsets, vertex_offsets, edge_offsets, *rows.values())
-    if int(overflow[0]):
-        return None
+    load_kernel("patching", "copy_rows")(
+        (k,),
+        (256,),
+        (i64(k), counts, base, pool, pool16, face_offsets, vertex_offsets, edge_offsets)
+        + (rows["faces"], rows["vertices"], rows["edges"], rows["local_ev"], rows["local_fe"]),
+    )
     return rows | {
         "face_offsets": face_offsets,
         "vertex_offsets": vertex_offsets,
@@ -788,7 +840,8 @@ def _check_valence(mesh: TriMesh, shared_bytes: int) -> None:
     (much longer) patching."""
     if mesh.n_faces == 0:
         return
-    valence = int(mesh.xp.bincount(mesh.F.ravel()).max())
+    off, _ = mesh.topology.vf()  # a row per corner: the vertex's valence (the rows need it too)
+    valence = int((off[1:] - off[:-1]).max())
     if 6 * valence + 4 * (2 * valence + 1) > shared_bytes or 3 * valence >= LOCAL_INDEX_LIMIT:
         raise PatchingError(
             "a vertex's one-ring exceeds the shared-memory budget",

@@ -126,6 +126,8 @@ def test_gpu_patching_kernels_give_the_host_arrays(name, method, size):
 
 @pytest.mark.gpu
 def test_gpu_rows_that_overflow_the_kernel_buffers_fall_back_to_the_array_code(monkeypatch):
+    """The kernel builds the rows; rows that do not fit its pools go to larger pools, then to
+    the array code, and so do rows that do not fit its shared-memory buffers."""
     from workers.engine import patches
 
     cpu = shapes.welded("stanford-bunny.obj")
@@ -140,9 +142,17 @@ def test_gpu_rows_that_overflow_the_kernel_buffers_fall_back_to_the_array_code(m
     monkeypatch.setattr(patches, "_rows", spy)
     assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
     assert calls == []  # the kernel built them
-    monkeypatch.setattr(patches, "ROW_CAP", {"CAP_F": 256, "CAP_V": 2048, "CAP_E": 1024})
+    # pools too small for the rows: the next size is tried, and past the last the array code
+    monkeypatch.setattr(patches, "ROW_POOL", (0.5, 1.75))
+    assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
+    assert calls == []
+    monkeypatch.setattr(patches, "ROW_POOL", (0.5,))
     assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
     assert calls == [1]
+    monkeypatch.setattr(patches, "ROW_POOL", (1.75,))
+    monkeypatch.setattr(patches, "ROW_CAP", {"CAP_F": 256, "CAP_V": 2048, "CAP_E": 1024})
+    assert_same_patches(build_patches(cpu.to("cupy"), 512, method="morton"), want)
+    assert calls == [1, 1]
 
 
 def test_small_pieces_join_in_order_of_number_while_the_total_fits():

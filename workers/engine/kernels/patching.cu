@@ -5,13 +5,16 @@
 //   joined through the face graph (faces consecutive around an edge, as face_adjacency chains
 //   them) in a lock-free union-find in shared memory, larger roots hooked under smaller ones, so
 //   every piece's root is its first face in Morton order. Out: that root's rank, per position.
+// face_centroids, morton_keys: the Morton order's keys (patches.morton_rank): float32 centroids
+//   as the array code sums and divides them, then per face its code shifted above its id.
 // patch_rows: one block per patch; the patch's local faces (owned, then the ribbon: every other
 //   face around a vertex of an owned face), vertices and edges (owned first, then by id) sorted
 //   and de-duplicated in shared memory (bitonic sort, in-place compaction; an edge is listed
 //   only by its first local face, so its list has no repeats to sort), then the local EV and FE
-//   by binary search. Mode 0 counts (six per patch), mode 1 writes the rows at the
-//   offsets the counts gave. A patch whose rows do not fit the buffers sets *overflow; the
-//   caller then builds the rows with the array code.
+//   by binary search. The rows go to a pool, each patch where an atomic counter puts it, with
+//   its six counts; copy_rows then moves them to their offsets in patch order. A patch whose
+//   rows do not fit the buffers sets *overflow to 1 (the caller builds the rows with the array
+//   code), one that finds the pools full to 2 (the caller tries larger pools).
 
 #ifndef CAP_F  // the buffers of patch_rows (patches.ROW_CAP sets them)
 #define CAP_F 4096
@@ -77,6 +80,40 @@ extern "C" __global__ void run_pieces(const long long* __restrict__ order,
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += blockDim.x)
     root_of_pos[base + i] = base + find_root(parent, i);
+}
+
+// -------------------------------------------------------------------------------- Morton keys
+extern "C" __global__ void face_centroids(const float* __restrict__ V, const int* __restrict__ F,
+                                          long long m, float* __restrict__ c) {
+  const long long f = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (f >= m) return;
+  const long long a = 3LL * F[3 * f], b = 3LL * F[3 * f + 1], d = 3LL * F[3 * f + 2];
+  for (int j = 0; j < 3; ++j) c[j * m + f] = (V[a + j] + V[b + j] + V[d + j]) / 3.0f;
+}
+
+// 10 bits with two zero bits between consecutive ones (patches._spread_bits)
+__device__ __forceinline__ long long spread_bits(long long x) {
+  x &= 0x3FF;
+  x = (x | (x << 16)) & 0x30000FF;
+  x = (x | (x << 8)) & 0x300F00F;
+  x = (x | (x << 4)) & 0x30C30C3;
+  x = (x | (x << 2)) & 0x9249249;
+  return x;
+}
+
+extern "C" __global__ void morton_keys(const float* __restrict__ c, long long m, float lo0,
+                                       float lo1, float lo2, float scale, int bits,
+                                       long long* __restrict__ keys) {
+  const long long f = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (f >= m) return;
+  const float lo[3] = {lo0, lo1, lo2};
+  long long code = 0;
+  for (int j = 0; j < 3; ++j) {
+    // clip(floor((c - lo) * scale), 0, 1023) in float32, as the array code
+    const float q = fminf(fmaxf(floorf((c[j * m + f] - lo[j]) * scale), 0.0f), 1023.0f);
+    code |= spread_bits((long long)q) << (2 - j);
+  }
+  keys[f] = (code << bits) | f;
 }
 
 // ------------------------------------------------------------------------------- block helpers
@@ -167,17 +204,16 @@ __device__ __forceinline__ int lower_bound(const unsigned* keys, int n, unsigned
 
 // ---------------------------------------------------------------------------------- patch rows
 extern "C" __global__ void patch_rows(
-    int mode, long long n_patches, const long long* __restrict__ fsorted,
+    long long n_patches, const long long* __restrict__ fsorted,
     const long long* __restrict__ own_off, const long long* __restrict__ label,
     const int* __restrict__ F, const int* __restrict__ FE, const int* __restrict__ EV,
     const long long* __restrict__ vf_off, const long long* __restrict__ vf_faces,
     const long long* __restrict__ ef_off, const long long* __restrict__ ef_sides,
     const long long* __restrict__ vertex_owner, const long long* __restrict__ edge_owner,
-    long long* __restrict__ counts, int* __restrict__ overflow,
-    const long long* __restrict__ face_off, const long long* __restrict__ vert_off,
-    const long long* __restrict__ edge_off, long long* __restrict__ faces,
-    long long* __restrict__ vertices, long long* __restrict__ edges,
-    unsigned short* __restrict__ local_ev, unsigned short* __restrict__ local_fe,
+    long long* __restrict__ counts, int* __restrict__ overflow, unsigned* __restrict__ pool,
+    unsigned long long pool_cap, unsigned long long* pool_used,
+    unsigned short* __restrict__ pool16, unsigned long long pool16_cap,
+    unsigned long long* pool16_used, long long* __restrict__ base,
     long long* __restrict__ face_local, long long* __restrict__ vertex_local,
     long long* __restrict__ edge_local) {
   extern __shared__ unsigned smem[];
@@ -186,6 +222,7 @@ extern "C" __global__ void patch_rows(
   unsigned* Ek = Vk + CAP_V;      // local edges, NOT_OWNED | id
   __shared__ int warp_sums[32];
   __shared__ int n_add, bad;
+  __shared__ unsigned long long at32, at16;
   const int tid = threadIdx.x, bd = blockDim.x;
 
   for (long long p = blockIdx.x; p < n_patches; p += gridDim.x) {
@@ -197,7 +234,7 @@ extern "C" __global__ void patch_rows(
     }
     __syncthreads();
     if (bad) {
-      if (tid == 0) atomicExch(overflow, 1);
+      if (tid == 0) atomicMax(overflow, 1);
       return;  // the whole block leaves: bad is shared
     }
     // owned faces (sorted by id) and the vertices they touch
@@ -223,7 +260,7 @@ extern "C" __global__ void patch_rows(
     if (nv0 < 0 || no + nr > CAP_F) nr = -1;
     else nr = sort_unique(Fk + no, nr, CAP_F - no, warp_sums);
     if (nr < 0) {
-      if (tid == 0) atomicExch(overflow, 1);
+      if (tid == 0) atomicMax(overflow, 1);
       return;
     }
     const int nf = no + nr;
@@ -240,7 +277,7 @@ extern "C" __global__ void patch_rows(
     __syncthreads();
     int nv = nv0 + n_add;
     if (nv > CAP_V) {
-      if (tid == 0) atomicExch(overflow, 1);
+      if (tid == 0) atomicMax(overflow, 1);
       return;
     }
     for (int i = tid; i < nv; i += bd) {
@@ -271,20 +308,27 @@ extern "C" __global__ void patch_rows(
     }
     __syncthreads();
     if (n_add > CAP_E) {
-      if (tid == 0) atomicExch(overflow, 1);
+      if (tid == 0) atomicMax(overflow, 1);
       return;
     }
     const int n_edges = n_add;
     nv = sort_unique(Vk, nv, CAP_V, warp_sums);
     const int ne = sort_unique(Ek, n_edges, CAP_E, warp_sums);
     if (nv < 0 || ne < 0) {
-      if (tid == 0) atomicExch(overflow, 1);
+      if (tid == 0) atomicMax(overflow, 1);
       return;
     }
     const int ov = lower_bound(Vk, nv, NOT_OWNED);
     const int oe = lower_bound(Ek, ne, NOT_OWNED);
-    if (mode == 0) {
-      if (tid == 0) {
+    // the rows go to the pools, each patch at the place it takes there (the copy kernel moves
+    // them to their offsets in patch order); the maps to local ids go straight to their places
+    if (tid == 0) {
+      const unsigned long long n32 = (unsigned long long)(nf + nv + ne);
+      const unsigned long long n16 = (unsigned long long)(3 * nf + 2 * ne);
+      at32 = atomicAdd(pool_used, n32);
+      at16 = atomicAdd(pool16_used, n16);
+      bad = at32 + n32 > pool_cap || at16 + n16 > pool16_cap;
+      if (!bad) {
         long long* c = counts + 6 * p;
         c[0] = nf;
         c[1] = no;
@@ -292,38 +336,71 @@ extern "C" __global__ void patch_rows(
         c[3] = ov;
         c[4] = ne;
         c[5] = oe;
+        base[2 * p] = (long long)at32;
+        base[2 * p + 1] = (long long)at16;
       }
-      __syncthreads();
-      continue;
     }
-    const long long fo = face_off[p], vo = vert_off[p], eo = edge_off[p];
+    __syncthreads();
+    if (bad) {
+      if (tid == 0) atomicMax(overflow, 2);  // the pools are full (1: the buffers are)
+      return;
+    }
+    unsigned* rows = pool + at32;
+    unsigned short* fe16 = pool16 + at16;
+    unsigned short* ev16 = fe16 + 3 * nf;
     for (int i = tid; i < nf; i += bd) {
       const long long f = Fk[i];
-      faces[fo + i] = f;
+      rows[i] = (unsigned)f;
       if (i < no) face_local[f] = i;
       for (int c = 0; c < 3; ++c) {
         const int fe = FE[3 * f + c];
         const unsigned e = (unsigned)(fe >> 1);
         const unsigned key = e | (edge_owner[e] == p ? 0u : NOT_OWNED);
         const int le = lower_bound(Ek, ne, key);
-        local_fe[3 * (fo + i) + c] = (unsigned short)((le << 1) | (fe & 1));
+        fe16[3 * i + c] = (unsigned short)((le << 1) | (fe & 1));
       }
     }
     for (int i = tid; i < nv; i += bd) {
-      const long long v = Vk[i] & ~NOT_OWNED;
-      vertices[vo + i] = v;
+      const unsigned v = Vk[i] & ~NOT_OWNED;
+      rows[nf + i] = v;
       if (i < ov) vertex_local[v] = i;
     }
     for (int i = tid; i < ne; i += bd) {
-      const long long e = Ek[i] & ~NOT_OWNED;
-      edges[eo + i] = e;
+      const unsigned e = Ek[i] & ~NOT_OWNED;
+      rows[nf + nv + i] = e;
       if (i < oe) edge_local[e] = i;
       for (int c = 0; c < 2; ++c) {
-        const unsigned v = (unsigned)EV[2 * e + c];
+        const unsigned v = (unsigned)EV[2 * (long long)e + c];
         const unsigned key = v | (vertex_owner[v] == p ? 0u : NOT_OWNED);
-        local_ev[2 * (eo + i) + c] = (unsigned short)lower_bound(Vk, nv, key);
+        ev16[2 * i + c] = (unsigned short)lower_bound(Vk, nv, key);
       }
     }
     __syncthreads();
+  }
+}
+
+// One block per patch: its rows from the pools to their offsets in patch order (the CSR rows).
+extern "C" __global__ void copy_rows(long long n_patches, const long long* __restrict__ counts,
+                                     const long long* __restrict__ base,
+                                     const unsigned* __restrict__ pool,
+                                     const unsigned short* __restrict__ pool16,
+                                     const long long* __restrict__ face_off,
+                                     const long long* __restrict__ vert_off,
+                                     const long long* __restrict__ edge_off,
+                                     long long* __restrict__ faces, long long* __restrict__ vertices,
+                                     long long* __restrict__ edges,
+                                     unsigned short* __restrict__ local_ev,
+                                     unsigned short* __restrict__ local_fe) {
+  for (long long p = blockIdx.x; p < n_patches; p += gridDim.x) {
+    const long long nf = counts[6 * p], nv = counts[6 * p + 2], ne = counts[6 * p + 4];
+    const unsigned* rows = pool + base[2 * p];
+    const unsigned short* fe16 = pool16 + base[2 * p + 1];
+    const long long fo = face_off[p], vo = vert_off[p], eo = edge_off[p];
+    for (long long i = threadIdx.x; i < nf; i += blockDim.x) faces[fo + i] = rows[i];
+    for (long long i = threadIdx.x; i < nv; i += blockDim.x) vertices[vo + i] = rows[nf + i];
+    for (long long i = threadIdx.x; i < ne; i += blockDim.x) edges[eo + i] = rows[nf + nv + i];
+    for (long long i = threadIdx.x; i < 3 * nf; i += blockDim.x) local_fe[3 * fo + i] = fe16[i];
+    for (long long i = threadIdx.x; i < 2 * ne; i += blockDim.x)
+      local_ev[2 * eo + i] = fe16[3 * nf + i];
   }
 }
