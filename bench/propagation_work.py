@@ -3,7 +3,7 @@ the bunny midpoint-subdivided to ``--faces``, from one source: iterations, and u
 (the vertices an iteration updates, summed over the iterations, over the vertex count), for the
 plain Jacobi iteration (``band=None``) and the frontier's bands of ``--bands`` median side
 lengths, with the largest and mean relative difference from the Jacobi fixed point. The loop is
-the twin's single-source loop (``propagation._propagate_one``) with the updates counted."""
+the twin's single-source loop (``propagation._propagate_one``), which counts them."""
 
 import argparse
 import time
@@ -17,33 +17,10 @@ from workers.engine import propagation as P
 
 
 def run(mesh, src: int, delta: float) -> tuple[np.ndarray, int, int]:
-    """The twin's loop (``_propagate_one``), counting the targets of every iteration."""
-    n = mesh.n_vertices
-    C, A, B, a, b, c, D, e, f = P.corners(mesh)
-    d = P.initial(np, n, [src])
-    changed, pending = np.isfinite(d), np.zeros(n, dtype=bool)
-    tau, updates = delta, 0
-    for it in range(1, P._cap(n) + 1):
-        moving = changed | pending
-        if not moving.any():
-            return d, it, updates
-        go = moving & (d < tau)
-        pending = moving & ~go
-        target = P._readers(go, A, B, D, C, n)
-        updates += int(target.sum())
-        if not target.any():
-            tau += delta
-            changed = np.zeros(n, dtype=bool)
-            continue
-        live = np.flatnonzero(target[C])
-        Dl = D[live]
-        dD = np.where(Dl >= 0, d[np.maximum(Dl, 0)], np.inf)
-        cand = P.candidate(d[A[live]], d[B[live]], a[live], b[live], c[live], dD, e[live], f[live])
-        new = d.copy()
-        np.minimum.at(new, C[live], cand)
-        changed = new != d
-        d = new
-    raise SystemExit("did not converge")
+    """The twin's loop (``_propagate_one``), the targets of every iteration counted."""
+    updates: list[int] = []
+    d, it = P._propagate_one(mesh, P.initial(np, mesh.n_vertices, [src]), delta, updates)
+    return d, it, sum(updates)
 
 
 def main() -> None:

@@ -465,7 +465,24 @@ def main() -> None:
         help="the checkout whose service is started (e.g. an earlier commit, as a baseline)",
     )
     ap.add_argument("--form", action="store_true", help="upload as multipart forms")
+    ap.add_argument(
+        "--pipeline",
+        default=None,
+        help="the large jobs' steps as JSON, e.g. "
+        '\'["weld", {"op": "geodesic_distance", "sources": [0]}]\' (default: weld, angle-weighted '
+        "vertex normals, Gaussian curvature)",
+    )
+    ap.add_argument(
+        "--attributes",
+        default=None,
+        help="the attributes the result PLY keeps, comma-separated (default: the default "
+        "pipeline's two)",
+    )
     args = ap.parse_args()
+    if args.pipeline:
+        PIPELINE[:] = json.loads(args.pipeline)
+    if args.attributes is not None:
+        OUTPUT["attributes"] = [a for a in args.attributes.split(",") if a]
 
     out_dir = Path(os.environ.get("OUT", ROOT / "bench" / "results"))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,23 +1,23 @@
 """Geodesic distance by parallel front propagation: the triangle update iterated to a fixed point.
 
-A vertex's distance is relaxed, from the previous iterate, by every face around it: the face's other two corners ``A`` and ``B`` (distances ``dA``, ``dB``) are unfolded into the
-plane with a virtual source ``S`` at distance ``dA`` from ``A`` and ``dB`` from ``B`` on the far
-side of edge ``AB``; when the straight line from ``S`` to the vertex crosses ``AB`` the candidate
-is ``|S C|`` (the planar wave front through the triangle, as in fast marching on triangulated
-domains), otherwise the better of the two edge paths ``dA + |AC|``, ``dB + |BC|``. ``S`` is a
-real source only when ``dA`` and ``dB`` come from the same unfolded point; where two fronts meet
-(around a saddle vertex, over a crease) the circles meet nearer than either, and ``|S C|`` falls
-short (by 7 % on fandisk). So ``S`` is checked against ``D``, the vertex across ``AB`` (the face
-the front comes through): when ``D`` lies in ``S``'s wedge over ``AB`` a real source reaches it
-in at most ``|S D|``, and a virtual source with ``dD > |S D|`` is refused (the edge paths
-remain; the update of another face around ``C`` carries the true front). Measured against
-exact geodesics this takes the worst error on the shared meshes from 7.0 % to 4.5 %; the virtual
-corners below go unchecked (their side is no mesh edge; checking them against the vertex across
-the real side they stand on refused true fronts: 5.9 % too long on rocker-arm). Sources are 0,
-everything else starts at infinity; the iteration stops when no value changes. This is the
-iterative scheme of the parallel geodesic methods (fast iterative method, the toplesets
-propagation that RXMesh's geodesic application runs): a fixed point of the update, reached from
-above.
+A vertex's distance is relaxed, from the previous iterate, by every face around it: the face's other
+two corners ``A`` and ``B`` (distances ``dA``, ``dB``) are unfolded into the plane with a virtual
+source ``S`` at distance ``dA`` from ``A`` and ``dB`` from ``B`` on the far side of edge ``AB``;
+when the straight line from ``S`` to the vertex crosses ``AB`` the candidate is ``|S C|`` (the
+planar wave front through the triangle, as in fast marching on triangulated domains), otherwise the
+better of the two edge paths ``dA + |AC|``, ``dB + |BC|``. ``S`` is a real source only when ``dA``
+and ``dB`` come from the same unfolded point; where two fronts meet (around a saddle vertex, over a
+crease) the circles meet nearer than either, and ``|S C|`` falls short (by 7 % on fandisk). So ``S``
+is checked against ``D``, the vertex across ``AB`` (the face the front comes through): when ``D``
+lies in ``S``'s wedge over ``AB`` a real source reaches it in at most ``|S D|``, and a virtual
+source with ``dD > |S D|`` is refused (the edge paths remain; the update of another face around
+``C`` carries the true front). Measured against exact geodesics this takes the worst error on the
+shared meshes from 7.0 % to 4.5 %; the virtual corners below go unchecked (their side is no mesh
+edge; checking them against the vertex across the real side they stand on refused true fronts: 5.9 %
+too long on rocker-arm). Sources are 0, everything else starts at infinity; the iteration stops when
+no value changes. This is the iterative scheme of the parallel geodesic methods (fast iterative
+method, the toplesets propagation that RXMesh's geodesic application runs): a fixed point of the
+update, reached from above.
 
 The schedule (which vertices an iteration updates) is the frontier with a band: a vertex that
 changed passes its value on only when it is below a threshold ``tau``; then every vertex with a
@@ -52,8 +52,9 @@ its distance. With one source the second fronts stay empty and this is the plain
 Implementations that give the same numbers (every operation is written in double in the
 same order, and the CUDA kernels are compiled without FMA contraction):
 
-- :func:`propagate_numpy`: array code, one vectorized pass over the targets' corners per
-  iteration and a segmented minimum per vertex (the op's CPU path).
+- :func:`propagate_numpy`: array code over index lists, one vectorized pass over the targets'
+  corners per iteration and a segmented minimum per vertex (the op's CPU path): an iteration
+  costs its front, not the mesh.
 - :func:`propagate_frontier`: the same schedule on the GPU over lists, the launches of 16
   iterations in one CUDA graph (the op's GPU path).
 - :func:`propagate_global` and :func:`propagate_patched`: the plain Jacobi iteration
@@ -329,13 +330,38 @@ def _host(xp: Any, a: Any) -> Any:
     return a.get() if xp.__name__ == "cupy" else a
 
 
-def _readers(go: Any, A: Any, B: Any, D: Any, C: Any, n: int) -> Any:
-    """The vertices with a corner that reads a vertex in ``go`` (as ``A``, ``B`` or the vertex
-    across ``D``): they are updated this iteration, each from all of its corners."""
-    reads = go[A] | go[B] | ((D >= 0) & go[np.maximum(D, 0)])
-    target = np.zeros(n, dtype=bool)
-    target[C[reads]] = True
-    return target
+class _Frontier:
+    """Which corners an iteration evaluates, as two CSRs over the corners (host arrays): the
+    corners that read each vertex (as ``A``, ``B`` or the vertex across ``D``) and the corners of
+    each target. An iteration's work is then the size of its front, not of the mesh."""
+
+    def __init__(self, n: int, C: Any, A: Any, B: Any, D: Any) -> None:
+        k = np.arange(C.shape[0], dtype=np.int64)
+        has = D >= 0
+        self.C = C
+        self.readers = _csr(n, np.concatenate([A, B, D[has]]), np.concatenate([k, k, k[has]]))
+        self.corners = _csr(n, C, k)
+
+    def step(self, go: Any) -> tuple[Any, Any]:
+        """``(targets, live)``: the vertices with a corner that reads a vertex of ``go``
+        (ascending), and all of their corners (by target, then corner), from which each is
+        updated."""
+        targets = np.unique(self.C[_rows_of(*self.readers, go)])
+        return targets, _rows_of(*self.corners, targets)
+
+
+def _csr(n: int, keys: Any, values: Any) -> tuple[Any, Any]:
+    order = np.argsort(keys, kind="stable")
+    off = np.zeros(n + 1, dtype=np.int64)
+    off[1:] = np.cumsum(np.bincount(keys, minlength=n))
+    return off, values[order]
+
+
+def _rows_of(off: Any, values: Any, rows: Any) -> Any:
+    """The CSR rows ``rows`` one after another."""
+    count = off[rows + 1] - off[rows]
+    start = np.repeat(off[rows] - (np.cumsum(count) - count), count)
+    return values[start + np.arange(start.shape[0], dtype=np.int64)]
 
 
 def fronts_numpy(
@@ -354,28 +380,25 @@ def fronts_numpy(
         d1, it = _propagate_one(mesh, d1, delta)
         return d1, np.where(np.isfinite(d1), 0, -1).astype(np.int32), d2, l2, it
     C, A, B, a, b, c, D, e, f = corners(mesh)
-    changed = np.zeros(n, dtype=bool)
-    changed[sources] = True
-    pending = np.zeros(n, dtype=bool)
+    frontier = _Frontier(n, C, A, B, D)
+    changed = np.unique(np.asarray(sources, dtype=np.int64))
+    pending = np.zeros(0, dtype=np.int64)
     tau = delta
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        moving = changed | pending
-        if not moving.any():
+        moving = np.union1d(changed, pending)
+        if moving.shape[0] == 0:
             return d1, l1, d2, l2, it
-        go = moving & (d1 < tau)
-        pending = moving & ~go
-        target = _readers(go, A, B, D, C, n)
-        if not target.any():
+        below = d1[moving] < tau
+        go, pending = moving[below], moving[~below]
+        targets, live = frontier.step(go)
+        if targets.shape[0] == 0:
             tau += delta
-            changed = np.zeros(n, dtype=bool)
+            changed = np.zeros(0, dtype=np.int64)
             continue
         # every corner of every target: its new fronts are the best two of its old ones and
         # every candidate its corners give from the current values (as on the GPU)
-        live = np.flatnonzero(target[C])
         Cl, Al, Bl = C[live], A[live], B[live]
-        order = np.argsort(Cl, kind="stable")
-        live, Cl, Al, Bl = live[order], Cl[order], Al[order], Bl[order]
         options = np.stack([l1[Al], l2[Al], l1[Bl], l2[Bl]], axis=1)
         # each distinct known label once (a repeated entry changes nothing); the rest (inf, -1)
         need = options >= 0
@@ -399,10 +422,8 @@ def fronts_numpy(
             f[lr],
         )
         options = np.where(need, options, -1)
-        starts = np.flatnonzero(np.r_[True, Cl[1:] != Cl[:-1]])
-        targets = Cl[starts]
-        counts = np.diff(np.r_[starts, Cl.shape[0]])
-        # per target: its two fronts, then four entries per corner, contiguous
+        # live comes by target: per target its two fronts, then four entries per corner
+        counts = np.bincount(np.searchsorted(targets, Cl), minlength=targets.shape[0])
         size = 2 + 4 * counts
         first = np.r_[0, np.cumsum(size)[:-1]]
         values = np.empty(int(size.sum()))
@@ -418,10 +439,9 @@ def fronts_numpy(
         moved = np.zeros(targets.shape[0], dtype=bool)
         for x, y in zip(new, old, strict=True):
             moved |= x != y
-        changed = np.zeros(n, dtype=bool)
-        changed[targets[moved]] = True
-        d1, l1, d2, l2 = d1.copy(), l1.copy(), d2.copy(), l2.copy()
-        d1[targets], l1[targets], d2[targets], l2[targets] = new
+        changed = targets[moved]
+        for arr, x in zip((d1, l1, d2, l2), new, strict=True):
+            arr[changed] = x[moved]
     raise _not_converged(_cap(n))
 
 
@@ -447,35 +467,41 @@ def corners(mesh: TriMesh) -> tuple[Any, ...]:
     return tuple(np.concatenate([x, y]) for x, y in zip(real, virtual, strict=True))
 
 
-def _propagate_one(mesh: TriMesh, d: np.ndarray, delta: float) -> tuple[np.ndarray, int]:
+def _propagate_one(
+    mesh: TriMesh, d: np.ndarray, delta: float, updates: list[int] | None = None
+) -> tuple[np.ndarray, int]:
     """One source: every front carries its label, the second fronts stay empty, and the update
     is the triangle candidate alone (the same numbers as the general loop, 4x less work), in
-    the same schedule."""
+    the same schedule. ``updates`` gets each iteration's number of targets (the benchmarks)."""
     n = d.shape[0]
     C, A, B, a, b, c, D, e, f = corners(mesh)
-    changed = np.isfinite(d)
-    pending = np.zeros(n, dtype=bool)
+    frontier = _Frontier(n, C, A, B, D)
+    changed = np.flatnonzero(np.isfinite(d))
+    pending = np.zeros(0, dtype=np.int64)
     tau = delta
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        moving = changed | pending
-        if not moving.any():
+        moving = np.union1d(changed, pending)
+        if moving.shape[0] == 0:
             return d, it
-        go = moving & (d < tau)
-        pending = moving & ~go
-        target = _readers(go, A, B, D, C, n)
-        if not target.any():
+        below = d[moving] < tau
+        go, pending = moving[below], moving[~below]
+        targets, live = frontier.step(go)
+        if updates is not None:
+            updates.append(int(targets.shape[0]))
+        if targets.shape[0] == 0:
             tau += delta
-            changed = np.zeros(n, dtype=bool)
+            changed = np.zeros(0, dtype=np.int64)
             continue
-        live = np.flatnonzero(target[C])
         Dl = D[live]
         dD = np.where(Dl >= 0, d[np.maximum(Dl, 0)], np.inf)
         cand = candidate(d[A[live]], d[B[live]], a[live], b[live], c[live], dD, e[live], f[live])
-        new = d.copy()
-        np.minimum.at(new, C[live], cand)
-        changed = new != d
-        d = new
+        old = d[targets]
+        new = old.copy()
+        np.minimum.at(new, np.searchsorted(targets, C[live]), cand)
+        moved = new != old
+        changed = targets[moved]
+        d[changed] = new[moved]
     raise _not_converged(_cap(n))
 
 
