@@ -119,7 +119,7 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from .queue.blobs import open_store
-    from .runner import execute, execute_chunk
+    from .runner import execute, execute_chunk, release_memory, trim_pools
 
     store = open_store(blob_root)
     conn.send(offers())
@@ -159,17 +159,30 @@ def child_main(
                 )
                 conn.send(Done(fields))
                 continue
-            fields = execute(
-                job.id,
-                job.attempt,
-                job.spec,
-                store,
-                progress,
-                input_name=job.input_name,
-                gpu_min_faces=job.gpu_min_faces,
-            )
+
+            def run(job: RunJob = job) -> dict[str, Any]:
+                return execute(
+                    job.id,
+                    job.attempt,
+                    job.spec,
+                    store,
+                    progress,
+                    input_name=job.input_name,
+                    gpu_min_faces=job.gpu_min_faces,
+                )
+
+            try:
+                fields = run()
+            except MemoryError:
+                # out of GPU (or host) memory: give back what this process cached and try
+                # once more before the job fails with resources.out_of_memory (and is retried)
+                log.warning("job %s ran out of memory; once more", job.id)
+                release_memory()
+                fields = run()
             conn.send(Done(fields))
         except Exception as exc:
             if not isinstance(exc, (EngineError, MemoryError)):
                 log.error("job %s failed: %s", job.id, traceback.format_exc())
             conn.send(failed(exc))
+        finally:
+            trim_pools()

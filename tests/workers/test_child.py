@@ -162,3 +162,86 @@ def test_the_readme_lists_every_code_a_run_may_end_with():
     codes = {c.code for c in run_errors} - {errors.WorkerError.code}  # the branch, never raised
     missing = [code for code in sorted(codes) if not re.search(rf"`{re.escape(code)}`", readme)]
     assert len(codes) == 9 and missing == []
+
+
+@pytest.mark.parametrize("misses", [1, 2])
+def test_a_job_out_of_memory_once_runs_again_and_twice_fails_with_its_code(
+    tmp_path, monkeypatch, misses
+):
+    """Workers sharing a GPU run out of its memory at times (another's pool holds freed
+    blocks): a job whose run raises MemoryError gives back this process's memory and runs once
+    more; out of memory twice, it fails with resources.out_of_memory (retryable). After every
+    job the child trims its pool of freed blocks (``runner.trim_pools``)."""
+    import signal
+
+    from workers import runner
+
+    runs: list[int] = []
+    released: list[bool] = []
+    trimmed: list[bool] = []
+
+    def execute(job_id, attempt, spec, store, progress, **kw):
+        runs.append(attempt)
+        if len(runs) <= misses:
+            raise MemoryError("out of memory allocating 1,073,741,824 bytes")
+        return {"result": {"key": "k"}}
+
+    monkeypatch.setattr(runner, "execute", execute)
+    monkeypatch.setattr(runner, "release_memory", lambda: released.append(True))
+    monkeypatch.setattr(runner, "trim_pools", lambda: trimmed.append(True))
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # the test's process keeps its own
+    ours, theirs = mp.Pipe()
+    spec = {"pipeline": [{"op": "weld"}], "output": {"format": "obj"}}
+    ours.send(RunJob("j1", 3, spec, input_name="up/a.obj", gpu_min_faces=10_000))
+    ours.send(Stop())
+    child_main(theirs, str(tmp_path))  # runs the job, then stops
+    answers = []
+    while ours.poll(0.1):
+        answers.append(ours.recv())
+    assert isinstance(answers[0], Offers)
+    assert runs == [3, 3] and released == [True] and trimmed == [True]
+    if misses == 1:
+        assert answers[-1] == Done({"result": {"key": "k"}})
+    else:
+        assert isinstance(answers[-1], Failed) and answers[-1].retryable
+        assert answers[-1].error["code"] == "resources.out_of_memory"
+
+
+@pytest.mark.gpu
+def test_the_pool_is_trimmed_after_a_large_job_and_kept_after_a_small_one():
+    """``trim_pools`` gives CuPy's freed device blocks back past ``POOL_KEEP_BYTES`` and keeps
+    them below it."""
+    import cupy as cp
+
+    from workers import runner
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    a = cp.empty(64 << 20, dtype=cp.uint8)
+    del a
+    runner.trim_pools()
+    assert pool.free_bytes() >= 64 << 20  # kept: under the limit
+    b = cp.empty(runner.POOL_KEEP_BYTES + (64 << 20), dtype=cp.uint8)
+    del b
+    runner.trim_pools()
+    assert pool.free_bytes() == 0
+
+
+def test_trimming_the_pools_where_cupy_sees_no_device_does_nothing(monkeypatch):
+    """A CPU-only worker on a GPU host (``CUDA_VISIBLE_DEVICES=""``) has CuPy imported (the probe
+    of what it offers), and asking CuPy's pool for its bytes raises there: the trim after a job
+    and the release after running out of memory must not end the child."""
+    import sys
+    import types
+
+    from workers import runner
+
+    def no_device():
+        raise RuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+
+    fake = types.SimpleNamespace(
+        get_default_memory_pool=no_device, get_default_pinned_memory_pool=no_device
+    )
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    runner.trim_pools()
+    runner.release_memory()
