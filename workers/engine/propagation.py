@@ -202,6 +202,30 @@ def virtual_corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
     s, t = mesh.topology.ef_pairs()
     s, t = xp.asarray(s, dtype=xp.int64), xp.asarray(t, dtype=xp.int64)
     s, t = xp.concatenate([s, t]), xp.concatenate([t, s])
+    # in chunks of the side pairs: a dozen float64 temporaries of a chunk's length, not of the
+    # mesh's (a 17.8M-face mesh has 53M pairs: 0.4 GB per temporary)
+    parts = [
+        _virtual_chunk(xp, V, F, s[i : i + VIRTUAL_CHUNK], t[i : i + VIRTUAL_CHUNK])
+        for i in range(0, int(s.shape[0]), VIRTUAL_CHUNK)
+    ] or [_virtual_chunk(xp, V, F, s, t)]
+    C, A, B, D, a, b, cd, e, f = (xp.concatenate(list(x)) for x in zip(*parts, strict=True))
+    # (C; A, D): |DC|, |AC|, |AD|   and   (C; D, B): |BC|, |DC|, |DB|
+    return (
+        xp.concatenate([C, C]),
+        xp.concatenate([A, D]),
+        xp.concatenate([D, B]),
+        xp.concatenate([cd, a]),
+        xp.concatenate([b, cd]),
+        xp.concatenate([e, f]),
+    )
+
+
+#: side pairs per chunk of :func:`virtual_corners`
+VIRTUAL_CHUNK = 1 << 22
+
+
+def _virtual_chunk(xp: Any, V: Any, F: Any, s: Any, t: Any) -> tuple[Any, ...]:
+    """The kept unfoldings of the side pairs ``(s, t)``: ``(C, A, B, D, a, b, cd, e, f)``."""
     fs, ks = s // 3, s % 3
     ft, kt = t // 3, t % 3
     A = F[fs, ks]
@@ -236,17 +260,7 @@ def virtual_corners(mesh: TriMesh) -> tuple[Any, Any, Any, Any, Any, Any]:
         keep &= obtuse
     elif VIRTUAL == "none":
         keep &= False
-    C, A, B, D = C[keep], A[keep], B[keep], D[keep]
-    a, b, cd, e, f = a[keep], b[keep], cd[keep], e[keep], f[keep]
-    # (C; A, D): |DC|, |AC|, |AD|   and   (C; D, B): |BC|, |DC|, |DB|
-    return (
-        xp.concatenate([C, C]),
-        xp.concatenate([A, D]),
-        xp.concatenate([D, B]),
-        xp.concatenate([cd, a]),
-        xp.concatenate([b, cd]),
-        xp.concatenate([e, f]),
-    )
+    return tuple(x[keep] for x in (C, A, B, D, a, b, cd, e, f))
 
 
 def opposite(mesh: TriMesh) -> Any:
@@ -540,9 +554,10 @@ def device_corners(mesh: TriMesh) -> tuple[Any, tuple[Any, ...], tuple[Any, Any]
     # A and B of a virtual corner: one is a neighbour of C, the other is D (two rings away); the
     # vertex across a face corner's side is two rings away from the corner's vertex
     has = across >= 0
-    Fc = cp.asarray(mesh.F, dtype=cp.int64).ravel()
-    src = cp.concatenate([A, B, across[has]])
-    dst = cp.concatenate([C, C, Fc[has]])
+    Fc = cp.asarray(mesh.F, dtype=cp.int32).ravel()
+    i32 = cp.int32  # the pairs in 32 bits: about 150M of them at 17.8M faces
+    src = cp.concatenate([A.astype(i32), B.astype(i32), across[has].astype(i32)])
+    dst = cp.concatenate([C.astype(i32), C.astype(i32), Fc[has]])
     doff, dval, _ = csr_from_pairs(cp, n, src, dst)
     dependents = (
         cp.ascontiguousarray(doff, dtype=cp.int64),
