@@ -108,6 +108,22 @@ struct Fronts {
   int* l2;
 };
 
+// One corner's candidates (A and B its other corners, D the vertex across AB or -1, the side
+// lengths as in tri_candidate): for each label A's and B's fronts hold, once.
+__device__ __forceinline__ void corner_candidates(const Fronts& f, int A, int B, int D, double a,
+                                                  double b, double c, double e, double fl,
+                                                  Top2& acc) {
+  const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
+  for (int o = 0; o < 4; ++o) {
+    const int lab = options[o];
+    if (!wanted(options, o)) continue;
+    const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
+    const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
+    const double dD = D >= 0 ? value_for(lab, f.d1, f.l1, f.d2, f.l2, D) : infinity();
+    acc.insert(tri_candidate(dA, dB, a, b, c, dD, e, fl), lab);
+  }
+}
+
 // Every corner of face gf = (v0, v1, v2) at g, for each label its other two corners hold. Corner k
 // is F[gf, k] on either path (the patched FE keeps the global corner order); across[3 gf + k] is
 // the vertex across its opposite side, or -1 (opposite in propagation.py).
@@ -122,15 +138,7 @@ __device__ __forceinline__ void face_candidates(const double* V, const int* acro
     const int D = across[3 * gf + k];
     const double e = D >= 0 ? side_length(V, D, A) : 0.0;
     const double fl = D >= 0 ? side_length(V, D, B) : 0.0;
-    const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
-    for (int o = 0; o < 4; ++o) {
-      const int lab = options[o];
-      if (!wanted(options, o)) continue;
-      const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
-      const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
-      const double dD = D >= 0 ? value_for(lab, f.d1, f.l1, f.d2, f.l2, D) : infinity();
-      acc.insert(tri_candidate(dA, dB, a, b, cc, dD, e, fl), lab);
-    }
+    corner_candidates(f, A, B, D, a, b, cc, e, fl, acc);
   }
 }
 
@@ -148,16 +156,8 @@ struct Virtual {
 // Virtual corner i of the CSR: its candidates, for each label its two other corners hold.
 __device__ __forceinline__ void virtual_corner(const Virtual& vc, const Fronts& f, long long i,
                                                Top2& acc) {
-  const int A = vc.A[i], B = vc.B[i];
-  const int options[4] = {f.l1[A], f.l2[A], f.l1[B], f.l2[B]};
-  for (int o = 0; o < 4; ++o) {
-    const int lab = options[o];
-    if (!wanted(options, o)) continue;
-    const double dA = value_for(lab, f.d1, f.l1, f.d2, f.l2, A);
-    const double dB = value_for(lab, f.d1, f.l1, f.d2, f.l2, B);
-    // a virtual side is no mesh edge: no face across it, no check (as in corners())
-    acc.insert(tri_candidate(dA, dB, vc.a[i], vc.b[i], vc.c[i], infinity(), 0.0, 0.0), lab);
-  }
+  // a virtual side is no mesh edge: no face across it, no check (as in corners())
+  corner_candidates(f, vc.A[i], vc.B[i], -1, vc.a[i], vc.b[i], vc.c[i], 0.0, 0.0, acc);
 }
 
 __device__ __forceinline__ void virtual_candidates(const Virtual& vc, const Fronts& f,
