@@ -448,18 +448,18 @@ OP = Operation(
     on no face of positive area as ``op.source_not_on_surface``.
 
     ``propagation`` (the default): the fast-marching triangle update iterated until no distance
-    changes, on the vertices next to the front. Each triangle places a virtual point source from its two
-    known corners and measures the third corner's straight distance to it in the unfolded
-    plane; a source that the vertex across the edge contradicts (two fronts meeting, not one
-    source) is refused. Kimmel and Sethian's unfolding across the opposite edge handles sharp
-    angles, and the two nearest source fronts are kept per vertex (so several sources do not
-    mix). No linear solve, any size (17.8M faces in 0.46 s on an H100), exactly 0 at the
-    sources, the same numbers on CPU and GPU. Against exact
-    polyhedral geodesics (libigl's MMP) on the shared test meshes, from 1 and from 8 sources:
-    mean relative error at most 0.54 %, maximum 4.5 % (next to a source; 2.7 % five edge
-    lengths or more away). Over 126 other random source sets the mean stays within 0.75 % and
-    the maximum within 5 % in all but 5, which reach up to 9 % at single vertices (the worst
-    next to a sharp cone tip, a horn of rx-giraffe).
+    changes, on the vertices next to the front. Each triangle places a virtual point source from
+    its two known corners and measures the third corner's straight distance to it in the
+    unfolded plane; a source that the vertex across the edge contradicts (two fronts meeting,
+    not one source) is refused. Kimmel and Sethian's unfolding across the opposite edge handles
+    sharp angles, and the two nearest source fronts are kept per vertex (so several sources do
+    not mix). No linear solve, any size (17.8M faces in 0.46 s on an H100), exactly 0 at the
+    sources, the same numbers on CPU and GPU. Against exact polyhedral geodesics (libigl's MMP)
+    on the shared test meshes, from 1 and from 8 sources: mean relative error at most 0.54 %,
+    maximum 4.5 % (next to a source; 2.7 % five edge lengths or more away). Over 126 other
+    random source sets the mean stays within 0.75 % and the maximum within 5 % in all but 5,
+    which reach up to 9 % at single vertices (the worst next to a sharp cone tip, a horn of
+    rx-giraffe).
 
     ``heat``: the heat method (Crane, Weischedel and Wardetzky, "Geodesics in heat", 2013). Heat
     diffuses from the sources for a time ``t = time_factor * h^2`` (``h`` the mean edge length;
