@@ -471,11 +471,11 @@ POOL_KEEP_BYTES = 2 << 30
 
 def trim_pools() -> None:
     """After a job: when CuPy's pool holds more than :data:`POOL_KEEP_BYTES` of freed device
-    blocks, give them back (:func:`release_memory`). A large job caches many GB there, and an
-    idle worker holding them starves the others on its GPU (four workers that each kept the
-    blocks of a 17.8M-face job left the fifth job out of memory on an 80 GB card); small jobs
-    keep their blocks and their speed. Never raises: CuPy imported where no device is visible
-    (``CUDA_VISIBLE_DEVICES=""``) fails on asking its pool, and the job is done by then."""
+    blocks, give them back (:func:`release_memory`). A large job caches many GB there (a
+    17.8M-face geodesic leaves 28 GiB in the pool), which an idle worker would otherwise keep
+    from the others on its GPU; small jobs keep their blocks and their speed. Never raises:
+    CuPy imported where no device is visible (``CUDA_VISIBLE_DEVICES=""``) fails on asking its
+    pool, and the job is done by then."""
     import sys
 
     cupy = sys.modules.get("cupy")

@@ -26,9 +26,9 @@ vertex at or above ``tau`` waits; when an iteration has nothing to update, ``tau
 :data:`BAND` median side lengths (:func:`band_width`). Without the band (``band=None``) every
 changed vertex passes its value on at once, and this is the plain Jacobi iteration step for
 step (a vertex none of whose inputs changed would not change). The band matters because the
-Jacobi iteration settles by small steps: on the bunny at 1.1M faces a vertex changes 97 times on
-average as the values behind it improve, at 17.8M faces about four times as often; with the
-band a vertex is updated about six times, the front crosses the band before the next one opens,
+Jacobi iteration settles by small steps: on the bunny a vertex is updated 56.5 times on average
+at 278k faces and 100.9 times at 1.1M as the values behind it improve; with the band about six
+times (``python -m bench.propagation_work``), the front crosses the band before the next one opens,
 and the iterations grow by 2-3x (``bench/RESULTS.md``, "Geodesic propagation in a frontier
 schedule"). The update is not monotone in the order values arrive (a virtual source is refused
 only once the vertex across is known), so the two schedules reach slightly different fixed
@@ -77,7 +77,9 @@ from typing import Any
 import numpy as np
 
 from . import progress
+from .backend import to_numpy
 from .errors import MeshError
+from .graph import csr_from_pairs
 from .mesh import TriMesh
 
 #: iterations beyond which propagation gives up (a multiple of the vertex count, see _cap)
@@ -333,42 +335,48 @@ def band_width(mesh: TriMesh, band: float | None) -> float:
     xp = mesh.xp
     F = mesh.F[:BAND_SAMPLE]
     used = xp.unique(F)
-    V = np.asarray(_host(xp, mesh.V[used]), dtype=np.float64)
-    Fl = np.searchsorted(np.asarray(_host(xp, used)), np.asarray(_host(xp, F)))
+    V = to_numpy(mesh.V[used]).astype(np.float64)
+    Fl = np.searchsorted(to_numpy(used), to_numpy(F))
     sides = np.concatenate([_length(V[Fl[:, k]], V[Fl[:, (k + 1) % 3]]) for k in range(3)])
     sides = sides[sides > 0]
     return float(band * np.median(sides)) if sides.shape[0] else math.inf
 
 
-def _host(xp: Any, a: Any) -> Any:
-    return a.get() if xp.__name__ == "cupy" else a
-
-
 class _Frontier:
-    """Which corners an iteration evaluates, as two CSRs over the corners (host arrays): the
-    corners that read each vertex (as ``A``, ``B`` or the vertex across ``D``) and the corners of
-    each target. An iteration's work is then the size of its front, not of the mesh."""
+    """The schedule of the twin's loops (the module docstring): the changed and the waiting
+    vertices, the threshold, and which corners an iteration evaluates, through two CSRs over the
+    corners (host arrays): the corners that read each vertex (as ``A``, ``B`` or the vertex
+    across ``D``) and the corners of each target. An iteration's work is the size of its front,
+    not of the mesh."""
 
-    def __init__(self, n: int, C: Any, A: Any, B: Any, D: Any) -> None:
+    def __init__(self, n: int, C: Any, A: Any, B: Any, D: Any, changed: Any, delta: float):
         k = np.arange(C.shape[0], dtype=np.int64)
         has = D >= 0
         self.C = C
-        self.readers = _csr(n, np.concatenate([A, B, D[has]]), np.concatenate([k, k, k[has]]))
-        self.corners = _csr(n, C, k)
+        self.readers = csr_from_pairs(
+            np, n, np.concatenate([A, B, D[has]]), np.concatenate([k, k, k[has]])
+        )[:2]
+        self.corners = csr_from_pairs(np, n, C, k)[:2]
+        self.changed = changed  # the vertices whose value the last iteration changed
+        self.pending = np.zeros(0, dtype=np.int64)  # those waiting for the threshold
+        self.tau, self.delta = delta, delta
 
-    def step(self, go: Any) -> tuple[Any, Any]:
-        """``(targets, live)``: the vertices with a corner that reads a vertex of ``go``
-        (ascending), and all of their corners (by target, then corner), from which each is
-        updated."""
+    def step(self, d: Any) -> tuple[Any, Any] | None:
+        """``(targets, live)`` for the next iteration, ``d`` the current distances (first
+        fronts): the vertices with a corner that reads a changed or waiting vertex below the
+        threshold (ascending), and all of their corners (by target, then corner), from which
+        each is updated; no targets: the threshold rises. None at the fixed point. The caller
+        sets :attr:`changed` after the update."""
+        moving = np.union1d(self.changed, self.pending)
+        if moving.shape[0] == 0:
+            return None
+        below = d[moving] < self.tau
+        go, self.pending = moving[below], moving[~below]
         targets = np.unique(self.C[_rows_of(*self.readers, go)])
+        if targets.shape[0] == 0:
+            self.tau += self.delta
+            self.changed = targets
         return targets, _rows_of(*self.corners, targets)
-
-
-def _csr(n: int, keys: Any, values: Any) -> tuple[Any, Any]:
-    order = np.argsort(keys, kind="stable")
-    off = np.zeros(n + 1, dtype=np.int64)
-    off[1:] = np.cumsum(np.bincount(keys, minlength=n))
-    return off, values[order]
 
 
 def _rows_of(off: Any, values: Any, rows: Any) -> Any:
@@ -394,21 +402,15 @@ def fronts_numpy(
         d1, it = _propagate_one(mesh, d1, delta)
         return d1, np.where(np.isfinite(d1), 0, -1).astype(np.int32), d2, l2, it
     C, A, B, a, b, c, D, e, f = corners(mesh)
-    frontier = _Frontier(n, C, A, B, D)
-    changed = np.unique(np.asarray(sources, dtype=np.int64))
-    pending = np.zeros(0, dtype=np.int64)
-    tau = delta
+    sources = np.unique(np.asarray(sources, dtype=np.int64))
+    frontier = _Frontier(n, C, A, B, D, sources, delta)
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        moving = np.union1d(changed, pending)
-        if moving.shape[0] == 0:
+        step = frontier.step(d1)
+        if step is None:
             return d1, l1, d2, l2, it
-        below = d1[moving] < tau
-        go, pending = moving[below], moving[~below]
-        targets, live = frontier.step(go)
+        targets, live = step
         if targets.shape[0] == 0:
-            tau += delta
-            changed = np.zeros(0, dtype=np.int64)
             continue
         # every corner of every target: its new fronts are the best two of its old ones and
         # every candidate its corners give from the current values (as on the GPU)
@@ -453,9 +455,9 @@ def fronts_numpy(
         moved = np.zeros(targets.shape[0], dtype=bool)
         for x, y in zip(new, old, strict=True):
             moved |= x != y
-        changed = targets[moved]
+        frontier.changed = targets[moved]
         for arr, x in zip((d1, l1, d2, l2), new, strict=True):
-            arr[changed] = x[moved]
+            arr[frontier.changed] = x[moved]
     raise _not_converged(_cap(n))
 
 
@@ -489,23 +491,16 @@ def _propagate_one(
     the same schedule. ``updates`` gets each iteration's number of targets (the benchmarks)."""
     n = d.shape[0]
     C, A, B, a, b, c, D, e, f = corners(mesh)
-    frontier = _Frontier(n, C, A, B, D)
-    changed = np.flatnonzero(np.isfinite(d))
-    pending = np.zeros(0, dtype=np.int64)
-    tau = delta
+    frontier = _Frontier(n, C, A, B, D, np.flatnonzero(np.isfinite(d)), delta)
     for it in range(1, _cap(n) + 1):
         _report(it - 1, n)
-        moving = np.union1d(changed, pending)
-        if moving.shape[0] == 0:
+        step = frontier.step(d)
+        if step is None:
             return d, it
-        below = d[moving] < tau
-        go, pending = moving[below], moving[~below]
-        targets, live = frontier.step(go)
+        targets, live = step
         if updates is not None:
             updates.append(int(targets.shape[0]))
         if targets.shape[0] == 0:
-            tau += delta
-            changed = np.zeros(0, dtype=np.int64)
             continue
         Dl = D[live]
         dD = np.where(Dl >= 0, d[np.maximum(Dl, 0)], np.inf)
@@ -514,8 +509,8 @@ def _propagate_one(
         new = old.copy()
         np.minimum.at(new, np.searchsorted(targets, C[live]), cand)
         moved = new != old
-        changed = targets[moved]
-        d[changed] = new[moved]
+        frontier.changed = targets[moved]
+        d[frontier.changed] = new[moved]
     raise _not_converged(_cap(n))
 
 
@@ -538,8 +533,6 @@ def device_corners(mesh: TriMesh) -> tuple[Any, tuple[Any, ...], tuple[Any, Any]
     a, b, c)``; and the dependents CSR ``(offsets, targets)``: for each vertex, the targets whose
     corners read it from two rings away (a virtual corner's ``A`` and ``B``, a face corner's
     vertex across), whose patches the patched path wakes too."""
-    from .graph import csr_from_pairs
-
     cp = mesh.xp
     n = mesh.n_vertices
     across = opposite(mesh)
@@ -566,6 +559,13 @@ def device_corners(mesh: TriMesh) -> tuple[Any, tuple[Any, ...], tuple[Any, Any]
     return cp.ascontiguousarray(across, dtype=cp.int32), corners, dependents
 
 
+def _vf_device(mesh: TriMesh) -> tuple[Any, Any]:
+    """The vertex→face CSR as the kernels read it: int64 offsets, int32 faces."""
+    cp = mesh.xp
+    off, val = mesh.topology.vf()
+    return cp.ascontiguousarray(off, dtype=cp.int64), cp.ascontiguousarray(val, dtype=cp.int32)
+
+
 def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
     """One thread per vertex over the global VF CSR, all vertices every iteration."""
     from .kernels.loader import launch, load_kernel
@@ -573,9 +573,7 @@ def propagate_global(mesh: TriMesh, sources: Any) -> tuple[Any, int]:
 
     cp = mesh.xp
     n = mesh.n_vertices
-    off, val = mesh.topology.vf()
-    off = cp.ascontiguousarray(off, dtype=cp.int64)
-    val = cp.ascontiguousarray(val, dtype=cp.int32)
+    off, val = _vf_device(mesh)
     V = _device.positions64(mesh)
     F = _device.faces(mesh)
     kernel = load_kernel("propagation", "propagate_global")
@@ -615,9 +613,7 @@ def propagate_frontier(mesh: TriMesh, sources: Any, band: float | None = BAND) -
     n = mesh.n_vertices
     src = cp.asarray(sources)
     delta = band_width(mesh, band)
-    off, val = mesh.topology.vf()
-    off = cp.ascontiguousarray(off, dtype=cp.int64)
-    val = cp.ascontiguousarray(val, dtype=cp.int32)
+    off, val = _vf_device(mesh)
     V = _device.positions64(mesh)
     F = _device.faces(mesh)
     across, vc, dependents = device_corners(mesh)
@@ -680,7 +676,7 @@ def vertex_patches(patches: Any) -> tuple[Any, Any]:
     """Vertex → patches holding it (owned or ribbon) as a device CSR (cached on the patches)."""
     dev = patches.device
     if "vp_offsets" not in dev:
-        from .graph import csr_from_pairs, expand_counts
+        from .graph import expand_counts
 
         cp = patches.xp
         voff = cp.asarray(patches.vertex_offsets)
