@@ -53,7 +53,7 @@ def lazy_round(passes: int, checked: list[int]) -> Any:
             if idx.shape[0] == 0:
                 break
             checked[0] += int(idx.shape[0])
-            reason, _, _ = C.check_candidates(state, topo, bnd_v, cands.take(idx), max_edge_length)
+            reason = C.check_candidates(state, topo, bnd_v, cands.take(idx), max_edge_length)
             accepted[idx[reason == 0]] = True
             alive[idx] = False
             alive &= ~blocked_by(xp, n, EV, cands.a, cands.b, accepted)

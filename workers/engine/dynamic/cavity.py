@@ -33,6 +33,9 @@ from ..graph import expand_counts, scatter_min
 
 #: larger than any key
 _NO_CLAIM = 2**62
+#: passes of conflict resolution per round of collapses: each accepts the valid local minima
+#: among the candidates not yet blocked by an accepted collapse
+PASSES = 4
 
 
 def gather_rows(xp: ModuleType, offsets: Any, values: Any, rows: Any) -> tuple[Any, Any]:
@@ -117,32 +120,65 @@ def neighbourhood_min(xp: ModuleType, EV: Any, val: Any) -> Any:
 
 
 def edge_local_minima(
-    xp: ModuleType, n_vertices: int, EV: Any, a: Any, b: Any, key: Any, alive: Any
+    xp: ModuleType, n_vertices: int, EV: Any, a: Any, b: Any, key: Any, alive: Any, reach: int = 1
 ) -> Any:
     """(k,) bool: the alive candidate edges ``(a, b)`` whose key is the smallest among the alive
-    candidates with an end in the closed one-rings of ``a`` and ``b``.
+    candidates with an end within ``reach`` edges of ``a`` or ``b``.
 
-    Two candidates conflict when an end of one is an end or a neighbour of an end of the other
-    (then their cavities, the faces around their ends, share a face). The relation is symmetric,
-    so a candidate that holds the minimum of its own ends after one scatter-min over the ends and
-    one over the edges (:func:`neighbourhood_min`) conflicts with no other such candidate. This
-    is weaker than disjoint closed one-rings (:func:`independent_claims`): two collapses may
-    share a neighbour, which is still safe (each one's faces and the positions they read are
-    untouched by the other), and about twice as many collapses fit in a round."""
+    With ``reach=1`` two candidates conflict when an end of one is an end or a neighbour of an
+    end of the other (then their cavities, the faces around their ends, share a face). The
+    relation is symmetric, so a candidate that holds the minimum of its own ends after one
+    scatter-min over the ends and one over the edges (:func:`neighbourhood_min`) conflicts with
+    no other such candidate. This is weaker than disjoint closed one-rings (``reach=2``, as
+    :func:`independent_claims`): two collapses may share a neighbour, which is still safe (each
+    one's faces and the positions they read are untouched by the other), and about twice as many
+    collapses fit in a round."""
     k = xp.where(alive, key, _NO_CLAIM)
     best = xp.full(n_vertices, _NO_CLAIM, dtype=xp.int64)
     scatter_min(xp, best, a, k)
     scatter_min(xp, best, b, k)
-    best = neighbourhood_min(xp, EV, best)
+    for _ in range(reach):
+        best = neighbourhood_min(xp, EV, best)
     return alive & (best[a] == key) & (best[b] == key)
 
 
-def blocked_by(xp: ModuleType, n_vertices: int, EV: Any, a: Any, b: Any, accepted: Any) -> Any:
-    """(k,) bool: candidates ``(a, b)`` with an end in the closed one-ring of an accepted
+def blocked_by(
+    xp: ModuleType, n_vertices: int, EV: Any, a: Any, b: Any, accepted: Any, reach: int = 1
+) -> Any:
+    """(k,) bool: candidates ``(a, b)`` with an end within ``reach`` edges of an accepted
     candidate's end (they conflict with it)."""
     mark = xp.ones(n_vertices, dtype=xp.int32)  # CuPy's minimum.at takes 32/64-bit types only
     z = xp.where(accepted, xp.int32(0), xp.int32(1))
     scatter_min(xp, mark, a, z)
     scatter_min(xp, mark, b, z)
-    free = neighbourhood_min(xp, EV, mark)
-    return (free[a] == 0) | (free[b] == 0)
+    for _ in range(reach):
+        mark = neighbourhood_min(xp, EV, mark)
+    return (mark[a] == 0) | (mark[b] == 0)
+
+
+def independent_collapses(
+    xp: ModuleType,
+    n_vertices: int,
+    EV: Any,
+    a: Any,
+    b: Any,
+    key: Any,
+    alive: Any,
+    passes: int = PASSES,
+    reach: int = 1,
+) -> Any:
+    """(k,) bool: the collapses of the candidate edges ``(a, b)`` that run together in one round,
+    in ``passes`` passes: each accepts the alive candidates that hold the smallest key within
+    ``reach`` edges of their ends (:func:`edge_local_minima`) and drops every candidate that near
+    an accepted one (:func:`blocked_by`). Scatter-mins over the edge list ``EV``, no host
+    synchronisation. ``reach=1`` is what the cavities need; ``reach=2`` keeps the closed
+    one-rings of the ends apart too, fewer collapses per round but each nearer the sequential
+    order (the remesher's: on fandisk with injected slivers the remeshed minimum angle is 18.4
+    degrees with it, 8.5 with ``reach=1``)."""
+    alive = alive.copy()
+    accepted = xp.zeros(int(a.shape[0]), dtype=bool)
+    for _ in range(passes):
+        won = edge_local_minima(xp, n_vertices, EV, a, b, key, alive, reach)
+        accepted |= won
+        alive &= ~won & ~blocked_by(xp, n_vertices, EV, a, b, accepted, reach)
+    return accepted

@@ -55,18 +55,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..graph import scatter_min
 from ..topology import Topology
 from ._edges import SHIFT, edge_keys, edge_lookup
-from .cavity import blocked_by, edge_local_minima, gather_rows, priority_keys
+from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
+from .collapse_check import REASONS, Rules, check_collapses
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
 MIN_NORMAL_DOT = 0.2
 #: a created face whose quality (1 for equilateral) is below this, and worse than before, is
 #: near-degenerate
 MIN_QUALITY = 1e-3
-#: rejection reasons, in the order they are reported (a candidate gets the first that applies)
-REASONS = ("link", "long_edge", "fold", "degenerate")
 
 
 @dataclass
@@ -265,106 +263,28 @@ def check_candidates(
     bnd_v: Any,
     c: Candidates,
     max_edge_length: float | None,
-) -> tuple[Any, Any, Any]:
-    """Check every candidate's preconditions on the current mesh.
-
-    Returns ``(reason (k,) int8, claim_owner, claim_vertex)``: ``reason`` is 0 for a valid
-    candidate, else ``1 + REASONS.index(why)``; the claim pairs list ``a``, ``b`` and their
-    neighbours per candidate (the cavity's vertices), for :func:`independent_claims`.
-    """
+) -> Any:
+    """Check every candidate's preconditions on the current mesh (:mod:`.collapse_check`, with
+    this module's thresholds). Returns ``reason (k,) int8``: 0 for a valid candidate, else
+    ``1 + REASONS.index(why)``."""
     xp = state.xp
-    X, F = state.X, state.F
-    n, k = state.n_vertices, len(c)
-    a, b, p = c.a, c.b, c.p
-    efc = topo.edge_face_count[c.edge]
+    F = state.F
+    a, b = c.a, c.b
+    efc = topo.edge_face_count[c.edge].astype(xp.int64)
     is_bnd = efc == 1
-    cand = xp.arange(k, dtype=xp.int64)
-
-    # -- link condition: common neighbours of a and b == opposite vertices (with the virtual
-    #    boundary vertex counted on both sides)
-    vv_off, vv = topo.vv()
-    owner, nbr = gather_rows(xp, vv_off, vv, xp.concatenate([a, b]))
-    owner = owner % k
-    nbr = nbr.astype(xp.int64)
-    ring = (nbr != a[owner]) & (nbr != b[owner])
-    # a and b themselves (once each, in the other's row) all map to the key n: one extra pair
-    sk = xp.sort(owner * (n + 1) + xp.where(ring, nbr, n))
-    same = xp.zeros(sk.shape[0] + 1, dtype=xp.int64)
-    same[2:] = xp.cumsum(sk[1:] == sk[:-1])  # same[j]: equal neighbours among sk[:j]
-    rows = sk // (n + 1)
-    start = xp.searchsorted(rows, cand, side="left")
-    end = xp.searchsorted(rows, cand, side="right")
-    common = same[end] - same[start + 1] - 1 + (bnd_v[a] & bnd_v[b])
-    link_bad = common != efc + is_bnd
+    # the link condition's count: the opposite vertices, the virtual one on a boundary edge, less
+    # the virtual one any two boundary vertices share
+    expected = efc + is_bnd - (bnd_v[a] & bnd_v[b])
     # a boundary edge whose face has only boundary edges is an isolated triangle
-    side = topo.ef_sides[topo.ef_offsets[c.edge]]
-    fe = topo.FE[side // 3] // 2
-    link_bad |= is_bnd & (topo.edge_face_count[fe] == 1).all(axis=1)
-
-    # -- longest edge created
-    long_bad = xp.zeros(k, dtype=bool)
-    if max_edge_length is not None:
-        d2 = ((p[owner] - X[nbr]) ** 2).sum(axis=1)
-        long_bad = _any_per(xp, k, owner, ring & (d2 > max_edge_length**2))
-
-    # -- fold-over and degenerate faces over the surviving cavity faces
-    vf_off, vf = topo.vf()
-    fo, fid = gather_rows(xp, vf_off, vf, xp.concatenate([a, b]))
-    fo = fo % k
-    Fc = F[fid]
-    ma = Fc == a[fo][:, None]
-    mb = Fc == b[fo][:, None]
-    keep = ~(ma.any(axis=1) & mb.any(axis=1))  # faces of the edge itself go away
-    P_old = X[Fc]
-    P_new = xp.where((ma | mb)[:, :, None], p[fo][:, None, :], P_old)
-    c_old, q_old = _cross_quality(xp, P_old)
-    c_new, q_new = _cross_quality(xp, P_new)
-    l_old = xp.linalg.norm(c_old, axis=1)
-    l_new = xp.linalg.norm(c_new, axis=1)
-    dot = (c_old * c_new).sum(axis=1)
-    flipped = keep & (l_old > 0) & (dot < MIN_NORMAL_DOT * l_old * l_new)
-    fold_bad = _any_per(xp, k, fo, flipped)
-    degen_bad = _any_per(xp, k, fo, keep & (q_new < MIN_QUALITY) & (q_new < q_old))
-    # -- no face of the result repeats another (a tetrahedron's edge): every face that holds the
-    #    survivor after the collapse is a cavity face, and two of them coincide only as
-    #    (a, c, d) and (b, c, d) with c, d common neighbours of a and b, which the link
-    #    condition makes the edge's opposite vertices
     first = topo.ef_offsets[c.edge]
+    fe = topo.FE[topo.ef_sides[first] // 3] // 2
+    isolated = is_bnd & (topo.edge_face_count[fe] == 1).all(axis=1)
     second = xp.minimum(first + 1, topo.ef_sides.shape[0] - 1)
     fs = xp.stack([topo.ef_sides[first], topo.ef_sides[second]], axis=1)
     opp = F[fs // 3, (fs % 3 + 2) % 3]
     opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
-    both = keep & (Fc == opp[fo, 0][:, None]).any(axis=1) & (Fc == opp[fo, 1][:, None]).any(axis=1)
-    link_bad |= _any_per(xp, k, fo, both & ma.any(axis=1)) & _any_per(
-        xp, k, fo, both & mb.any(axis=1)
-    )
-
-    reason = xp.zeros(k, dtype=xp.int8)
-    for i, bad in reversed(list(enumerate([link_bad, long_bad, fold_bad, degen_bad]))):
-        reason = xp.where(bad, xp.int8(i + 1), reason)
-    claim_owner = xp.concatenate([cand, cand, owner])
-    claim_vertex = xp.concatenate([a, b, nbr])
-    return reason, claim_owner, claim_vertex
-
-
-def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:
-    """(k,) bool: some ``flag`` of each owner is set (a scatter-min, no host synchronisation,
-    unlike a boolean mask)."""
-    out = xp.ones(k, dtype=xp.int32)  # CuPy's minimum.at takes 32/64-bit types only
-    scatter_min(xp, out, owner, xp.where(flag, xp.int32(0), xp.int32(1)))
-    return out == 0
-
-
-def _cross_quality(xp: ModuleType, P: Any) -> tuple[Any, Any]:
-    """Per triangle ``(k, 3, 3)``: the cross product ``(p1 - p0) x (p2 - p0)`` and the quality
-    ``2 sqrt(3) |cross| / sum of squared sides`` (1 for equilateral, 0 for degenerate)."""
-    e0 = P[:, 1] - P[:, 0]
-    e1 = P[:, 2] - P[:, 1]
-    e2 = P[:, 0] - P[:, 2]
-    cr = xp.cross(e0, -e2)
-    s = (e0 * e0).sum(axis=1) + (e1 * e1).sum(axis=1) + (e2 * e2).sum(axis=1)
-    q = 2.0 * 3.0**0.5 * xp.linalg.norm(cr, axis=1) / xp.where(s > 0, s, 1.0)
-    return cr, q
+    rules = Rules(MIN_NORMAL_DOT, max_edge_length, min_quality=MIN_QUALITY)
+    return check_collapses(xp, state.X, F, topo.vf(), a, b, c.p, expected, opp, isolated, rules)
 
 
 def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> CollapseState:
@@ -454,11 +374,6 @@ def merged_corners(state: CollapseState, topo: Topology, c: Candidates, keep: An
 Planner = Callable[[CollapseState, Topology, Eligible], Candidates]
 
 
-#: passes of conflict resolution and checking per round: each accepts the valid local minima
-#: among the candidates not yet blocked by an accepted collapse
-PASSES = 4
-
-
 def plan_round(
     state: CollapseState, plan: Planner, preserve_boundary: bool, topo: Topology | None = None
 ) -> tuple[Topology, Any, Candidates] | None:
@@ -515,10 +430,9 @@ def collapse_round(
     if planned is None:
         return state, 0, 0
     topo, bnd_v, cands = planned
-    k = len(cands)
     n = state.n_vertices
     EV = topo.EV.astype(xp.int64)
-    reason, _, _ = check_candidates(state, topo, bnd_v, cands, max_edge_length)
+    reason = check_candidates(state, topo, bnd_v, cands, max_edge_length)
     counts_h = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1).tolist()
     for i, name in enumerate(REASONS):
         log.rejected[name] += int(counts_h[i + 1])
@@ -526,12 +440,7 @@ def collapse_round(
     if n_valid == 0:
         return state, 0, 0
     key = priority_keys(xp, cands.priority)
-    alive = reason == 0
-    accepted = xp.zeros(k, dtype=bool)
-    for _ in range(passes):
-        won = edge_local_minima(xp, n, EV, cands.a, cands.b, key, alive)
-        accepted |= won
-        alive &= ~won & ~blocked_by(xp, n, EV, cands.a, cands.b, accepted)
+    accepted = independent_collapses(xp, n, EV, cands.a, cands.b, key, reason == 0, passes)
     idx = within_budget(topo, cands, key, xp.nonzero(accepted)[0], budget)
     n_acc = int(idx.shape[0])
     if n_acc == 0:

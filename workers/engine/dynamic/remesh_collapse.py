@@ -33,21 +33,20 @@ from types import ModuleType
 from typing import Any
 
 from .. import progress
-from ..graph import csr_from_pairs, scatter_min
+from ..graph import csr_from_pairs
 from ._edges import (
+    CLAIM_PASSES,
     SHIFT,
     Surface,
     bucket_priority,
-    claim_pairs,
     edge_keys,
-    edge_lookup,
     edge_table,
     opposite_corner,
     side_ends,
-    sin_min_angle,
     valence,
 )
-from .cavity import gather_rows
+from .cavity import independent_collapses, priority_keys
+from .collapse_check import Rules, check_collapses
 
 #: the largest turn of a surviving face's normal a collapse may cause, degrees
 MAX_NORMAL_TURN = 60.0
@@ -55,68 +54,6 @@ MAX_NORMAL_TURN = 60.0
 #: degrees: a collapse may lower the smallest angle of the surviving faces only while it stays
 #: above this
 MIN_ANGLE = 10.0
-
-#: candidates whose faces are checked at once
-CHECK_SLICE = 1 << 21
-
-
-def _check(
-    xp: ModuleType,
-    S: Surface,
-    E: Any,
-    vf_off: Any,
-    vf_face: Any,
-    u: Any,
-    w: Any,
-    P: Any,
-    mid: Any,
-    max_length: float,
-    min_angle: float,
-    max_turn: float = MAX_NORMAL_TURN,
-) -> tuple[Any, Any, Any]:
-    """The per-face checks of the collapses ``u -> w`` placed at ``P``: ``(ok (k,), own, nxt)``,
-    ``own``/``nxt`` pairing each candidate with the neighbours of its two ends (for claims)."""
-    k_c = int(u.shape[0])
-    ok = xp.ones(k_c, dtype=bool)
-    # the faces of u and of w, one row (candidate, face) each; rows [0, k) of ``ends`` are u's
-    row, f = gather_rows(xp, vf_off, vf_face, xp.concatenate([u, w]))
-    own = row % k_c
-    of_u = row < k_c
-    T = S.F[f]
-    uo, wo = u[own], w[own]
-    has_u = (uo[:, None] == T).any(axis=1)
-    has_w = (wo[:, None] == T).any(axis=1)
-    # the corner that moves in each face: u in u's faces, w in the faces of w alone
-    me = xp.where(of_u, uo, wo)
-    # corner of ``me`` in the face (no argmax over booleans: CuPy lacks it)
-    k = xp.where(T[:, 0] == me, 0, xp.where(T[:, 1] == me, 1, 2))
-    nxt = T[xp.arange(T.shape[0]), (k + 1) % 3]
-    prv = T[xp.arange(T.shape[0]), (k + 2) % 3]
-    # each surviving face once: u's faces from u's rows, the faces of w alone from w's rows; the
-    # latter change only where w moves
-    survives = ~(has_u & has_w) & (of_u | mid[own])
-    # link condition: neighbours of u (each is the next corner of exactly one face of u) that are
-    # also neighbours of w, counted per candidate
-    common = of_u & edge_lookup(xp, E.key, edge_keys(xp, wo, nxt))[0] & (nxt != wo)
-    ok &= xp.bincount(own[common], minlength=k_c) == 2
-    # fold-over and new edge lengths on the surviving faces
-    Pm, Pq, Pn, Pp = S.V[me], P[own], S.V[nxt], S.V[prv]
-    n_old = xp.cross(Pn - Pm, Pp - Pm)
-    n_new = xp.cross(Pn - Pq, Pp - Pq)
-    lim = math.cos(math.radians(max_turn))
-    norm_old = xp.linalg.norm(n_old, axis=1)
-    norm_new = xp.linalg.norm(n_new, axis=1)
-    side2 = xp.maximum(((Pn - Pq) ** 2).sum(axis=1), ((Pp - Pq) ** 2).sum(axis=1))
-    good = ((n_old * n_new).sum(axis=1) > lim * norm_old * norm_new) & (norm_new > 1e-10 * side2)
-    good &= xp.linalg.norm(Pn - Pq, axis=1) <= max_length
-    bad = survives & ~good
-    ok &= xp.bincount(own[bad], minlength=k_c) == 0
-    # smallest angle of the surviving faces: at least min(before, MIN_ANGLE)
-    q_old, q_new = xp.ones(k_c), xp.ones(k_c)
-    scatter_min(xp, q_old, own[survives], sin_min_angle(xp, Pm, Pn, Pp)[survives])
-    scatter_min(xp, q_new, own[survives], sin_min_angle(xp, Pq, Pn, Pp)[survives])
-    ok &= q_new >= xp.minimum(q_old, math.sin(math.radians(min_angle)))
-    return ok, own, nxt
 
 
 def collapse_round(
@@ -154,7 +91,6 @@ def collapse_edges(
     cand, level = cand[usable], level[usable]
     if cand.shape[0] == 0:
         return S, 0
-    k_c = int(cand.shape[0])
     u = xp.where(free_a[cand], a[cand], b[cand])
     w = xp.where(free_a[cand], b[cand], a[cand])
     # the merged vertex: the midpoint where both ends are free, else the locked end
@@ -165,47 +101,27 @@ def collapse_edges(
     d = opposite_corner(S.F, E.s1[cand])
     p0, _ = side_ends(S.F, E.s0[cand])
     _, q1 = side_ends(S.F, E.s1[cand])
-    ok = (val[c] >= 4) & (val[d] >= 4) & (c != d) & (p0 == q1)  # two faces, opposite walks
-    vf_off, vf_face, _ = csr_from_pairs(
-        xp, n, S.F.ravel(), xp.repeat(xp.arange(S.n_faces, dtype=xp.int64), 3)
+    # the operation's own link rule: two faces walked in opposite directions, and each opposite
+    # vertex keeps three edges at least (no tetrahedron collapses flat)
+    own_rule = (val[c] >= 4) & (val[d] >= 4) & (c != d) & (p0 == q1)
+    vf = csr_from_pairs(xp, n, S.F.ravel(), xp.repeat(xp.arange(S.n_faces, dtype=xp.int64), 3))
+    bnd = xp.zeros(n, dtype=bool)
+    bnd[E.EV[E.count == 1].ravel()] = True
+    expected = 2 - (bnd[u] & bnd[w]).astype(xp.int64)
+    rules = Rules(
+        math.cos(math.radians(max_turn)),
+        None if math.isinf(max_length) else max_length,
+        min_angle=min_angle,
     )
-    # checked in slices of candidates: a few dozen (rows, 3) temporaries per face row of both
-    # ends would not fit on the device for tens of millions of candidates at once
-    oks, owns, nbrs = [], [], []
-    for s0 in range(0, k_c, CHECK_SLICE):
-        sl = slice(s0, min(s0 + CHECK_SLICE, k_c))
-        ok_s, own_s, nxt_s = _check(
-            xp,
-            S,
-            E,
-            vf_off,
-            vf_face,
-            u[sl],
-            w[sl],
-            P[sl],
-            mid[sl],
-            max_length,
-            min_angle,
-            max_turn,
-        )
-        oks.append(ok_s)
-        keep = ok_s[own_s]
-        owns.append(own_s[keep] + s0)
-        nbrs.append(nxt_s[keep])
-    ok &= xp.concatenate(oks)
-    own, nxt = xp.concatenate(owns), xp.concatenate(nbrs)
-    sel = xp.nonzero(ok)[0]
+    reason = check_collapses(
+        xp, S.V, S.F, vf[:2], w, u, P, expected, xp.stack([c, d], axis=1), ~own_rule, rules
+    )
+    key = priority_keys(xp, bucket_priority(xp, level, u))
+    won = independent_collapses(xp, n, E.EV, w, u, key, reason == 0, CLAIM_PASSES, reach=2)
+    sel = xp.nonzero(won)[0]
     if sel.shape[0] == 0:
         return S, 0
-    # claims: u, w and every neighbour of either (next corners; w and u among them)
-    pick = ok[own]
-    owner = xp.concatenate([sel, own[pick]])
-    remap = xp.full(k_c, -1, dtype=xp.int64)
-    remap[sel] = xp.arange(int(sel.shape[0]), dtype=xp.int64)
-    elements = xp.concatenate([u[sel], nxt[pick]])
-    won = claim_pairs(xp, remap[owner], elements, bucket_priority(xp, level[sel], u[sel]), n)
-    ua, wa = u[sel][won], w[sel][won]
-    return apply_collapses(xp, S, ua, wa, P[sel][won]), int(ua.shape[0])
+    return apply_collapses(xp, S, u[sel], w[sel], P[sel]), int(sel.shape[0])
 
 
 def apply_collapses(xp: ModuleType, S: Surface, u: Any, w: Any, P: Any) -> Surface:

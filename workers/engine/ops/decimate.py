@@ -68,6 +68,7 @@ from ..dynamic.quadrics import (
     attribute_quadrics,
     attribute_reduced,
     boundary_quadrics,
+    collapse_points,
     edge_parameter,
     evaluate,
     optimal_points,
@@ -160,21 +161,21 @@ class _Planner:
     def __call__(self, state: CollapseState, topo: Topology, el: Eligible) -> Candidates:
         xp = state.xp
         X, Q = state.X, state.Q
-        Xa, Xb = X[el.a], X[el.b]
-        Qe = Q[el.a] + Q[el.b]
-        at_a = evaluate(xp, Qe, Xa)
         if state.U is None:
-            p, cost = optimal_points(xp, Qe, Xa, Xb)
+            p, cost = collapse_points(xp, Q, X, el.a, el.b, el.snap)
         else:  # the texture coordinates at their best for each position (Schur complement)
+            Xa, Xb = X[el.a], X[el.b]
+            Qe = Q[el.a] + Q[el.b]
+            at_a = evaluate(xp, Qe, Xa)
             Ue = state.U[el.a] + state.U[el.b]
             p, cost = optimal_points(xp, Qe + attribute_reduced(xp, Ue), Xa, Xb)
             # an end that stays where it is keeps its texture coordinates (in the edge's chart)
             sn = xp.nonzero(el.snap)[0]
             s_sn = edge_end_values(state, topo, el.edge[sn], el.a[sn], el.b[sn])[:, 0]
             at_a[sn] += attribute_error(xp, Ue[sn], Xa[sn], s_sn)
-        # a boundary end that must stay put: the collapse goes there
-        p = xp.where(el.snap[:, None], Xa, p)
-        cost = xp.where(el.snap, at_a, cost)
+            # a boundary end that must stay put: the collapse goes there
+            p = xp.where(el.snap[:, None], Xa, p)
+            cost = xp.where(el.snap, at_a, cost)
         keep = xp.arange(cost.shape[0], dtype=xp.int64)
         if self.max_cost is not None:
             keep = xp.nonzero(cost <= self.max_cost)[0]
@@ -183,7 +184,7 @@ class _Planner:
         n_take = min(k, max(MIN_CANDIDATES, math.ceil(self.fraction * k)))
         if n_take < k:
             keep = keep[xp.argsort(cost[keep], kind="stable")[:n_take]]
-        t = edge_parameter(xp, Xa[keep], Xb[keep], p[keep])
+        t = edge_parameter(xp, X[el.a[keep]], X[el.b[keep]], p[keep])
         c = Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep])
         if state.U is not None:
             c.s = merged_texture(state, topo, c, Ue[keep], el.snap[keep])

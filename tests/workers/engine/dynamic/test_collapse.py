@@ -30,7 +30,7 @@ def _check(m: TriMesh, u: int, v: int, p: tuple[float, float, float], max_len=No
     c = Candidates(
         e, np.array([u]), np.array([v]), np.array([p], dtype=np.float64), np.zeros(1), np.zeros(1)
     )
-    reason, _, _ = check_candidates(state, topo, boundary_vertex_mask(topo), c, max_len)
+    reason = check_candidates(state, topo, boundary_vertex_mask(topo), c, max_len)
     return "ok" if reason[0] == 0 else REASONS[reason[0] - 1]
 
 

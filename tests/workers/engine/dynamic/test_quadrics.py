@@ -125,3 +125,35 @@ def test_texture_quadrics_on_the_gpu_equal_the_twin() -> None:
         want = fn(np, U, *args)
         got = fn(cp, Ug, *(cp.asarray(a) for a in args))
         np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["spot.obj", "fandisk.obj", "rx-torus.obj", "teapot.obj"])
+def test_collapse_points_on_the_gpu_equal_the_twin(name: str) -> None:
+    """The plan kernel against the array code: the same positions and costs bit for bit, over
+    every edge, with some ends that must stay put and the quadrics of a half-decimated state
+    (summed over several faces' planes, some ill-conditioned)."""
+    import cupy as cp
+
+    from tests.workers.engine.shapes import welded
+    from workers.engine.dynamic._edges import edge_table
+    from workers.engine.dynamic.quadrics import collapse_points, vertex_quadrics
+
+    m = welded(name)
+    X = np.asarray(m.V, np.float64)
+    F = np.asarray(m.F, np.int64)
+    Q = vertex_quadrics(np, X, F, X.shape[0])
+    E = edge_table(np, F)
+    a = np.concatenate([E.EV[:, 0], E.EV[:, 1]])
+    b = np.concatenate([E.EV[:, 1], E.EV[:, 0]])
+    Qs = Q + Q[np.random.default_rng(1).permutation(X.shape[0])]  # wider sums
+    snap = np.random.default_rng(0).random(a.shape[0]) < 0.1
+    for QQ in (Q, Qs):
+        p, cost = collapse_points(np, QQ, X, a, b, snap)
+        pg, cg = collapse_points(cp, *(cp.asarray(x) for x in (QQ, X, a, b, snap)))
+        np.testing.assert_array_equal(cp.asnumpy(pg), p)
+        np.testing.assert_array_equal(cp.asnumpy(cg), cost)
+        # the cases occur: optima off the edge's ends, ends kept, costs of both signs of zero
+        assert (p[snap] == X[a[snap]]).all()
+        at_end = (p == X[a]).all(axis=1) | (p == X[b]).all(axis=1)
+        assert (~at_end).sum() > 0.2 * a.shape[0] and (cost > 0).any()

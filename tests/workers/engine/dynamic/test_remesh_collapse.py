@@ -103,13 +103,13 @@ def test_midpoint_collapses_keep_a_jittered_plane_tiled(seed: int) -> None:
 
 
 def test_checking_in_slices_gives_the_same_round(monkeypatch: pytest.MonkeyPatch) -> None:
-    import workers.engine.dynamic.remesh_collapse as rc
+    import workers.engine.dynamic.collapse_check as cc
 
     m = welded("rx-torus.obj")
     S = surface(m)
     L = float(np.linalg.norm(S.V[S.F[:, 0]] - S.V[S.F[:, 1]], axis=1).mean())
     whole, k = collapse_round(np, S, 1.1 * L, 3 * L)
-    monkeypatch.setattr(rc, "CHECK_SLICE", 7)
+    monkeypatch.setattr(cc, "CHECK_SLICE", 7)
     sliced, k7 = collapse_round(np, S, 1.1 * L, 3 * L)
     assert k > 10 and k7 == k
     assert np.array_equal(whole.F, sliced.F) and np.array_equal(whole.V, sliced.V)

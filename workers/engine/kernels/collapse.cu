@@ -1,0 +1,125 @@
+// collapse.cu: the preconditions of edge collapses, one thread per candidate
+// (workers/engine/dynamic/collapse_check.py, whose array code this mirrors expression for
+// expression: compiled without FMA contraction, it gives the same reasons bit for bit).
+//
+// Candidate i collapses b[i] onto a[i], which goes to p[i]. The thread walks the vertex-face
+// rows of a and of b (the cavity): the link condition from the distinct neighbours of a that are
+// neighbours of b, the repeated-face test, and every changed face before and after.
+#include "common.cuh"
+
+#define QUALITY_SCALE (2.0 * 1.7320508075688772)
+#define NO_AREA 1e-10
+
+struct Measures {
+  double c[3];
+  double area2, q, sin, lmax;
+};
+
+__device__ __forceinline__ double sq3(const double* v) {
+  return v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+}
+
+__device__ void measures(const double* P0, const double* P1, const double* P2, Measures& m) {
+  double e0[3], e1[3], e2[3], f[3];
+  for (int j = 0; j < 3; ++j) {
+    e0[j] = P1[j] - P0[j];
+    e1[j] = P2[j] - P1[j];
+    e2[j] = P0[j] - P2[j];
+    f[j] = P2[j] - P0[j];
+  }
+  m.c[0] = e0[1] * f[2] - e0[2] * f[1];
+  m.c[1] = e0[2] * f[0] - e0[0] * f[2];
+  m.c[2] = e0[0] * f[1] - e0[1] * f[0];
+  m.area2 = sqrt(sq3(m.c));
+  double l0 = sq3(e0), l1 = sq3(e1), l2 = sq3(e2);
+  double s = l0 + l1 + l2;
+  m.q = QUALITY_SCALE * m.area2 / (s > 0 ? s : 1.0);
+  double lmax = fmax(fmax(l0, l1), l2);
+  double lmin = fmin(fmin(l0, l1), l2);
+  double den = sqrt(lmax * (s - lmax - lmin));
+  m.sin = den > 0 ? m.area2 / (den > 0 ? den : 1.0) : 0.0;
+  m.lmax = lmax;
+}
+
+__device__ __forceinline__ bool face_has(const long long* __restrict__ F, long long f, long long x) {
+  return F[3 * f] == x || F[3 * f + 1] == x || F[3 * f + 2] == x;
+}
+
+extern "C" __global__ void collapse_check(
+    const double* __restrict__ X, const long long* __restrict__ F,
+    const long long* __restrict__ vf_off, const long long* __restrict__ vf,
+    const long long* __restrict__ A, const long long* __restrict__ B,
+    const double* __restrict__ P, const long long* __restrict__ expected,
+    const long long* __restrict__ opp, const unsigned char* __restrict__ pre,
+    double min_dot, double max_len2, double min_quality, double min_sin, long long k,
+    signed char* __restrict__ reason) {
+  FOR_EACH(i, k) {
+    const long long a = A[i], b = B[i];
+    const double p[3] = {P[3 * i], P[3 * i + 1], P[3 * i + 2]};
+    const bool moves = p[0] != X[3 * a] || p[1] != X[3 * a + 1] || p[2] != X[3 * a + 2];
+    const long long o0 = opp[2 * i], o1 = opp[2 * i + 1];
+    const long long a0 = vf_off[a], a1 = vf_off[a + 1], b0 = vf_off[b], b1 = vf_off[b + 1];
+
+    // -- link: the distinct neighbours of a that are neighbours of b
+    long long common = 0;
+    for (long long r = a0; r < a1; ++r) {
+      const long long f = vf[r];
+      for (int j = 0; j < 3; ++j) {
+        const long long x = F[3 * f + j];
+        if (x == a || x == b) continue;
+        bool seen = false;
+        for (int j2 = 0; j2 < j && !seen; ++j2) seen = F[3 * f + j2] == x;
+        for (long long r2 = a0; r2 < r && !seen; ++r2) seen = face_has(F, vf[r2], x);
+        if (seen) continue;
+        bool of_b = false;
+        for (long long r3 = b0; r3 < b1 && !of_b; ++r3) of_b = face_has(F, vf[r3], x);
+        common += of_b;
+      }
+    }
+    bool link = pre[i] != 0 || common != expected[i];
+
+    // -- the surviving faces: repeated-face test; the changed ones before and after
+    bool tet_a = false, tet_b = false, longer = false, fold = false, degenerate = false;
+    double lo_old = 1.0, lo_new = 1.0;
+    for (int side = 0; side < 2; ++side) {
+      const long long r0 = side == 0 ? a0 : b0, r1 = side == 0 ? a1 : b1;
+      for (long long r = r0; r < r1; ++r) {
+        const long long f = vf[r];
+        const long long T[3] = {F[3 * f], F[3 * f + 1], F[3 * f + 2]};
+        const bool ma[3] = {T[0] == a, T[1] == a, T[2] == a};
+        const bool mb[3] = {T[0] == b, T[1] == b, T[2] == b};
+        const bool has_a = ma[0] || ma[1] || ma[2], has_b = mb[0] || mb[1] || mb[2];
+        const bool survives = !(has_a && has_b);
+        if (survives && o1 >= 0 && (T[0] == o0 || T[1] == o0 || T[2] == o0) &&
+            (T[0] == o1 || T[1] == o1 || T[2] == o1)) {
+          tet_a |= has_a;
+          tet_b |= has_b;
+        }
+        if (!(survives && (has_b || moves))) continue;
+        double Po[3][3], Pn[3][3];
+        for (int j = 0; j < 3; ++j) {
+          for (int d = 0; d < 3; ++d) {
+            Po[j][d] = X[3 * T[j] + d];
+            Pn[j][d] = (ma[j] || mb[j]) ? p[d] : Po[j][d];
+          }
+          if (max_len2 >= 0 && !(ma[j] || mb[j])) {
+            const double dv[3] = {p[0] - Po[j][0], p[1] - Po[j][1], p[2] - Po[j][2]};
+            longer |= sq3(dv) > max_len2;
+          }
+        }
+        Measures mo, mn;
+        measures(Po[0], Po[1], Po[2], mo);
+        measures(Pn[0], Pn[1], Pn[2], mn);
+        const double dot = mo.c[0] * mn.c[0] + mo.c[1] * mn.c[1] + mo.c[2] * mn.c[2];
+        const bool flat = mn.area2 <= NO_AREA * mn.lmax;
+        fold |= mo.area2 > 0 && !flat && dot < min_dot * mo.area2 * mn.area2;
+        degenerate |= flat || (mn.q < min_quality && mn.q < mo.q);
+        lo_old = fmin(lo_old, mo.sin);
+        lo_new = fmin(lo_new, mn.sin);
+      }
+    }
+    link |= tet_a && tet_b;
+    if (min_sin > 0) degenerate |= lo_new < fmin(lo_old, min_sin);
+    reason[i] = link ? 1 : longer ? 2 : fold ? 3 : degenerate ? 4 : 0;
+  }
+}
