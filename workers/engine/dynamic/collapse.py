@@ -17,16 +17,17 @@ One round (:func:`collapse_round`):
    then either end may go onto the other, which stays (two candidates).
 2. **plan** (the operation's part): for each candidate the new position, the parameter ``t``
    along the edge for interpolating attributes, and a priority (smaller first).
-3. **preconditions**, checked per candidate on the current mesh (:func:`check_candidates`):
-   the link condition (the common neighbours of ``a`` and ``b`` are exactly the edge's opposite
-   vertices, counting a virtual vertex joined to every boundary vertex, so an interior edge
-   between two boundary vertices fails; a boundary edge whose face has three boundary edges
-   fails; no face of the result repeats another), no fold-over (every surviving cavity face keeps
-   its normal within ``acos(0.2)``), no near-degenerate face created (quality below ``1e-3`` and
-   worse than before), no new edge longer than ``max_edge_length`` when one is given.
-4. **independent cavities** (:mod:`.cavity`): a valid candidate is accepted when its priority
-   is the best among the valid candidates with an end in the closed one-rings of its ends
-   (:func:`.cavity.edge_local_minima`, a few passes); then no accepted end is another accepted
+3. **preconditions**, checked per candidate on the current mesh (:func:`check_candidates`,
+   the one check every collapsing operation shares: :mod:`.collapse_check`): the link condition
+   (the common neighbours of ``a`` and ``b`` are exactly the edge's opposite vertices, counting a
+   virtual vertex joined to every boundary vertex, so an interior edge between two boundary
+   vertices fails; a boundary edge whose face has three boundary edges fails; no face of the
+   result repeats another), no fold-over (every changed cavity face keeps its normal within
+   ``acos(0.2)``), no flat or near-degenerate face created (quality below ``1e-3`` and worse
+   than before), no new edge longer than ``max_edge_length`` when one is given.
+4. **independent cavities** (:func:`.cavity.independent_collapses`): a valid candidate is
+   accepted when its priority is the best among the valid candidates with an end in the closed
+   one-rings of its ends (a few passes); then no accepted end is another accepted
    collapse's end or neighbour, so their cavities share no face, no vertex of one cavity moves or
    merges in another, and their preconditions, checked on the mesh before the round, still hold
    after it.
@@ -58,7 +59,7 @@ from typing import Any
 from ..topology import Topology
 from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
-from .collapse_check import REASONS, Rules, check_collapses
+from .collapse_check import REASONS, Rules, check_collapses, vertex_faces
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
 MIN_NORMAL_DOT = 0.2
@@ -284,7 +285,8 @@ def check_candidates(
     opp = F[fs // 3, (fs % 3 + 2) % 3]
     opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
     rules = Rules(MIN_NORMAL_DOT, max_edge_length, min_quality=MIN_QUALITY)
-    return check_collapses(xp, state.X, F, topo.vf(), a, b, c.p, expected, opp, isolated, rules)
+    vf = vertex_faces(xp, F, state.n_vertices)
+    return check_collapses(xp, state.X, F, vf, a, b, c.p, expected, opp, isolated, rules)
 
 
 def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> CollapseState:

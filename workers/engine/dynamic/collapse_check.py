@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ..graph import scatter_min
+from ..graph import csr_from_pairs, scatter_min
 from .cavity import gather_rows
 
 #: rejection reasons, in the order they are reported
@@ -100,6 +100,28 @@ def check_collapses(
             _array_code(xp, X, F, vf, a[sl], b[sl], p[sl], expected[sl], opp[sl], pre[sl], rules)
         )
     return xp.concatenate(out)
+
+
+def vertex_faces(xp: ModuleType, F: Any, n: int) -> tuple[Any, Any]:
+    """The vertex-face CSR ``(offsets (n+1,), faces)`` of ``F (m, 3)`` int64 for the check: in
+    face order on NumPy (:func:`~workers.engine.graph.csr_from_pairs`); on the GPU by counts and
+    one scatter through per-row atomic cursors, in no set order within a row (the reasons do not
+    depend on it), without the stable sort of every corner the ordered rows take."""
+    if xp.__name__ != "cupy":
+        faces = xp.repeat(xp.arange(F.shape[0], dtype=xp.int64), 3)
+        off, val, _ = csr_from_pairs(xp, n, F.ravel(), faces)
+        return off, val
+    from ..kernels.loader import launch, load_kernel
+
+    flat = xp.ascontiguousarray(F, dtype=xp.int64).ravel()
+    off = xp.zeros(n + 1, dtype=xp.int64)
+    xp.cumsum(xp.bincount(flat, minlength=n), out=off[1:])
+    cursor = off[:-1].astype(xp.uint64)
+    vf = xp.empty(flat.shape[0], dtype=xp.int64)
+    corners = int(flat.shape[0])
+    args = (flat, xp.int64(corners), cursor, vf)
+    launch(load_kernel("collapse", "vertex_faces_fill"), corners, args, op="collapse_check")
+    return off, vf
 
 
 def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:

@@ -1,27 +1,28 @@
-"""Short-edge collapse rounds for ``isotropic_remesh`` (a minimal collapse of this branch's own).
+"""Short-edge collapse rounds for ``isotropic_remesh``, ``collapse_short_edges``' remeshing
+mode and the sliver removal, on the collapse core the decimation uses.
 
 A collapse removes the vertex ``u`` of an interior edge ``u-w`` and moves its faces onto ``w``;
 the two faces of the edge disappear. Where both ends are free the merged vertex goes to the
 edge's midpoint (as in Botsch and Kobbelt's paper and gpytoolbox's remesher; keeping ``w`` where
 it was makes every collapse next to a long edge create an edge over ``max_length``, and on the
 Stanford bunny left 23 % of the edges short against 8 % with midpoints), else it stays at the
-locked end. The cavity is the closed one-rings of ``u`` and ``w``: candidates claim both ends and
-all their neighbours (:func:`~._edges.claim_pairs`, shortest edge first), so accepted collapses
-neither share a face, nor move a vertex another one reads, nor change each other's link
-condition.
+locked end.
 
-Checked per candidate, never assumed:
+What this module adds to the shared core is the remesher's choice of edges and its thresholds:
 
 * ``u`` is free: not on the boundary, not non-manifold, not on a feature edge (the caller's
-  ``locked`` mask); the edge has exactly two faces. ``w`` may be locked (then it stays);
-* link condition: ``u`` and ``w`` have exactly two common neighbours (the edge's opposite corners),
-  and each of those keeps at least three edges (no tetrahedron collapses flat);
-* no fold-over: every surviving face that changes (those of ``u``, and those of ``w`` when it
-  moves) keeps a non-degenerate normal turned by less than :data:`MAX_NORMAL_TURN` degrees;
-* no new edge longer than ``max_length`` (Botsch-Kobbelt's guard against collapse/split cycles);
-* no sliver: the smallest angle of those faces stays at least ``min(before, min_angle)``
-  (the fold-over test alone lets a face of three nearly collinear vertices through, and where
-  those are locked feature vertices no later relaxation can repair it).
+  ``locked`` mask); the edge has exactly two faces, walked in opposite directions. ``w`` may be
+  locked (then it stays);
+* each opposite vertex keeps at least three edges (no tetrahedron collapses flat);
+* the preconditions of every collapse (:mod:`.collapse_check`): the link condition, no face
+  turned by more than :data:`MAX_NORMAL_TURN` degrees, no new edge longer than ``max_length``
+  (Botsch-Kobbelt's guard against collapse/split cycles), no smallest angle of the changed faces
+  below ``min(before, min_angle)`` (the fold-over test alone lets a face of three nearly collinear
+  vertices through, and where those are locked feature vertices no later relaxation can repair
+  it);
+* the conflict resolution (:func:`.cavity.independent_collapses`) keeps the closed one-rings of
+  accepted collapses apart (``reach=2``), shortest edge first: fewer collapses per round than the
+  decimation's ``reach=1``, each nearer the sequential order.
 
 The Euler characteristic is kept (one vertex, three edges, two faces fewer).
 """
@@ -33,7 +34,6 @@ from types import ModuleType
 from typing import Any
 
 from .. import progress
-from ..graph import csr_from_pairs
 from ._edges import (
     CLAIM_PASSES,
     SHIFT,
@@ -46,7 +46,7 @@ from ._edges import (
     valence,
 )
 from .cavity import independent_collapses, priority_keys
-from .collapse_check import Rules, check_collapses
+from .collapse_check import Rules, check_collapses, vertex_faces
 
 #: the largest turn of a surviving face's normal a collapse may cause, degrees
 MAX_NORMAL_TURN = 60.0
@@ -104,7 +104,7 @@ def collapse_edges(
     # the operation's own link rule: two faces walked in opposite directions, and each opposite
     # vertex keeps three edges at least (no tetrahedron collapses flat)
     own_rule = (val[c] >= 4) & (val[d] >= 4) & (c != d) & (p0 == q1)
-    vf = csr_from_pairs(xp, n, S.F.ravel(), xp.repeat(xp.arange(S.n_faces, dtype=xp.int64), 3))
+    vf = vertex_faces(xp, S.F, n)
     bnd = xp.zeros(n, dtype=bool)
     bnd[E.EV[E.count == 1].ravel()] = True
     expected = 2 - (bnd[u] & bnd[w]).astype(xp.int64)
@@ -114,7 +114,7 @@ def collapse_edges(
         min_angle=min_angle,
     )
     reason = check_collapses(
-        xp, S.V, S.F, vf[:2], w, u, P, expected, xp.stack([c, d], axis=1), ~own_rule, rules
+        xp, S.V, S.F, vf, w, u, P, expected, xp.stack([c, d], axis=1), ~own_rule, rules
     )
     key = priority_keys(xp, bucket_priority(xp, level, u))
     won = independent_collapses(xp, n, E.EV, w, u, key, reason == 0, CLAIM_PASSES, reach=2)

@@ -123,3 +123,15 @@ extern "C" __global__ void collapse_check(
     reason[i] = link ? 1 : longer ? 2 : fold ? 3 : degenerate ? 4 : 0;
   }
 }
+
+// The vertex-face rows of F (m faces): face f once in the row of each of its corners, at the
+// place a per-row cursor (the row's start, advanced atomically) gives it. The order within a
+// row is the order the threads ran in; collapse_check's reasons do not depend on it.
+extern "C" __global__ void vertex_faces_fill(const long long* __restrict__ F, long long corners,
+                                             unsigned long long* __restrict__ cursor,
+                                             long long* __restrict__ vf) {
+  FOR_EACH(c, corners) {
+    const unsigned long long at = atomicAdd(cursor + F[c], 1ULL);
+    vf[at] = c / 3;
+  }
+}

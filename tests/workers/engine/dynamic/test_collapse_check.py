@@ -10,7 +10,7 @@ import pytest
 
 from tests.workers.engine.shapes import SHARED, grid, welded
 from workers.engine.dynamic._edges import edge_table, opposite_corner
-from workers.engine.dynamic.collapse_check import REASONS, Rules, check_collapses
+from workers.engine.dynamic.collapse_check import REASONS, Rules, check_collapses, vertex_faces
 from workers.engine.graph import csr_from_pairs
 
 
@@ -99,11 +99,27 @@ def test_the_kernel_gives_the_array_codes_reasons(name: str) -> None:
               min_angle=10.0),
     ):  # fmt: skip
         want = check_collapses(np, X, F, vf, a, b, p, expected, opp, pre, rules)
+        # the GPU's rows come from its own vertex_faces, in another order within each row
         got = check_collapses(
-            cp, cp.asarray(X), cp.asarray(F), (cp.asarray(vf[0]), cp.asarray(vf[1])),
+            cp, cp.asarray(X), cp.asarray(F), vertex_faces(cp, cp.asarray(F), len(X)),
             *(cp.asarray(x) for x in (a, b, p, expected, opp, pre)), rules,
         )  # fmt: skip
         np.testing.assert_array_equal(cp.asnumpy(got), want)
         seen += np.bincount(want, minlength=len(REASONS) + 1)
     # the candidates exercise the checks: legal ones and every reason but on the tiniest meshes
     assert seen[0] > 0 and seen[1] > 0 and seen[3] > 0 and seen[4] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["spot.obj", "beetle.obj", "teapot.obj"])
+def test_the_gpu_vertex_face_rows_hold_the_same_faces(name: str) -> None:
+    import cupy as cp
+
+    m = welded(name)
+    F = np.asarray(m.F, np.int64)
+    off, vf = _vf(F, m.n_vertices)
+    goff, gvf = (cp.asnumpy(x) for x in vertex_faces(cp, cp.asarray(F), m.n_vertices))
+    np.testing.assert_array_equal(goff, off)
+    rows = np.repeat(np.arange(m.n_vertices), np.diff(off))
+    key = rows * F.shape[0]
+    np.testing.assert_array_equal(np.sort(key + gvf), np.sort(key + vf))
