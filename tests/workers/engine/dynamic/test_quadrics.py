@@ -153,7 +153,8 @@ def test_collapse_points_on_the_gpu_equal_the_twin(name: str) -> None:
         pg, cg = collapse_points(cp, *(cp.asarray(x) for x in (QQ, X, a, b, snap)))
         np.testing.assert_array_equal(cp.asnumpy(pg), p)
         np.testing.assert_array_equal(cp.asnumpy(cg), cost)
-        # the cases occur: optima off the edge's ends, ends kept, costs of both signs of zero
+        # both branches occur: optima off the edge's ends (1.5 to 2.4 % of the edges here) and
+        # fallbacks to an end; kept ends stay
         assert (p[snap] == X[a[snap]]).all()
         at_end = (p == X[a]).all(axis=1) | (p == X[b]).all(axis=1)
-        assert (~at_end).sum() > 0.2 * a.shape[0] and (cost > 0).any()
+        assert (~at_end).sum() > 100 and (at_end & ~snap).sum() > 100 and (cost > 0).any()
