@@ -135,3 +135,57 @@ extern "C" __global__ void vertex_faces_fill(const long long* __restrict__ F, lo
     vf[at] = c / 3;
   }
 }
+
+// -- the conflict resolution of cavity.independent_collapses, pass by pass: the same scatter-mins
+//    as its array code (min is order-free, so the accepted set is the same bit for bit)
+
+// best[a], best[b] <- min(key) over the alive candidates
+extern "C" __global__ void claim_ends(const long long* __restrict__ A,
+                                      const long long* __restrict__ B,
+                                      const long long* __restrict__ key,
+                                      const unsigned char* __restrict__ alive, long long k,
+                                      long long* __restrict__ best) {
+  FOR_EACH(i, k) {
+    if (!alive[i]) continue;
+    atomicMin(best + A[i], key[i]);
+    atomicMin(best + B[i], key[i]);
+  }
+}
+
+// out[v] <- min(out[v], val[w]) over the edges (v, w), both ways (out starts as a copy of val)
+extern "C" __global__ void edge_min(const long long* __restrict__ EV, long long n_edges,
+                                    const long long* __restrict__ val, long long* __restrict__ out) {
+  FOR_EACH(e, n_edges) {
+    const long long u = EV[2 * e], v = EV[2 * e + 1];
+    const long long bu = val[u], bv = val[v];
+    if (bv < bu) atomicMin(out + u, bv);
+    if (bu < bv) atomicMin(out + v, bu);
+  }
+}
+
+// the alive candidates holding the minimum at both ends win; winners clear their ends' marks
+extern "C" __global__ void take_minima(const long long* __restrict__ A,
+                                       const long long* __restrict__ B,
+                                       const long long* __restrict__ key,
+                                       const long long* __restrict__ best, long long k,
+                                       unsigned char* __restrict__ alive,
+                                       unsigned char* __restrict__ accepted,
+                                       long long* __restrict__ mark) {
+  FOR_EACH(i, k) {
+    if (!alive[i] || best[A[i]] != key[i] || best[B[i]] != key[i]) continue;
+    accepted[i] = 1;
+    alive[i] = 0;
+    mark[A[i]] = 0;
+    mark[B[i]] = 0;
+  }
+}
+
+// candidates with an end where the spread marks reach drop out
+extern "C" __global__ void drop_blocked(const long long* __restrict__ A,
+                                        const long long* __restrict__ B,
+                                        const long long* __restrict__ mark, long long k,
+                                        unsigned char* __restrict__ alive) {
+  FOR_EACH(i, k) {
+    if (alive[i] && (mark[A[i]] == 0 || mark[B[i]] == 0)) alive[i] = 0;
+  }
+}

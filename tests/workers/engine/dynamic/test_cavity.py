@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.workers.engine.shapes import grid
 from workers.engine.dynamic.cavity import (
@@ -86,3 +87,29 @@ def test_edge_local_minima_keep_accepted_ends_a_ring_apart() -> None:
             assert not adj[np.ix_(ends[i], ends[j])].any()
     # maximal after the passes: every candidate left out meets an accepted one
     assert not alive.any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["spot.obj", "rx-torus.obj", "beetle.obj", "fandisk.obj"])
+def test_independent_collapses_on_the_gpu_accept_the_twins_set(name: str) -> None:
+    import cupy as cp
+
+    from tests.workers.engine.shapes import welded
+    from workers.engine.dynamic._edges import edge_table
+    from workers.engine.dynamic.cavity import independent_collapses, priority_keys
+
+    m = welded(name)
+    F = np.asarray(m.F, np.int64)
+    EV = edge_table(np, F).EV
+    rng = np.random.default_rng(3)
+    pick = rng.random(EV.shape[0]) < 0.4
+    a, b = EV[pick, 0], EV[pick, 1]
+    key = priority_keys(np, rng.random(a.shape[0]))
+    alive = rng.random(a.shape[0]) < 0.9
+    for passes, reach in ((1, 1), (4, 1), (6, 2)):
+        want = independent_collapses(np, m.n_vertices, EV, a, b, key, alive, passes, reach)
+        got = independent_collapses(
+            cp, m.n_vertices, *(cp.asarray(x) for x in (EV, a, b, key, alive)), passes, reach
+        )
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+        assert 0 < want.sum() < alive.sum()
