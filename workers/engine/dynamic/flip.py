@@ -77,7 +77,10 @@ def flip_quads(
     """The quad around every edge and whether it may be flipped (``V`` float64, ``F`` int64).
 
     ``feature_angle`` in degrees; 180 turns the feature test off. ``seams``: sorted int64 keys of
-    edges never flipped (reason ``seam``, before any other but ``boundary``), or None."""
+    edges never flipped (reason ``seam``, before any other but ``boundary``), or None. On the GPU
+    one kernel thread per edge (``kernels/flip.cu``), the same quads and reasons bit for bit."""
+    if xp.__name__ == "cupy":
+        return _flip_quads_kernel(xp, V, F, E, feature_angle, seams)
     m2 = E.count == 2
     s0 = E.s0
     s1 = xp.where(m2, E.s1, E.s0)
@@ -122,6 +125,36 @@ def flip_quads(
     f0 = xp.where(interior, s0 // 3, -1)
     f1 = xp.where(interior, s1 // 3, -1)
     return Quads(a, b, c, d, f0, f1, reason)
+
+
+def _flip_quads_kernel(
+    xp: ModuleType, V: Any, F: Any, E: EdgeTable, feature_angle: float, seams: Any | None
+) -> Quads:
+    from ..kernels.loader import launch, load_kernel
+
+    n_e = E.n_edges
+    i64 = xp.int64
+    out = [xp.empty(n_e, dtype=i64) for _ in range(7)]
+    no_seams = seams is None or seams.shape[0] == 0
+    seam_keys = xp.zeros(1, dtype=i64) if no_seams else xp.ascontiguousarray(seams, dtype=i64)
+    use_feature = feature_angle < 180.0
+    lim = math.cos(math.radians(feature_angle)) if use_feature else 0.0
+    args = (
+        xp.ascontiguousarray(V, dtype=xp.float64),
+        xp.ascontiguousarray(F, dtype=i64),
+        xp.ascontiguousarray(E.key, dtype=i64),
+        xp.ascontiguousarray(E.count, dtype=i64),
+        xp.ascontiguousarray(E.s0, dtype=i64),
+        xp.ascontiguousarray(E.s1, dtype=i64),
+        i64(n_e),
+        xp.int32(use_feature),
+        xp.float64(lim),
+        seam_keys,
+        i64(0 if no_seams else seams.shape[0]),
+        *out,
+    )
+    launch(load_kernel("flip", "flip_quads"), n_e, args, op="flip")
+    return Quads(*out)
 
 
 def opposite_angle_sums(xp: ModuleType, V: Any, Q: Quads) -> tuple[Any, Any]:
@@ -202,6 +235,28 @@ def valence_flip_round(
     val = valence(xp, E, n)
     on_boundary = xp.zeros(n, dtype=bool)
     on_boundary[E.EV[E.count == 1].ravel()] = True
+    sin_bound = math.sin(math.radians(min_angle))
+    if xp.__name__ == "cupy":
+        cand, gain = _valence_candidates_kernel(xp, V, E, Q, feature, val, on_boundary, sin_bound)
+    else:
+        cand, gain = _valence_candidates(xp, V, E, Q, feature, val, on_boundary, sin_bound)
+    # largest gain first, hashed ties (:func:`~._edges.bucket_priority`)
+    priority = bucket_priority(xp, 8 - gain, xp.arange(int(gain.shape[0]), dtype=xp.int64))
+    acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
+    return apply_flips(xp, F, Q, acc), int(acc.shape[0])
+
+
+def _valence_candidates(
+    xp: ModuleType,
+    V: Any,
+    E: EdgeTable,
+    Q: Quads,
+    feature: Any,
+    val: Any,
+    on_boundary: Any,
+    sin_bound: float,
+) -> tuple[Any, Any]:
+    """``(candidate (E,) bool, gain (E,) int64)`` of :func:`valence_flip_round`."""
     target = xp.where(on_boundary, 4, 6)
 
     def dev(v: Any, delta: int) -> Any:
@@ -214,8 +269,38 @@ def valence_flip_round(
     cand = (Q.reason == OK) & ~is_feature & (gain > 0)
     idx = xp.nonzero(cand)[0]
     sub = Quads(Q.a[idx], Q.b[idx], Q.c[idx], Q.d[idx], Q.f0[idx], Q.f1[idx], Q.reason[idx])
-    cand[idx] = keeps_angles(xp, V, sub, math.sin(math.radians(min_angle)))
-    # largest gain first, hashed ties (:func:`~._edges.bucket_priority`)
-    priority = bucket_priority(xp, 8 - gain, xp.arange(int(gain.shape[0]), dtype=xp.int64))
-    acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
-    return apply_flips(xp, F, Q, acc), int(acc.shape[0])
+    cand[idx] = keeps_angles(xp, V, sub, sin_bound)
+    return cand, gain
+
+
+def _valence_candidates_kernel(
+    xp: ModuleType,
+    V: Any,
+    E: EdgeTable,
+    Q: Quads,
+    feature: Any,
+    val: Any,
+    on_boundary: Any,
+    sin_bound: float,
+) -> tuple[Any, Any]:
+    from ..kernels.loader import launch, load_kernel
+
+    n_e = E.n_edges
+    i64 = xp.int64
+    cand = xp.empty(n_e, dtype=xp.uint8)
+    gain = xp.empty(n_e, dtype=i64)
+    n_feat = int(feature.shape[0])
+    args = (
+        xp.ascontiguousarray(V, dtype=xp.float64),
+        *(xp.ascontiguousarray(x, dtype=i64) for x in (Q.a, Q.b, Q.c, Q.d, Q.reason, E.key)),
+        i64(n_e),
+        xp.ascontiguousarray(feature, dtype=i64) if n_feat else xp.zeros(1, dtype=i64),
+        i64(n_feat),
+        xp.ascontiguousarray(val, dtype=i64),
+        on_boundary.astype(xp.uint8),
+        xp.float64(sin_bound),
+        cand,
+        gain,
+    )
+    launch(load_kernel("flip", "valence_flip_candidates"), n_e, args, op="flip")
+    return cand.astype(bool), gain
