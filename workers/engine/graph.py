@@ -242,6 +242,37 @@ def compact_groups(xp: ModuleType, labels: Any) -> tuple[Any, Any]:
     return new_id, xp.sort(first)
 
 
+def compact_groups_csr(xp: ModuleType, labels: Any) -> tuple[Any, Any, Any, Any]:
+    """:func:`compact_groups` and the members of each group: ``(new_id, first, offsets,
+    members)``, ``members[offsets[g]:offsets[g + 1]]`` the elements of group ``g`` in index
+    order, the same arrays as ``csr_from_pairs(xp, k, new_id, arange(n))[:2]`` but from the one
+    sort that finds the groups (no second sort of every element by its new id)."""
+    n = labels.shape[0]
+    if n == 0:
+        z = xp.zeros(0, dtype=xp.int64)
+        return z, z, xp.zeros(1, dtype=xp.int64), z
+    order = xp.argsort(labels, kind="stable")
+    sl = labels[order]
+    head = xp.ones(n, dtype=bool)
+    head[1:] = sl[1:] != sl[:-1]
+    gid_sorted = xp.cumsum(head) - 1
+    starts = xp.nonzero(head)[0]  # each run's start in sorted order (runs in label order)
+    first_by_label = order[starts]  # stable sort: the head of each run is its smallest index
+    perm = xp.argsort(first_by_label)  # the runs in order of first occurrence
+    k = int(starts.shape[0])
+    rank = xp.empty(k, dtype=xp.int64)
+    rank[perm] = xp.arange(k, dtype=xp.int64)
+    new_id = xp.empty(n, dtype=xp.int64)
+    new_id[order] = rank[gid_sorted]
+    counts = xp.diff(xp.concatenate([starts, xp.asarray([n], dtype=starts.dtype)]))
+    offsets = xp.zeros(k + 1, dtype=xp.int64)
+    offsets[1:] = xp.cumsum(counts[perm])
+    within = xp.arange(n, dtype=xp.int64) - starts[gid_sorted]
+    members = xp.empty(n, dtype=xp.int64)
+    members[offsets[rank[gid_sorted]] + within] = order
+    return new_id, first_by_label[perm], offsets, members
+
+
 def compact_ordered(labels: Any, n_labels: int) -> tuple[Any, int]:
     """``(compact_groups(labels)[0], count)`` on NumPy for labels in ``[0, n_labels)``, by a
     scatter and a prefix sum instead of a sort when their first occurrences already ascend (as

@@ -23,6 +23,7 @@ from .graph import (
     INT32_MAX,
     bucket_sort,
     compact_groups,
+    compact_groups_csr,
     compact_ordered,
     connected_components,
     csr_components,
@@ -66,12 +67,10 @@ class Topology:
         b = F64[:, [1, 2, 0]].ravel()
         lo, hi = xp.minimum(a, b), xp.maximum(a, b)
         key = lo * n_vertices + hi
-        edge_of_side, first = compact_groups(xp, key)
+        # the edges and each edge's sides (in side order) from one sort of the side keys
+        edge_of_side, first, ef_offsets, ef_sides = compact_groups_csr(xp, key)
         EV = xp.stack([lo[first], hi[first]], axis=1).astype(xp.int32)
         FE = (2 * edge_of_side + (a > b)).reshape(-1, 3).astype(xp.int32)
-        n_edges = int(first.shape[0])
-        sides = xp.arange(a.shape[0], dtype=xp.int64)
-        ef_offsets, ef_sides, _ = csr_from_pairs(xp, n_edges, edge_of_side, sides)
         return cls(n_vertices, F, EV, FE, ef_offsets, ef_sides)
 
     @classmethod

@@ -169,3 +169,17 @@ def test_components_on_the_gpu_small_on_the_host_large_by_hooking(n: int) -> Non
     np.testing.assert_array_equal(_canonical(lab), expect)
     if not host and n < 100_000:  # hooking labels each node with its component's smallest
         np.testing.assert_array_equal(lab, _union_find(n, i, j))
+
+
+def test_compact_groups_csr_is_compact_groups_and_its_csr() -> None:
+    from workers.engine.graph import compact_groups, compact_groups_csr, csr_from_pairs
+
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        n = int(rng.integers(0, 400))
+        labels = rng.integers(0, int(rng.integers(1, 50)), n) * 7 - 11
+        new_id, first = compact_groups(np, labels)
+        off, members, _ = csr_from_pairs(np, first.shape[0], new_id, np.arange(n))
+        got = compact_groups_csr(np, labels)
+        for want, have in zip((new_id, first, off, members), got, strict=True):
+            np.testing.assert_array_equal(have, want)
