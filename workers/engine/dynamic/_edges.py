@@ -121,6 +121,8 @@ def claim_pairs(
     so no host round trip decides when to stop."""
     k = int(priority.shape[0])
     key = (priority.astype(xp.int64) << SHIFT) | xp.arange(k, dtype=xp.int64)
+    if xp.__name__ == "cupy":
+        return _claim_pairs_kernels(xp, owner, elements, key, n_elements, passes)
     big = xp.iinfo(xp.int64).max
     accepted = xp.zeros(k, dtype=bool)
     live = xp.ones(k, dtype=bool)
@@ -141,6 +143,39 @@ def claim_pairs(
         scatter_min(xp, untouched, owner, free[elements])
         live &= ~won & (untouched == 1)
     return accepted
+
+
+def _claim_pairs_kernels(
+    xp: ModuleType, owner: Any, elements: Any, key: Any, n_elements: int, passes: int
+) -> Any:
+    """:func:`claim_pairs` on the GPU: five small kernels a pass (``kernels/collapse.cu``), the
+    same scatter-mins, the same accepted set."""
+    from ..kernels.loader import launch, load_kernel
+
+    i64 = xp.int64
+    k, n_p = int(key.shape[0]), int(owner.shape[0])
+    owner = xp.ascontiguousarray(owner, dtype=i64)
+    elements = xp.ascontiguousarray(elements, dtype=i64)
+    live = xp.ones(k, dtype=xp.uint8)
+    lost = xp.zeros(k, dtype=xp.uint8)
+    won = xp.empty(k, dtype=xp.uint8)
+    accepted = xp.zeros(k, dtype=xp.uint8)
+    best = xp.empty(n_elements, dtype=i64)
+    taken = xp.empty(n_elements, dtype=xp.uint8)
+    big = xp.iinfo(xp.int64).max
+
+    def run(name: str, n: int, *args: Any) -> None:
+        launch(load_kernel("collapse", name), n, args, op="claim")
+
+    for _ in range(passes):
+        best.fill(big)
+        taken.fill(0)
+        run("claim_min", n_p, owner, elements, i64(n_p), key, live, best)
+        run("claim_lost", n_p, owner, elements, i64(n_p), key, live, best, lost)
+        run("claim_win", k, i64(k), live, lost, won, accepted)
+        run("claim_take", n_p, owner, elements, i64(n_p), won, taken)
+        run("claim_drop", n_p, owner, elements, i64(n_p), taken, live)
+    return accepted.astype(bool)
 
 
 def float_priority(xp: ModuleType, x: Any, *, larger_first: bool) -> Any:

@@ -189,3 +189,66 @@ extern "C" __global__ void drop_blocked(const long long* __restrict__ A,
     if (alive[i] && (mark[A[i]] == 0 || mark[B[i]] == 0)) alive[i] = 0;
   }
 }
+
+// -- _edges.claim_pairs, pass by pass: candidate owner[p] claims element el[p]; a candidate
+//    wins when it holds the smallest key at every element it claims (the same scatter-mins)
+
+extern "C" __global__ void claim_min(const long long* __restrict__ owner,
+                                     const long long* __restrict__ el, long long n_pairs,
+                                     const long long* __restrict__ key,
+                                     const unsigned char* __restrict__ live,
+                                     long long* __restrict__ best) {
+  FOR_EACH(p, n_pairs) {
+    const long long o = owner[p];
+    if (live[o]) atomicMin(best + el[p], key[o]);
+  }
+}
+
+// a live candidate that does not hold the minimum at one of its elements loses this pass
+extern "C" __global__ void claim_lost(const long long* __restrict__ owner,
+                                      const long long* __restrict__ el, long long n_pairs,
+                                      const long long* __restrict__ key,
+                                      const unsigned char* __restrict__ live,
+                                      const long long* __restrict__ best,
+                                      unsigned char* __restrict__ lost) {
+  FOR_EACH(p, n_pairs) {
+    const long long o = owner[p];
+    if (live[o] && best[el[p]] != key[o]) lost[o] = 1;
+  }
+}
+
+// winners: live and lost nowhere; they are accepted and leave play
+extern "C" __global__ void claim_win(long long k, unsigned char* __restrict__ live,
+                                     unsigned char* __restrict__ lost,
+                                     unsigned char* __restrict__ won,
+                                     unsigned char* __restrict__ accepted) {
+  FOR_EACH(i, k) {
+    const bool w = live[i] && !lost[i];
+    won[i] = w;
+    if (w) {
+      accepted[i] = 1;
+      live[i] = 0;
+    }
+    lost[i] = 0;
+  }
+}
+
+// the elements of this pass's winners are taken
+extern "C" __global__ void claim_take(const long long* __restrict__ owner,
+                                      const long long* __restrict__ el, long long n_pairs,
+                                      const unsigned char* __restrict__ won,
+                                      unsigned char* __restrict__ taken) {
+  FOR_EACH(p, n_pairs) {
+    if (won[owner[p]]) taken[el[p]] = 1;
+  }
+}
+
+// candidates that touch a taken element leave play
+extern "C" __global__ void claim_drop(const long long* __restrict__ owner,
+                                      const long long* __restrict__ el, long long n_pairs,
+                                      const unsigned char* __restrict__ taken,
+                                      unsigned char* __restrict__ live) {
+  FOR_EACH(p, n_pairs) {
+    if (taken[el[p]]) live[owner[p]] = 0;
+  }
+}

@@ -113,3 +113,25 @@ def test_independent_collapses_on_the_gpu_accept_the_twins_set(name: str) -> Non
         )
         np.testing.assert_array_equal(cp.asnumpy(got), want)
         assert 0 < want.sum() < alive.sum()
+
+
+@pytest.mark.gpu
+def test_claim_pairs_on_the_gpu_accept_the_twins_set() -> None:
+    import cupy as cp
+
+    from workers.engine.dynamic._edges import claim_pairs
+
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        k, n_el, size = int(rng.integers(1, 3000)), int(rng.integers(1, 2000)), 4
+        owner = np.repeat(np.arange(k, dtype=np.int64), size)
+        elements = rng.integers(0, n_el, owner.shape[0]).astype(np.int64)
+        keep = rng.random(owner.shape[0]) < 0.9
+        owner, elements = owner[keep], elements[keep]
+        priority = rng.integers(0, 64, k)
+        for passes in (1, 6):
+            want = claim_pairs(np, owner, elements, priority, n_el, passes)
+            got = claim_pairs(cp, cp.asarray(owner), cp.asarray(elements),
+                              cp.asarray(priority), n_el, passes)  # fmt: skip
+            np.testing.assert_array_equal(cp.asnumpy(got), want)
+            assert want.any()
