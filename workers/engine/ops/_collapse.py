@@ -74,11 +74,14 @@ def run_rounds(
     max_edge_length: float | None = None,
     budget: Callable[[CollapseState], int | None] | None = None,
     widen: Callable[[], bool] | None = None,
+    focus: float | None = None,
 ) -> tuple[CollapseState, RoundLog, str]:
     """Rounds until none is accepted, the budget is spent or ``max_rounds``. ``widen``: called
     when a round accepts nothing; if it returns True (the planner now offers more candidates)
-    the round is tried again. Returns the state, the log and why it stopped: ``"goal"`` (budget
-    spent), ``"blocked"`` (no collapse accepted) or ``"max_rounds"``.
+    the round is tried again. ``focus``: as for
+    :func:`~workers.engine.dynamic.collapse.collapse_round`. Returns the state, the log and why
+    it stopped: ``"goal"`` (budget spent), ``"blocked"`` (no collapse accepted) or
+    ``"max_rounds"``.
 
     Reports progress per round: with a budget, the share of it spent; without, the rounds'
     valid candidates shrinking (:func:`~workers.engine.progress.rounds_done`), each round
@@ -107,6 +110,7 @@ def run_rounds(
             max_edge_length=max_edge_length,
             budget=left,
             topo=topo,
+            focus=focus,
         )
         if n_acc == 0 and widen is not None and widen():
             state, n_acc, n_valid = collapse_round(
@@ -117,6 +121,7 @@ def run_rounds(
                 max_edge_length=max_edge_length,
                 budget=left,
                 topo=topo,
+                focus=focus,
             )
         if n_acc == 0:
             stopped = "blocked"
