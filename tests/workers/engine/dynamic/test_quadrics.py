@@ -148,13 +148,16 @@ def test_collapse_points_on_the_gpu_equal_the_twin(name: str) -> None:
     b = np.concatenate([E.EV[:, 1], E.EV[:, 0]])
     Qs = Q + Q[np.random.default_rng(1).permutation(X.shape[0])]  # wider sums
     snap = np.random.default_rng(0).random(a.shape[0]) < 0.1
+    off_ends = fallbacks = 0
     for QQ in (Q, Qs):
         p, cost = collapse_points(np, QQ, X, a, b, snap)
         pg, cg = collapse_points(cp, *(cp.asarray(x) for x in (QQ, X, a, b, snap)))
         np.testing.assert_array_equal(cp.asnumpy(pg), p)
         np.testing.assert_array_equal(cp.asnumpy(cg), cost)
-        # both branches occur: optima off the edge's ends (1.5 to 2.4 % of the edges here) and
-        # fallbacks to an end; kept ends stay
-        assert (p[snap] == X[a[snap]]).all()
+        assert (p[snap] == X[a[snap]]).all() and (cost > 0).any()  # kept ends stay
         at_end = (p == X[a]).all(axis=1) | (p == X[b]).all(axis=1)
-        assert (~at_end).sum() > 100 and (at_end & ~snap).sum() > 100 and (cost > 0).any()
+        off_ends += int((~at_end).sum())
+        fallbacks += int((at_end & ~snap).sum())
+    # both branches occur: optima off the edge's ends (a few % of the edges with one vertex's
+    # planes, most with the wider sums) and fallbacks to an end
+    assert off_ends > 100 and fallbacks > 100
