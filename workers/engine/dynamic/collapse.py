@@ -60,7 +60,7 @@ from typing import Any
 from ..topology import Topology
 from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
-from .collapse_check import REASONS, Rules, check_collapses, vertex_faces
+from .collapse_check import REASONS, Collapses, Rules, check_collapses, vertex_faces
 
 #: a surviving cavity face may turn its normal by at most acos(MIN_NORMAL_DOT)
 MIN_NORMAL_DOT = 0.2
@@ -287,7 +287,8 @@ def check_candidates(
     opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
     rules = Rules(MIN_NORMAL_DOT, max_edge_length, min_quality=MIN_QUALITY)
     vf = vertex_faces(xp, F, state.n_vertices)
-    return check_collapses(xp, state.X, F, vf, a, b, c.p, expected, opp, isolated, rules)
+    checked = Collapses(a, b, c.p, expected, opp, isolated)
+    return check_collapses(xp, state.X, F, vf, checked, rules)
 
 
 def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> CollapseState:

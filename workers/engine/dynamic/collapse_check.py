@@ -33,7 +33,7 @@ in the same order (no fused multiply-add), hence the same decisions.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Any
 
@@ -70,35 +70,41 @@ class Rules:
         return math.sin(math.radians(self.min_angle)) if self.min_angle > 0 else 0.0
 
 
+@dataclass(frozen=True)
+class Collapses:
+    """Collapses to check: ``b[i]`` onto ``a[i]`` placed at ``p[i]`` (``(k, 3)`` float64);
+    ``expected (k,)`` the common neighbours the link condition wants, ``opp (k, 2)`` int64 the
+    edge's opposite vertices (-1 for none), ``pre (k,)`` bool: already failing the link
+    condition."""
+
+    a: Any
+    b: Any
+    p: Any
+    expected: Any
+    opp: Any
+    pre: Any
+
+    def __getitem__(self, sl: slice) -> Collapses:
+        return Collapses(*(getattr(self, f.name)[sl] for f in fields(self)))
+
+    def __len__(self) -> int:
+        return int(self.a.shape[0])
+
+
 def check_collapses(
-    xp: ModuleType,
-    X: Any,
-    F: Any,
-    vf: tuple[Any, Any],
-    a: Any,
-    b: Any,
-    p: Any,
-    expected: Any,
-    opp: Any,
-    pre: Any,
-    rules: Rules,
+    xp: ModuleType, X: Any, F: Any, vf: tuple[Any, Any], c: Collapses, rules: Rules
 ) -> Any:
-    """``reason (k,) int8`` for the collapses of ``b[i]`` onto ``a[i]`` placed at ``p[i]``: 0 when
-    legal, else ``1 + REASONS.index(why)``. ``X (n, 3)`` float64, ``F (m, 3)`` int64, ``vf`` the
-    vertex-face CSR of ``F``; ``expected (k,)`` the common neighbours the link condition wants,
-    ``opp (k, 2)`` int64 the edge's opposite vertices (-1 for none), ``pre (k,)`` bool: already
-    failing the link condition."""
-    k = int(a.shape[0])
+    """``reason (k,) int8`` for the collapses ``c``: 0 when legal, else ``1 +
+    REASONS.index(why)``. ``X (n, 3)`` float64, ``F (m, 3)`` int64, ``vf`` the vertex-face CSR
+    of ``F`` (:func:`vertex_faces`)."""
+    k = len(c)
     if k == 0:
         return xp.zeros(0, dtype=xp.int8)
     if xp.__name__ == "cupy":
-        return _kernel(xp, X, F, vf, a, b, p, expected, opp, pre, rules)
+        return _kernel(xp, X, F, vf, c, rules)
     out = []
     for s in range(0, k, CHECK_SLICE):
-        sl = slice(s, min(s + CHECK_SLICE, k))
-        out.append(
-            _array_code(xp, X, F, vf, a[sl], b[sl], p[sl], expected[sl], opp[sl], pre[sl], rules)
-        )
+        out.append(_array_code(xp, X, F, vf, c[s : s + CHECK_SLICE], rules))
     return xp.concatenate(out)
 
 
@@ -167,18 +173,9 @@ def triangle_measures(xp: ModuleType, P0: Any, P1: Any, P2: Any) -> tuple[Any, A
 
 
 def _array_code(
-    xp: ModuleType,
-    X: Any,
-    F: Any,
-    vf: tuple[Any, Any],
-    a: Any,
-    b: Any,
-    p: Any,
-    expected: Any,
-    opp: Any,
-    pre: Any,
-    rules: Rules,
+    xp: ModuleType, X: Any, F: Any, vf: tuple[Any, Any], c: Collapses, rules: Rules
 ) -> Any:
+    a, b, p, expected, opp, pre = c.a, c.b, c.p, c.expected, c.opp, c.pre
     k = int(a.shape[0])
     n = int(X.shape[0])
     row, f = gather_rows(xp, vf[0], vf[1], xp.concatenate([a, b]))
@@ -234,22 +231,10 @@ def _array_code(
     return reason
 
 
-def _kernel(
-    xp: ModuleType,
-    X: Any,
-    F: Any,
-    vf: tuple[Any, Any],
-    a: Any,
-    b: Any,
-    p: Any,
-    expected: Any,
-    opp: Any,
-    pre: Any,
-    rules: Rules,
-) -> Any:
+def _kernel(xp: ModuleType, X: Any, F: Any, vf: tuple[Any, Any], c: Collapses, rules: Rules) -> Any:
     from ..kernels.loader import launch, load_kernel
 
-    k = int(a.shape[0])
+    k = len(c)
     i64 = xp.int64
     reason = xp.empty(k, dtype=xp.int8)
     launch(
@@ -260,12 +245,12 @@ def _kernel(
             xp.ascontiguousarray(F, dtype=i64),
             xp.ascontiguousarray(vf[0], dtype=i64),
             xp.ascontiguousarray(vf[1], dtype=i64),
-            xp.ascontiguousarray(a, dtype=i64),
-            xp.ascontiguousarray(b, dtype=i64),
-            xp.ascontiguousarray(p, dtype=xp.float64),
-            xp.ascontiguousarray(expected, dtype=i64),
-            xp.ascontiguousarray(opp, dtype=i64),
-            xp.ascontiguousarray(pre, dtype=xp.uint8),
+            xp.ascontiguousarray(c.a, dtype=i64),
+            xp.ascontiguousarray(c.b, dtype=i64),
+            xp.ascontiguousarray(c.p, dtype=xp.float64),
+            xp.ascontiguousarray(c.expected, dtype=i64),
+            xp.ascontiguousarray(c.opp, dtype=i64),
+            xp.ascontiguousarray(c.pre, dtype=xp.uint8),
             xp.float64(rules.min_normal_dot),
             xp.float64(rules.max_len2),
             xp.float64(rules.min_quality),

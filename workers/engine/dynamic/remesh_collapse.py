@@ -46,7 +46,7 @@ from ._edges import (
     valence,
 )
 from .cavity import independent_collapses, priority_keys
-from .collapse_check import Rules, check_collapses, vertex_faces
+from .collapse_check import Collapses, Rules, check_collapses, vertex_faces
 
 #: the largest turn of a surviving face's normal a collapse may cause, degrees
 MAX_NORMAL_TURN = 60.0
@@ -113,9 +113,8 @@ def collapse_edges(
         None if math.isinf(max_length) else max_length,
         min_angle=min_angle,
     )
-    reason = check_collapses(
-        xp, S.V, S.F, vf, w, u, P, expected, xp.stack([c, d], axis=1), ~own_rule, rules
-    )
+    checked = Collapses(w, u, P, expected, xp.stack([c, d], axis=1), ~own_rule)
+    reason = check_collapses(xp, S.V, S.F, vf, checked, rules)
     key = priority_keys(xp, bucket_priority(xp, level, u))
     won = independent_collapses(xp, n, E.EV, w, u, key, reason == 0, CLAIM_PASSES, reach=2)
     sel = xp.nonzero(won)[0]

@@ -10,7 +10,13 @@ import pytest
 
 from tests.workers.engine.shapes import SHARED, grid, welded
 from workers.engine.dynamic._edges import edge_table, opposite_corner
-from workers.engine.dynamic.collapse_check import REASONS, Rules, check_collapses, vertex_faces
+from workers.engine.dynamic.collapse_check import (
+    REASONS,
+    Collapses,
+    Rules,
+    check_collapses,
+    vertex_faces,
+)
 from workers.engine.graph import csr_from_pairs
 
 
@@ -46,10 +52,11 @@ def _reason(m, a: int, b: int, p, rules: Rules) -> str:
     E = edge_table(np, F)
     e = np.nonzero((E.EV[:, 0] == min(a, b)) & (E.EV[:, 1] == max(a, b)))[0][0]
     opp = np.array([[opposite_corner(F, E.s0[e]), opposite_corner(F, E.s1[e])]])
-    r = check_collapses(
-        np, X, F, _vf(F, len(X)), np.array([a]), np.array([b]), np.array([p], np.float64),
-        np.array([2]), opp, np.zeros(1, bool), rules,
+    c = Collapses(
+        np.array([a]), np.array([b]), np.array([p], np.float64), np.array([2]), opp,
+        np.zeros(1, bool),
     )  # fmt: skip
+    r = check_collapses(np, X, F, _vf(F, len(X)), c, rules)
     return "ok" if r[0] == 0 else REASONS[r[0] - 1]
 
 
@@ -98,12 +105,13 @@ def test_the_kernel_gives_the_array_codes_reasons(name: str) -> None:
         Rules(0.5, max_edge_length=3.0 * float(np.median(np.linalg.norm(p - X[a], axis=1))),
               min_angle=10.0),
     ):  # fmt: skip
-        want = check_collapses(np, X, F, vf, a, b, p, expected, opp, pre, rules)
+        cands = Collapses(a, b, p, expected, opp, pre)
+        want = check_collapses(np, X, F, vf, cands, rules)
         # the GPU's rows come from its own vertex_faces, in another order within each row
+        on_gpu = Collapses(*(cp.asarray(x) for x in (a, b, p, expected, opp, pre)))
         got = check_collapses(
-            cp, cp.asarray(X), cp.asarray(F), vertex_faces(cp, cp.asarray(F), len(X)),
-            *(cp.asarray(x) for x in (a, b, p, expected, opp, pre)), rules,
-        )  # fmt: skip
+            cp, cp.asarray(X), cp.asarray(F), vertex_faces(cp, cp.asarray(F), len(X)), on_gpu, rules
+        )
         np.testing.assert_array_equal(cp.asnumpy(got), want)
         seen += np.bincount(want, minlength=len(REASONS) + 1)
     # the candidates exercise the checks: legal ones and rejected ones everywhere, and on every
