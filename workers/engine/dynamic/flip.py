@@ -150,7 +150,7 @@ def _flip_quads_kernel(
         xp.int32(use_feature),
         xp.float64(lim),
         seam_keys,
-        i64(0 if no_seams else seams.shape[0]),
+        i64(0 if no_seams else seam_keys.shape[0]),
         *out,
     )
     launch(load_kernel("flip", "flip_quads"), n_e, args, op="flip")
