@@ -111,7 +111,13 @@ def main() -> None:
     out_dir = Path(os.environ.get("OUT", a.out))
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {"commit": os.environ.get("TESSERA_COMMIT", "unknown"), "device": a.device}
-    (out_dir / "dynamic.json").write_text(json.dumps(report | {"rows": rows}, indent=1))
+    # one file per set of operations: a decimation run and a remeshing run keep both their rows
+    name = (
+        "dynamic.json"
+        if ops == ["decimate", "isotropic_remesh"]
+        else f"dynamic-{'-'.join(ops)}.json"
+    )
+    (out_dir / name).write_text(json.dumps(report | {"rows": rows}, indent=1))
     print(markdown(rows))
 
 
