@@ -1,27 +1,26 @@
-"""Cavity conflict resolution: which of many wanted local edits may run together in one round.
+"""Cavity conflict resolution: which of many wanted collapses may run together in one round.
 
-A dynamic operation (edge collapse here; flips and splits work the same way) proposes candidate
-edits, each with a priority, and names the vertices of the region it would rewrite: its cavity.
-Two edits may run in the same round only if their cavities share no vertex; then they touch
-disjoint sets of faces and can be filled in parallel without locks.
+A collapse proposes to rewrite a region (its cavity: the faces around the ends of its edge), with
+a priority. Two collapses may run in the same round only if their cavities share no face and
+neither moves a vertex the other reads; then they can be filled in parallel without locks.
 
-The resolution is a Luby-style independent set built from scatter-min only:
+The resolution (:func:`independent_collapses`) is a Luby-style independent set built from
+scatter-mins over the edge list only:
 
-1. every candidate gets a unique integer key, its rank in priority order (stable sort, so ties
-   go to the lower candidate index: the result is deterministic on one backend);
-2. every candidate writes its key into each vertex it claims (scatter-min);
-3. a candidate is accepted iff it holds the minimum at every vertex it claimed;
-4. the vertices of accepted candidates are taken; candidates that claimed a taken vertex drop
-   out; the rest repeat from 2 (a few passes: each accepts the local minima among the remaining,
-   which is what a sequential greedy pass in priority order would accept from the same static
-   priorities).
+1. every candidate gets a unique integer key, its rank in priority order (:func:`priority_keys`:
+   stable sort, so ties go to the lower candidate index and the result is deterministic);
+2. every candidate writes its key into its two ends, and the minimum spreads ``reach`` edges
+   (:func:`edge_local_minima`);
+3. a candidate is accepted iff it holds the minimum at both ends;
+4. the candidates near an accepted one drop out (:func:`blocked_by`); the rest repeat from 2 (a
+   few passes: each accepts the local minima among the remaining, which is what a sequential
+   greedy pass in priority order would accept from the same static priorities).
 
-:func:`edge_local_minima` and :func:`blocked_by` do the same for edge collapses with a weaker,
-sufficient conflict rule (an end of one is not an end or neighbour of an end of the other),
-with scatter-mins over the edge list instead of claims gathered from the one-rings.
+Splits and flips claim their faces or vertices explicitly instead
+(:func:`~workers.engine.dynamic._edges.claim_pairs`, the same scheme over claim pairs).
 
-Everything is array code on ``xp`` (NumPy or CuPy): sorts, scans, gathers and scatter-min; no
-per-element Python loop.
+Everything is array code on ``xp`` (NumPy or CuPy); on the GPU the passes run as a few small
+kernels (``kernels/collapse.cu``) that accept the same set.
 """
 
 from __future__ import annotations
@@ -60,56 +59,6 @@ def priority_keys(xp: ModuleType, priority: Any) -> Any:
     return key
 
 
-def independent_claims(
-    xp: ModuleType,
-    n_vertices: int,
-    n_candidates: int,
-    owner: Any,
-    vertex: Any,
-    key: Any,
-    *,
-    passes: int = 4,
-) -> Any:
-    """Accept candidates whose claimed vertex sets are pairwise disjoint.
-
-    Parameters
-    ----------
-    n_vertices, n_candidates : sizes of the vertex and candidate index spaces.
-    owner, vertex : (k,) int64 claim pairs: candidate ``owner[i]`` claims vertex ``vertex[i]``
-        (repeats are harmless). A candidate without any claim is never accepted.
-    key : (n_candidates,) int64 unique keys, smaller wins (see :func:`priority_keys`).
-    passes : rounds of the scatter-min; the first accepts the local minima, later ones fill in
-        around them.
-
-    Returns
-    -------
-    (n_candidates,) bool: accepted. No vertex is claimed by two accepted candidates.
-    """
-    accepted = xp.zeros(n_candidates, dtype=bool)
-    alive = xp.zeros(n_candidates, dtype=bool)
-    alive[owner] = True
-    taken = xp.zeros(n_vertices, dtype=bool)
-    for _ in range(passes):
-        live = alive[owner]
-        if not bool(live.any()):
-            break
-        o, v = owner[live], vertex[live]
-        best = xp.full(n_vertices, _NO_CLAIM, dtype=xp.int64)
-        scatter_min(xp, best, v, key[o])
-        lost = xp.zeros(n_candidates, dtype=bool)
-        lost[o[best[v] != key[o]]] = True
-        won = alive & ~lost
-        if not bool(won.any()):
-            break
-        accepted |= won
-        # vertices of the winners are taken; whoever claimed one of them is out
-        taken[v[won[o]]] = True
-        out = xp.zeros(n_candidates, dtype=bool)
-        out[o[taken[v]]] = True
-        alive &= ~out
-    return accepted
-
-
 def neighbourhood_min(xp: ModuleType, EV: Any, val: Any) -> Any:
     """(n,) the smallest of ``val (n,)`` over each vertex and its neighbours through the edges
     ``EV (e, 2) int64``: two scatter-mins over the edge list."""
@@ -129,8 +78,8 @@ def edge_local_minima(
     end of the other (then their cavities, the faces around their ends, share a face). The
     relation is symmetric, so a candidate that holds the minimum of its own ends after one
     scatter-min over the ends and one over the edges (:func:`neighbourhood_min`) conflicts with
-    no other such candidate. This is weaker than disjoint closed one-rings (``reach=2``, as
-    :func:`independent_claims`): two collapses may share a neighbour, which is still safe (each
+    no other such candidate. This is weaker than disjoint closed one-rings (``reach=2``): two
+    collapses may share a neighbour, which is still safe (each
     one's faces and the positions they read are untouched by the other), and about twice as many
     collapses fit in a round."""
     k = xp.where(alive, key, _NO_CLAIM)
@@ -169,8 +118,8 @@ def independent_collapses(
 ) -> Any:
     """(k,) bool: the collapses of the candidate edges ``(a, b)`` that run together in one round,
     in ``passes`` passes: each accepts the alive candidates that hold the smallest key within
-    ``reach`` edges of their ends (:func:`edge_local_minima`) and drops every candidate that near
-    an accepted one (:func:`blocked_by`). Scatter-mins over the edge list ``EV``, no host
+    ``reach`` edges of their ends (:func:`edge_local_minima`) and drops every candidate that is
+    near an accepted one (:func:`blocked_by`). Scatter-mins over the edge list ``EV``, no host
     synchronisation; on the GPU the same scatter-mins in a few small kernels a pass
     (``kernels/collapse.cu``), the same accepted set. ``reach=1`` is what the cavities need;
     ``reach=2`` keeps the closed one-rings of the ends apart too, fewer collapses per round but

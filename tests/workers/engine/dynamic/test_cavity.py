@@ -1,4 +1,6 @@
-"""Conflict resolution of cavities: accepted claims are disjoint, and priority decides."""
+"""Conflict resolution of cavities: accepted claims are disjoint, and priority decides
+(:func:`~workers.engine.dynamic._edges.claim_pairs` for claimed elements,
+:func:`~workers.engine.dynamic.cavity.independent_collapses` for edge collapses)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,11 @@ import numpy as np
 import pytest
 
 from tests.workers.engine.shapes import grid
+from workers.engine.dynamic._edges import claim_pairs
 from workers.engine.dynamic.cavity import (
     blocked_by,
     edge_local_minima,
     gather_rows,
-    independent_claims,
     priority_keys,
 )
 
@@ -28,7 +30,7 @@ def test_accepted_claims_are_disjoint_and_the_best_wins() -> None:
         owner, vertex = _claims(rng, n, k, 1 + trial % 5)
         pri = rng.random(k)
         key = priority_keys(np, pri)
-        acc = independent_claims(np, n, k, owner, vertex, key)
+        acc = claim_pairs(np, owner, vertex, key, n)
         held = vertex[acc[owner]]
         # a candidate's repeated claims count once
         pairs = np.unique(np.stack([owner[acc[owner]], held], 1), axis=0)
@@ -47,7 +49,7 @@ def test_ties_go_to_the_lower_index_and_are_deterministic() -> None:
     owner = np.array([0, 0, 1, 1, 2, 2], dtype=np.int64)
     vertex = np.array([0, 1, 1, 2, 2, 3], dtype=np.int64)
     key = priority_keys(np, np.zeros(3))
-    acc = independent_claims(np, 4, 3, owner, vertex, key)
+    acc = claim_pairs(np, owner, vertex, key, 4)
     assert acc.tolist() == [True, False, True]
 
 
