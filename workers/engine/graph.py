@@ -219,6 +219,23 @@ def expand_counts(xp: ModuleType, counts: Any) -> Any:
     return xp.searchsorted(ends, xp.arange(total, dtype=xp.int64), side="right")
 
 
+def _runs(xp: ModuleType, labels: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """The stable sort of ``labels`` (n > 0) and its runs of equal labels: ``(order, run,
+    starts, perm, rank)``: ``order`` the sort, ``run[i]`` the run of sorted position ``i`` (runs
+    in label order), ``starts`` each run's first sorted position, ``perm`` the runs in order of
+    first occurrence and ``rank`` its inverse (each run's group number)."""
+    order = xp.argsort(labels, kind="stable")
+    sl = labels[order]
+    head = xp.ones(labels.shape[0], dtype=bool)
+    head[1:] = sl[1:] != sl[:-1]
+    run = xp.cumsum(head) - 1
+    starts = xp.nonzero(head)[0]
+    perm = xp.argsort(order[starts])  # stable sort: a run's head is its smallest index
+    rank = xp.empty(perm.shape[0], dtype=xp.int64)
+    rank[perm] = xp.arange(perm.shape[0], dtype=xp.int64)
+    return order, run, starts, perm, rank
+
+
 def compact_groups(xp: ModuleType, labels: Any) -> tuple[Any, Any]:
     """Renumber arbitrary integer labels to ``0..k-1`` in order of first occurrence.
 
@@ -229,17 +246,10 @@ def compact_groups(xp: ModuleType, labels: Any) -> tuple[Any, Any]:
     if n == 0:
         z = xp.zeros(0, dtype=xp.int64)
         return z, z
-    order = xp.argsort(labels, kind="stable")
-    sl = labels[order]
-    head = xp.ones(n, dtype=bool)
-    head[1:] = sl[1:] != sl[:-1]
-    gid_sorted = xp.cumsum(head) - 1
-    first = order[head]  # stable sort: the head of each run is its smallest index
-    rank = xp.empty_like(first)
-    rank[xp.argsort(first)] = xp.arange(first.shape[0], dtype=xp.int64)
+    order, run, starts, perm, rank = _runs(xp, labels)
     new_id = xp.empty(n, dtype=xp.int64)
-    new_id[order] = rank[gid_sorted]
-    return new_id, xp.sort(first)
+    new_id[order] = rank[run]
+    return new_id, order[starts][perm]
 
 
 def compact_groups_csr(xp: ModuleType, labels: Any) -> tuple[Any, Any, Any, Any]:
@@ -251,26 +261,16 @@ def compact_groups_csr(xp: ModuleType, labels: Any) -> tuple[Any, Any, Any, Any]
     if n == 0:
         z = xp.zeros(0, dtype=xp.int64)
         return z, z, xp.zeros(1, dtype=xp.int64), z
-    order = xp.argsort(labels, kind="stable")
-    sl = labels[order]
-    head = xp.ones(n, dtype=bool)
-    head[1:] = sl[1:] != sl[:-1]
-    gid_sorted = xp.cumsum(head) - 1
-    starts = xp.nonzero(head)[0]  # each run's start in sorted order (runs in label order)
-    first_by_label = order[starts]  # stable sort: the head of each run is its smallest index
-    perm = xp.argsort(first_by_label)  # the runs in order of first occurrence
-    k = int(starts.shape[0])
-    rank = xp.empty(k, dtype=xp.int64)
-    rank[perm] = xp.arange(k, dtype=xp.int64)
+    order, run, starts, perm, rank = _runs(xp, labels)
     new_id = xp.empty(n, dtype=xp.int64)
-    new_id[order] = rank[gid_sorted]
+    new_id[order] = rank[run]
     counts = xp.diff(xp.concatenate([starts, xp.asarray([n], dtype=starts.dtype)]))
-    offsets = xp.zeros(k + 1, dtype=xp.int64)
+    offsets = xp.zeros(perm.shape[0] + 1, dtype=xp.int64)
     offsets[1:] = xp.cumsum(counts[perm])
-    within = xp.arange(n, dtype=xp.int64) - starts[gid_sorted]
+    within = xp.arange(n, dtype=xp.int64) - starts[run]
     members = xp.empty(n, dtype=xp.int64)
-    members[offsets[rank[gid_sorted]] + within] = order
-    return new_id, first_by_label[perm], offsets, members
+    members[offsets[rank[run]] + within] = order
+    return new_id, order[starts][perm], offsets, members
 
 
 def compact_ordered(labels: Any, n_labels: int) -> tuple[Any, int]:
