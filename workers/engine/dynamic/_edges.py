@@ -87,6 +87,13 @@ def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
     return xp.bincount(E.EV.ravel(), minlength=n)
 
 
+def boundary_vertices(xp: ModuleType, E: EdgeTable, n: int) -> Any:
+    """(n,) bool: the vertices on an edge with one face."""
+    out = xp.zeros(n, dtype=bool)
+    out[E.EV[E.count == 1].ravel()] = True
+    return out
+
+
 #: Luby passes per claim: later passes fill in around the earlier winners without a rebuild
 CLAIM_PASSES = 6
 

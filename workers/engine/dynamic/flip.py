@@ -33,6 +33,7 @@ from typing import Any
 from ._edges import (
     EdgeTable,
     angle_at,
+    boundary_vertices,
     bucket_priority,
     claim,
     edge_keys,
@@ -233,8 +234,7 @@ def valence_flip_round(
     n = int(V.shape[0])
     Q = flip_quads(xp, V, F, E)
     val = valence(xp, E, n)
-    on_boundary = xp.zeros(n, dtype=bool)
-    on_boundary[E.EV[E.count == 1].ravel()] = True
+    on_boundary = boundary_vertices(xp, E, n)
     sin_bound = math.sin(math.radians(min_angle))
     if xp.__name__ == "cupy":
         cand, gain = _valence_candidates_kernel(xp, V, E, Q, feature, val, on_boundary, sin_bound)

@@ -38,6 +38,7 @@ from ._edges import (
     CLAIM_PASSES,
     SHIFT,
     Surface,
+    boundary_vertices,
     bucket_priority,
     edge_keys,
     edge_table,
@@ -105,8 +106,7 @@ def collapse_edges(
     # vertex keeps three edges at least (no tetrahedron collapses flat)
     own_rule = (val[c] >= 4) & (val[d] >= 4) & (c != d) & (p0 == q1)
     vf = vertex_faces(xp, S.F, n)
-    bnd = xp.zeros(n, dtype=bool)
-    bnd[E.EV[E.count == 1].ravel()] = True
+    bnd = boundary_vertices(xp, E, n)
     expected = 2 - (bnd[u] & bnd[w]).astype(xp.int64)
     rules = Rules(
         math.cos(math.radians(max_turn)),
