@@ -135,7 +135,7 @@ def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:
 
 
 def _norm(xp: ModuleType, v: Any) -> Any:
-    return xp.sqrt(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2])
+    return xp.sqrt(_sq(v))
 
 
 def _cross(xp: ModuleType, u: Any, w: Any) -> Any:
@@ -155,10 +155,9 @@ def _sq(v: Any) -> Any:
 
 def triangle_measures(xp: ModuleType, P0: Any, P1: Any, P2: Any) -> tuple[Any, Any, Any, Any, Any]:
     """Per triangle: ``(cross (k, 3), doubled area, quality, sine of the smallest angle, longest
-    side squared)``, the
-    cross product ``(P1 - P0) x (P2 - P0)``, the quality ``2 sqrt(3) area2 / (sum of squared
-    sides)`` and the sine as twice the area over the product of the two longest sides (0 where
-    degenerate). The kernel evaluates the same expressions in the same order."""
+    side squared)``: the cross product ``(P1 - P0) x (P2 - P0)``, the quality ``2 sqrt(3) area2 /
+    (sum of squared sides)`` and the sine as twice the area over the product of the two longest
+    sides (0 where degenerate). The kernel evaluates the same expressions in the same order."""
     e0, e1, e2 = P1 - P0, P2 - P1, P0 - P2
     cr = _cross(xp, e0, P2 - P0)
     area2 = _norm(xp, cr)
