@@ -236,10 +236,7 @@ def valence_flip_round(
     val = valence(xp, E, n)
     on_boundary = boundary_vertices(xp, E, n)
     sin_bound = math.sin(math.radians(min_angle))
-    if xp.__name__ == "cupy":
-        cand, gain = _valence_candidates_kernel(xp, V, E, Q, feature, val, on_boundary, sin_bound)
-    else:
-        cand, gain = _valence_candidates(xp, V, E, Q, feature, val, on_boundary, sin_bound)
+    cand, gain = _valence_candidates(xp, V, E, Q, feature, val, on_boundary, sin_bound)
     # largest gain first, hashed ties (:func:`~._edges.bucket_priority`)
     priority = bucket_priority(xp, 8 - gain, xp.arange(int(gain.shape[0]), dtype=xp.int64))
     acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
@@ -256,7 +253,10 @@ def _valence_candidates(
     on_boundary: Any,
     sin_bound: float,
 ) -> tuple[Any, Any]:
-    """``(candidate (E,) bool, gain (E,) int64)`` of :func:`valence_flip_round`."""
+    """``(candidate (E,) bool, gain (E,) int64)`` of :func:`valence_flip_round`; on the GPU one
+    kernel thread per edge (``kernels/flip.cu``), the same candidates and gains."""
+    if xp.__name__ == "cupy":
+        return _valence_candidates_kernel(xp, V, E, Q, feature, val, on_boundary, sin_bound)
     target = xp.where(on_boundary, 4, 6)
 
     def dev(v: Any, delta: int) -> Any:
@@ -274,14 +274,7 @@ def _valence_candidates(
 
 
 def _valence_candidates_kernel(
-    xp: ModuleType,
-    V: Any,
-    E: EdgeTable,
-    Q: Quads,
-    feature: Any,
-    val: Any,
-    on_boundary: Any,
-    sin_bound: float,
+    xp: ModuleType, V: Any, E: EdgeTable, Q: Quads, feature: Any, val: Any, bnd: Any, sin: float
 ) -> tuple[Any, Any]:
     from ..kernels.loader import launch, load_kernel
 
@@ -297,8 +290,8 @@ def _valence_candidates_kernel(
         xp.ascontiguousarray(feature, dtype=i64) if n_feat else xp.zeros(1, dtype=i64),
         i64(n_feat),
         xp.ascontiguousarray(val, dtype=i64),
-        on_boundary.astype(xp.uint8),
-        xp.float64(sin_bound),
+        bnd.astype(xp.uint8),
+        xp.float64(sin),
         cand,
         gain,
     )

@@ -12,7 +12,6 @@ from workers.engine.dynamic._edges import edge_table, valence
 from workers.engine.dynamic.flip import (
     REASONS,
     _valence_candidates,
-    _valence_candidates_kernel,
     flip_quads,
 )
 
@@ -50,7 +49,7 @@ def test_flip_quads_and_valence_candidates_on_the_gpu_equal_the_twin(name: str) 
     bnd[E.EV[E.count == 1].ravel()] = True
     for sin_bound in (np.sin(np.radians(10.0)), np.sin(np.radians(35.0))):
         cand, gain = _valence_candidates(np, V, E, Q, feat, val, bnd, sin_bound)
-        cg, gg = _valence_candidates_kernel(
+        cg, gg = _valence_candidates(
             cp, cp.asarray(V), Eg, Qg, cp.asarray(feat), cp.asarray(val), cp.asarray(bnd),
             sin_bound,
         )  # fmt: skip
