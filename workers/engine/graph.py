@@ -207,6 +207,34 @@ def scatter_add(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
         cupyx.scatter_add(out, idx, val)
 
 
+def counts(xp: ModuleType, x: Any, n: int) -> Any:
+    """``(n,) int64``: how often each of ``0..n-1`` occurs in the integer array ``x``, whose values
+    the caller knows lie in ``[0, n)`` (``bincount(x, minlength=n)``). On the GPU one atomic add
+    per value (``kernels/graph.cu``): ``cupy.bincount`` first brings the smallest and the largest
+    value to the host, two synchronisations."""
+    if xp.__name__ != "cupy":
+        return xp.bincount(x, minlength=n)
+    from .kernels.loader import launch, load_kernel
+
+    out = xp.zeros(n, dtype=xp.uint64)
+    x = xp.ascontiguousarray(x, dtype=xp.int64)
+    k = int(x.shape[0])
+    launch(load_kernel("graph", "count_values"), k, (x, xp.int64(k), out), op="counts")
+    return out.view(xp.int64)
+
+
+def sums(xp: ModuleType, x: Any, w: Any, n: int) -> Any:
+    """``(n,)``: the sum of the weights ``w`` of each of ``0..n-1`` in ``x`` (values in ``[0, n)``),
+    ``bincount(x, weights=w, minlength=n)``; on the GPU one atomic add per value, without
+    ``cupy.bincount``'s two synchronisations (the sums' order, and so their last bits, is the
+    atomics' on both)."""
+    if xp.__name__ != "cupy":
+        return xp.bincount(x, weights=w, minlength=n)
+    out = xp.zeros(n, dtype=xp.float64)
+    scatter_add(xp, out, x, w.astype(xp.float64, copy=False))
+    return out
+
+
 def expand_counts(xp: ModuleType, counts: Any) -> Any:
     """``repeat(arange(len(counts)), counts)`` for an array of counts, on either backend (CuPy's
     ``repeat`` takes counts only as a host list): the owner of each output slot, found by binary
@@ -264,9 +292,9 @@ def compact_groups_csr(xp: ModuleType, labels: Any) -> tuple[Any, Any, Any, Any]
     order, run, starts, perm, rank = _runs(xp, labels)
     new_id = xp.empty(n, dtype=xp.int64)
     new_id[order] = rank[run]
-    counts = xp.diff(xp.concatenate([starts, xp.asarray([n], dtype=starts.dtype)]))
+    sizes = xp.diff(xp.concatenate([starts, xp.asarray([n], dtype=starts.dtype)]))
     offsets = xp.zeros(perm.shape[0] + 1, dtype=xp.int64)
-    offsets[1:] = xp.cumsum(counts[perm])
+    offsets[1:] = xp.cumsum(sizes[perm])
     within = xp.arange(n, dtype=xp.int64) - starts[run]
     members = xp.empty(n, dtype=xp.int64)
     members[offsets[rank[run]] + within] = order
@@ -315,7 +343,6 @@ def csr_from_pairs(xp: ModuleType, n_rows: int, row: Any, val: Any) -> tuple[Any
 
     ``order`` is the permutation applied to the input pairs, for carrying extra columns."""
     order = xp.argsort(row, kind="stable")
-    counts = xp.bincount(row, minlength=n_rows)
     offsets = xp.zeros(n_rows + 1, dtype=xp.int64)
-    offsets[1:] = xp.cumsum(counts)
+    offsets[1:] = xp.cumsum(counts(xp, row, n_rows))
     return offsets, val[order], order

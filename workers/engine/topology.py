@@ -1,8 +1,10 @@
 """Connectivity built by key-sort and scan (KEY-WELD; RXMesh's EV/FE), on NumPy or CuPy.
 
 Everything here is derived from ``F`` alone. Edges are the distinct unordered vertex pairs of the
-face sides, found by sorting the integer keys ``min * n + max``; every incidence relation is a CSR
-pair ``(offsets, values)`` made by a stable sort on the owning element and a prefix sum of counts.
+face sides, found by sorting the integer keys ``min * n + max`` (on the GPU by hashing them into a
+table, ``kernels/topology.cu``, which gives the same arrays without a sort); every incidence
+relation is a CSR pair ``(offsets, values)`` made by a stable sort on the owning element and a
+prefix sum of counts.
 
 Conventions
 -----------
@@ -26,6 +28,7 @@ from .graph import (
     compact_groups_csr,
     compact_ordered,
     connected_components,
+    counts,
     csr_components,
     csr_from_pairs,
     numpy_fast,
@@ -62,6 +65,8 @@ class Topology:
         xp = xp_for(array_backend(F))
         if numpy_fast(xp) and max(3 * int(F.shape[0]), n_vertices) < INT32_MAX:
             return cls._build_numpy(F, n_vertices)
+        if xp.__name__ == "cupy" and F.shape[0]:
+            return cls._build_hashed(F, n_vertices)
         F64 = F.astype(xp.int64)
         a = F64.ravel()
         b = F64[:, [1, 2, 0]].ravel()
@@ -72,6 +77,52 @@ class Topology:
         EV = xp.stack([lo[first], hi[first]], axis=1).astype(xp.int32)
         FE = (2 * edge_of_side + (a > b)).reshape(-1, 3).astype(xp.int32)
         return cls(n_vertices, F, EV, FE, ef_offsets, ef_sides)
+
+    @classmethod
+    def _build_hashed(cls, F: Any, n_vertices: int) -> Topology:
+        """:meth:`build` on the GPU without a sort: every side's edge key into a hash table (at
+        most half full) that keeps each key's smallest side and side count; the sides that are
+        their key's smallest are the edges' first sides, numbered in order by a prefix sum; each
+        side then finds its edge through its slot, and the edges' rows, filled at atomic cursors,
+        are put in side order (they are short). Five kernels and two prefix sums instead of two
+        sorts and some thirty array operations; the same arrays."""
+        from .kernels.loader import launch, load_kernel
+
+        xp = xp_for(array_backend(F))
+        i64 = xp.int64
+        F64 = xp.ascontiguousarray(F, dtype=i64)
+        n_sides = 3 * int(F.shape[0])
+        bits = max(4, (2 * n_sides - 1).bit_length())
+        slots = 1 << bits
+        keys = xp.full(slots, -1, dtype=i64)
+        first_side = xp.full(slots, 2**62, dtype=i64)
+        count = xp.zeros(slots, dtype=xp.uint32)
+        slot_of_side = xp.empty(n_sides, dtype=i64)
+        sides = i64(n_sides)
+
+        def run(name: str, n: int, *args: Any) -> None:
+            launch(load_kernel("topology", name), n, args, op="topology")
+
+        run("edge_insert", n_sides, F64, sides, i64(n_vertices), xp.int32(bits), keys,
+            first_side, count, slot_of_side)  # fmt: skip
+        head = xp.empty(n_sides, dtype=i64)
+        run("edge_heads", n_sides, first_side, slot_of_side, sides, head)
+        heads = xp.cumsum(head)
+        n_edges = int(heads[-1])
+        slot_edge = xp.empty(slots, dtype=i64)
+        EV = xp.empty((n_edges, 2), dtype=xp.int32)
+        efc = xp.empty(n_edges, dtype=i64)
+        run("edge_number", n_sides, F64, slot_of_side, heads, count, sides, slot_edge, EV, efc)
+        ef_offsets = xp.zeros(n_edges + 1, dtype=i64)
+        xp.cumsum(efc, out=ef_offsets[1:])
+        cursor = ef_offsets[:-1].astype(xp.uint64)
+        FE = xp.empty(n_sides, dtype=xp.int32)
+        ef_sides = xp.empty(n_sides, dtype=i64)
+        run("edge_sides", n_sides, F64, slot_of_side, slot_edge, sides, FE, cursor, ef_sides)
+        run("sort_rows", n_edges, ef_offsets, i64(n_edges), ef_sides)
+        topo = cls(n_vertices, F, EV, FE.reshape(-1, 3), ef_offsets, ef_sides)
+        topo._cache["efc"] = efc
+        return topo
 
     @classmethod
     def _build_numpy(cls, F: Any, n_vertices: int) -> Topology:
@@ -200,9 +251,7 @@ class Topology:
     # ---------------------------------------------------------- per vertex
     @property
     def vertex_face_count(self) -> Any:
-        return self._memo(
-            "vfc", lambda: self.xp.bincount(self.F.ravel(), minlength=self.n_vertices)
-        )
+        return self._memo("vfc", lambda: counts(self.xp, self.F.ravel(), self.n_vertices))
 
     @property
     def used_vertices(self) -> Any:
@@ -280,7 +329,7 @@ class Topology:
             # distinct (vertex, component) pairs, counted per vertex
             key = Fr.astype(xp.int64) * n_corners + lab
             uniq = xp.unique(key)
-            return xp.bincount(uniq // n_corners, minlength=self.n_vertices)
+            return counts(xp, uniq // n_corners, self.n_vertices)
 
         return self._memo("fans", make)
 

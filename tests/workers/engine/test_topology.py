@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.workers.engine.shapes import (
+    SHARED,
     bowtie,
     cube,
     cylinder,
@@ -275,3 +276,35 @@ def test_fans_and_orientation_on_damaged_meshes(seed: int) -> None:
     two = {tuple(e) for e in np.asarray(topo.EV)[counts == 2].tolist()}
     consistent = all(directed[(x, y)] == 1 and directed[(y, x)] == 1 for x, y in two)
     assert topo.orientation()[0] == consistent == (seed % 2 == 0)
+
+
+def _gpu_topology_cases() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(11)
+    cases = {name: np.asarray(make().F) for name, make in SMALL.items()}
+    cases["soup(spot)"] = np.asarray(soup(welded("spot.obj")).F)
+    # random faces over few vertices: edges with up to a dozen faces, repeated and degenerate
+    # faces (a side from a vertex to itself is an edge of its own)
+    cases["random"] = rng.integers(0, 40, (3000, 3))
+    return cases
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", SHARED + sorted(_gpu_topology_cases()))
+def test_the_gpu_hashed_build_gives_the_sorted_arrays(name: str) -> None:
+    """Topology.build on the GPU (a hash table, no sort) against the NumPy build, array for
+    array: edges numbered by first side, each edge's sides in increasing order."""
+    import cupy as cp
+
+    F = _gpu_topology_cases().get(name)
+    if F is None:
+        F = np.asarray(welded(name).F)
+    n = int(F.max()) + 1
+    want = Topology._build_numpy(F.astype(np.int64), n)
+    got = Topology.build(cp.asarray(F.astype(np.int64)), n)
+    for field in ("EV", "FE", "ef_offsets", "ef_sides"):
+        g, w = cp.asnumpy(getattr(got, field)), np.asarray(getattr(want, field))
+        assert g.dtype == w.dtype or field.startswith("ef"), field
+        np.testing.assert_array_equal(g, w, err_msg=field)
+    np.testing.assert_array_equal(cp.asnumpy(got.edge_face_count), want.edge_face_count)
+    if name == "random":
+        assert int(want.edge_face_count.max()) > 3  # rows the insertion sort has to order

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ..graph import scatter_min
+from ..graph import counts, scatter_min
 
 #: keys are ``lo << 32 | hi``: vertex ids below 2^31
 SHIFT = 32
@@ -84,7 +84,7 @@ def edge_lookup(xp: ModuleType, table_keys: Any, q: Any) -> tuple[Any, Any]:
 
 def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
     """(n,) int64 number of edges at every vertex."""
-    return xp.bincount(E.EV.ravel(), minlength=n)
+    return counts(xp, E.EV.ravel(), n)
 
 
 def boundary_vertices(xp: ModuleType, E: EdgeTable, n: int) -> Any:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from ..graph import counts, sums
 from ..topology import Topology
 from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
@@ -118,7 +119,9 @@ class Candidates:
     """Planned collapses: edge ids, survivor ``a``, removed ``b``, new position ``p (k, 3)``,
     attribute parameter ``t`` (0 at ``a``, 1 at ``b``), ``priority`` (smaller first) and, when
     the state carries corner texture coordinates, ``s (k, 2)``: the merged vertex's in the chart
-    of the edge's first face (``a``'s own there when ``a`` stays where it is)."""
+    of the edge's first face (``a``'s own there when ``a`` stays where it is). ``ranked``: the
+    candidates come in priority order, ties by edge order (so each one's rank is its index and
+    the round sorts nothing more)."""
 
     edge: Any
     a: Any
@@ -127,8 +130,10 @@ class Candidates:
     t: Any
     priority: Any
     s: Any = None
+    ranked: bool = False
 
     def take(self, idx: Any) -> Candidates:
+        """The candidates ``idx`` (in that order: no longer ranked)."""
         return Candidates(
             self.edge[idx],
             self.a[idx],
@@ -180,9 +185,23 @@ def locked_vertices(xp: ModuleType, topo: Topology, F: Any, n: int) -> Any:
 
 
 def boundary_vertex_mask(topo: Topology) -> Any:
+    """``(n,) bool``: the ends of the edges with one face (on the GPU one kernel, which needs no
+    list of the boundary edges and so no synchronisation)."""
     xp = topo.xp
     mask = xp.zeros(topo.n_vertices, dtype=bool)
-    mask[topo.EV[topo.boundary_edges].ravel()] = True
+    if xp.__name__ != "cupy":
+        mask[topo.EV[topo.boundary_edges].ravel()] = True
+        return mask
+    from ..kernels.loader import launch, load_kernel
+
+    n_e = topo.n_edges
+    args = (
+        xp.ascontiguousarray(topo.EV, dtype=xp.int32),
+        xp.ascontiguousarray(topo.edge_face_count, dtype=xp.int64),
+        xp.int64(n_e),
+        mask,
+    )
+    launch(load_kernel("collapse", "boundary_ends"), n_e, args, op="collapse")
     return mask
 
 
@@ -190,8 +209,11 @@ def eligible_edges(
     state: CollapseState, topo: Topology, bnd_v: Any, preserve_boundary: bool
 ) -> Eligible:
     """Edges with one or two faces and no locked end, oriented so that a pinned end, else a
-    boundary end, survives."""
+    boundary end, survives. On the GPU without pinned vertices two kernels
+    (``kernels/collapse.cu``) give the same arrays."""
     xp = state.xp
+    if xp.__name__ == "cupy" and state.pinned is None:
+        return _eligible_kernels(state, topo, bnd_v, preserve_boundary)
     EV = topo.EV.astype(xp.int64)
     efc = topo.edge_face_count
     u, v = EV[:, 0], EV[:, 1]
@@ -235,6 +257,29 @@ def eligible_edges(
     )
 
 
+def _eligible_kernels(
+    state: CollapseState, topo: Topology, bnd_v: Any, preserve_boundary: bool
+) -> Eligible:
+    from ..kernels.loader import launch, load_kernel
+
+    xp = state.xp
+    EV = xp.ascontiguousarray(topo.EV, dtype=xp.int32)
+    efc = xp.ascontiguousarray(topo.edge_face_count, dtype=xp.int64)
+    bnd = xp.ascontiguousarray(bnd_v, dtype=bool)
+    n_e = int(EV.shape[0])
+    ok = xp.empty(n_e, dtype=bool)
+    locked = xp.ascontiguousarray(state.locked, dtype=bool)
+    flags = (EV, efc, locked, bnd, xp.int32(preserve_boundary), xp.int64(n_e), ok)
+    launch(load_kernel("collapse", "eligible_edges"), n_e, flags, op="collapse")
+    e = xp.nonzero(ok)[0]
+    k = int(e.shape[0])
+    a, b = xp.empty(k, dtype=xp.int64), xp.empty(k, dtype=xp.int64)
+    snap, bedge = xp.empty(k, dtype=bool), xp.empty(k, dtype=bool)
+    orient = (e, EV, efc, bnd, xp.int64(k), a, b, snap, bedge)
+    launch(load_kernel("collapse", "orient_edges"), k, orient, op="collapse")
+    return Eligible(e, a, b, snap, bedge)
+
+
 def seam_line_edges(xp: ModuleType, seams: Any, EV: Any, bnd_v: Any) -> Any:
     """(E,) bool: the edges ``EV`` along which a collapse keeps the seams ``seams`` (sorted int64
     keys) a set of lines through the same junctions: the edge is a seam edge, both ends are on
@@ -247,11 +292,11 @@ def seam_line_edges(xp: ModuleType, seams: Any, EV: Any, bnd_v: Any) -> Any:
         return xp.zeros(EV.shape[0], dtype=bool)
     lo, hi = seams >> SHIFT, seams & ((1 << SHIFT) - 1)
     ends = xp.concatenate([lo, hi])
-    degree = xp.bincount(ends, minlength=n)
+    degree = counts(xp, ends, n)
     # the sum of each vertex's seam neighbours: at a vertex on two seam edges, the one that is
     # not ``x`` is the sum less ``x`` (float64 sums of ids below 2^31 are exact)
     other = xp.concatenate([hi, lo]).astype(xp.float64)
-    nsum = xp.rint(xp.bincount(ends, weights=other, minlength=n))
+    nsum = xp.rint(sums(xp, ends, other, n))
     nsum = nsum.astype(xp.int64)
     u, v = EV[:, 0], EV[:, 1]
     is_seam = edge_lookup(xp, seams, (u << SHIFT) | v)[0]
@@ -270,6 +315,20 @@ def check_candidates(
     this module's thresholds). Returns ``reason (k,) int8``: 0 for a valid candidate, else
     ``1 + REASONS.index(why)``."""
     xp = state.xp
+    rules = Rules(MIN_NORMAL_DOT, max_edge_length, min_quality=MIN_QUALITY)
+    vf = vertex_faces(xp, state.F, state.n_vertices)
+    if xp.__name__ == "cupy":
+        checked = _setup_kernel(state, topo, bnd_v, c)
+    else:
+        checked = collapse_setup(state, topo, bnd_v, c)
+    return check_collapses(xp, state.X, state.F, vf, checked, rules)
+
+
+def collapse_setup(state: CollapseState, topo: Topology, bnd_v: Any, c: Candidates) -> Collapses:
+    """The candidates as the check takes them: the common neighbours the link condition wants,
+    the edges' opposite vertices and whether a boundary edge's face is an isolated triangle.
+    (On the GPU one kernel, :func:`_setup_kernel`, gives the same arrays.)"""
+    xp = state.xp
     F = state.F
     a, b = c.a, c.b
     efc = topo.edge_face_count[c.edge].astype(xp.int64)
@@ -285,10 +344,35 @@ def check_candidates(
     fs = xp.stack([topo.ef_sides[first], topo.ef_sides[second]], axis=1)
     opp = F[fs // 3, (fs % 3 + 2) % 3]
     opp[:, 1] = xp.where(is_bnd, -1, opp[:, 1])  # a boundary edge has one opposite vertex
-    rules = Rules(MIN_NORMAL_DOT, max_edge_length, min_quality=MIN_QUALITY)
-    vf = vertex_faces(xp, F, state.n_vertices)
-    checked = Collapses(a, b, c.p, expected, opp, isolated)
-    return check_collapses(xp, state.X, F, vf, checked, rules)
+    return Collapses(a, b, c.p, expected, opp, isolated)
+
+
+def _setup_kernel(state: CollapseState, topo: Topology, bnd_v: Any, c: Candidates) -> Collapses:
+    from ..kernels.loader import launch, load_kernel
+
+    xp = state.xp
+    i64 = xp.int64
+    k = len(c)
+    expected, opp = xp.empty(k, dtype=i64), xp.empty((k, 2), dtype=i64)
+    isolated = xp.empty(k, dtype=bool)
+    args = (
+        xp.ascontiguousarray(c.edge, dtype=i64),
+        xp.ascontiguousarray(c.a, dtype=i64),
+        xp.ascontiguousarray(c.b, dtype=i64),
+        xp.ascontiguousarray(topo.edge_face_count, dtype=i64),
+        xp.ascontiguousarray(bnd_v, dtype=bool),
+        xp.ascontiguousarray(topo.ef_offsets, dtype=i64),
+        xp.ascontiguousarray(topo.ef_sides, dtype=i64),
+        xp.ascontiguousarray(topo.FE, dtype=xp.int32),
+        xp.ascontiguousarray(state.F, dtype=i64),
+        i64(topo.ef_sides.shape[0]),
+        i64(k),
+        expected,
+        opp,
+        isolated,
+    )
+    launch(load_kernel("collapse", "collapse_setup"), k, args, op="collapse")
+    return Collapses(c.a, c.b, c.p, expected, opp, isolated)
 
 
 def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> CollapseState:
@@ -313,9 +397,7 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
         merged = state.U[a] + state.U[b]
         U[a] = merged if state.pinned is None else xp.where(state.pinned[a][:, None], 0.0, merged)
     # faces of the collapsed edges go; the others are renamed b -> a
-    gone = xp.zeros(state.n_faces, dtype=bool)
-    _, side = gather_rows(xp, topo.ef_offsets, topo.ef_sides, c.edge)
-    gone[side // 3] = True
+    gone = edge_faces_mask(topo, c.edge, state.n_faces)
     keep = xp.nonzero(~gone)[0]
     remap = xp.arange(n, dtype=xp.int64)
     remap[b] = a
@@ -329,6 +411,29 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     return CollapseState(
         X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines, U, C
     )
+
+
+def edge_faces_mask(topo: Topology, edge: Any, n_faces: int) -> Any:
+    """``(n_faces,) bool``: the faces of the edges ``edge`` (one kernel thread per edge on the
+    GPU)."""
+    xp = topo.xp
+    gone = xp.zeros(n_faces, dtype=bool)
+    if xp.__name__ != "cupy":
+        _, side = gather_rows(xp, topo.ef_offsets, topo.ef_sides, edge)
+        gone[side // 3] = True
+        return gone
+    from ..kernels.loader import launch, load_kernel
+
+    k = int(edge.shape[0])
+    args = (
+        xp.ascontiguousarray(edge, dtype=xp.int64),
+        xp.ascontiguousarray(topo.ef_offsets, dtype=xp.int64),
+        xp.ascontiguousarray(topo.ef_sides, dtype=xp.int64),
+        xp.int64(k),
+        gone,
+    )
+    launch(load_kernel("collapse", "mark_edge_faces"), k, args, op="collapse")
+    return gone
 
 
 def edge_end_values(state: CollapseState, topo: Topology, edge: Any, a: Any, b: Any) -> Any:
@@ -396,12 +501,13 @@ def plan_round(
 
 
 def within_budget(topo: Topology, cands: Candidates, key: Any, idx: Any, budget: int | None) -> Any:
-    """The accepted candidates ``idx`` cut, smallest key first, to those removing at most
-    ``budget`` faces (all of them when that is more than they remove)."""
+    """The accepted candidates ``idx`` (increasing) cut, smallest key first, to those removing at
+    most ``budget`` faces (all of them when that is more than they remove)."""
     xp = topo.xp
     if budget is None or budget >= 2 * int(idx.shape[0]):
         return idx
-    idx = idx[xp.argsort(key[idx])]
+    if not cands.ranked:  # ranked: the keys increase with the index already
+        idx = idx[xp.argsort(key[idx])]
     removes = topo.edge_face_count[cands.edge[idx]].astype(xp.int64)
     return idx[xp.cumsum(removes) <= budget]
 
@@ -441,19 +547,23 @@ def collapse_round(
     n = state.n_vertices
     EV = topo.EV.astype(xp.int64)
     reason = check_candidates(state, topo, bnd_v, cands, max_edge_length)
-    counts_h = xp.bincount(reason.astype(xp.int64), minlength=len(REASONS) + 1).tolist()
+    counts_h = counts(xp, reason.astype(xp.int64), len(REASONS) + 1).tolist()
     for i, name in enumerate(REASONS):
         log.rejected[name] += int(counts_h[i + 1])
     n_valid = int(counts_h[0])
     if n_valid == 0:
         return state, 0, 0
-    key = priority_keys(xp, cands.priority)
+    if cands.ranked:
+        key = xp.arange(len(cands), dtype=xp.int64)
+    else:
+        key = priority_keys(xp, cands.priority)
     valid = reason == 0
     if focus is not None and budget is not None:
         # near the target: only the cheapest valid candidates, a few times the collapses left
         cap = max(1, math.ceil(focus * budget / 2))
         if n_valid > cap:
-            valid &= key <= xp.sort(key[valid])[cap - 1]
+            kv = key[valid] if cands.ranked else xp.sort(key[valid])
+            valid &= key <= kv[cap - 1]
     accepted = independent_collapses(xp, n, EV, cands.a, cands.b, key, valid, passes)
     idx = within_budget(topo, cands, key, xp.nonzero(accepted)[0], budget)
     n_acc = int(idx.shape[0])

@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Any
 
-from ..graph import csr_from_pairs, scatter_min
+from ..graph import counts, csr_from_pairs, scatter_min
 from .cavity import gather_rows
 
 #: rejection reasons, in the order they are reported
@@ -121,7 +121,7 @@ def vertex_faces(xp: ModuleType, F: Any, n: int) -> tuple[Any, Any]:
 
     flat = xp.ascontiguousarray(F, dtype=xp.int64).ravel()
     off = xp.zeros(n + 1, dtype=xp.int64)
-    xp.cumsum(xp.bincount(flat, minlength=n), out=off[1:])
+    xp.cumsum(counts(xp, flat, n), out=off[1:])
     cursor = off[:-1].astype(xp.uint64)
     vf = xp.empty(flat.shape[0], dtype=xp.int64)
     corners = int(flat.shape[0])
@@ -131,7 +131,7 @@ def vertex_faces(xp: ModuleType, F: Any, n: int) -> tuple[Any, Any]:
 
 
 def _any_per(xp: ModuleType, k: int, owner: Any, flag: Any) -> Any:
-    return xp.bincount(owner[flag], minlength=k) > 0
+    return counts(xp, owner[flag], k) > 0
 
 
 def _norm(xp: ModuleType, v: Any) -> Any:
@@ -194,7 +194,7 @@ def _array_code(
     keys = ((own[:, None] * n + corners) * 2 + side)[other]
     keys = xp.unique(keys) // 2
     pair = keys[1:] == keys[:-1]  # (x, from b) then (x, from a): a common neighbour
-    common = xp.bincount(keys[1:][pair] // n, minlength=k)
+    common = counts(xp, keys[1:][pair] // n, k)
     link = pre | (common != expected)
     o0, o1 = opp[own, 0][:, None], opp[own, 1][:, None]
     both = survives & (corners == o0).any(axis=1) & (corners == o1).any(axis=1) & (opp[own, 1] >= 0)

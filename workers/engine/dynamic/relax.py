@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import MeshError
-from ..graph import expand_counts, scatter_min
+from ..graph import counts, expand_counts, scatter_min, sums
 from ._edges import float_priority, normals
 
 #: pairs (query, candidate face) evaluated at once
@@ -35,7 +35,7 @@ def vertex_normals(xp: ModuleType, V: Any, F: Any) -> Any:
     out = xp.zeros_like(V)
     for k in range(3):
         for c in range(3):
-            out[:, c] += xp.bincount(F[:, k], weights=N[:, c], minlength=V.shape[0])
+            out[:, c] += sums(xp, F[:, k], N[:, c], V.shape[0])
     norm = xp.linalg.norm(out, axis=1)
     return out / xp.where(norm > 0, norm, 1.0)[:, None]
 
@@ -52,24 +52,20 @@ def tangential_relax(
         num = xp.zeros_like(V)
         for k in range(3):
             for c in range(3):
-                num[:, c] += xp.bincount(F[:, k], weights=C[:, c], minlength=n)
+                num[:, c] += sums(xp, F[:, k], C[:, c], n)
         den = xp.zeros(n, dtype=V.dtype)
         for k in range(3):
-            den += xp.bincount(F[:, k], weights=w, minlength=n)
+            den += sums(xp, F[:, k], w, n)
     else:
         src = F.ravel()
         dst = F[:, [1, 2, 0]].ravel()
         # each undirected edge of a manifold mesh appears as (p, q) in one face and (q, p) in the
         # other: count both directions once each per vertex
         num = xp.stack(
-            [
-                xp.bincount(src, weights=V[dst, c], minlength=n)
-                + xp.bincount(dst, weights=V[src, c], minlength=n)
-                for c in range(3)
-            ],
+            [sums(xp, src, V[dst, c], n) + sums(xp, dst, V[src, c], n) for c in range(3)],
             axis=1,
         )
-        den = 2.0 * xp.bincount(src, minlength=n).astype(V.dtype)
+        den = 2.0 * counts(xp, src, n).astype(V.dtype)
     ok = movable & (den > 0)
     target = num / xp.where(den > 0, den, 1.0)[:, None]
     d = target - V
@@ -144,9 +140,9 @@ class SurfaceProjector:
                 cells_per_axis=self.D,
             )
         span = cmax - cmin + 1
-        counts = span[:, 0] * span[:, 1] * span[:, 2]
-        owner = expand_counts(xp, counts)
-        start = xp.cumsum(counts) - counts
+        cells = span[:, 0] * span[:, 1] * span[:, 2]
+        owner = expand_counts(xp, cells)
+        start = xp.cumsum(cells) - cells
         j = xp.arange(int(owner.shape[0]), dtype=xp.int64) - start[owner]
         sx, sy = span[owner, 0], span[owner, 1]
         cx = cmin[owner, 0] + j % sx

@@ -252,3 +252,92 @@ extern "C" __global__ void claim_drop(const long long* __restrict__ owner,
     if (taken[el[p]]) live[owner[p]] = 0;
   }
 }
+
+// -- the round's setup on the GPU (collapse.py), each the array code it replaces expression for
+//    expression
+
+// collapse.eligible_edges without pinned vertices: ok[e] for an edge with one or two faces and
+// no locked end; with preserve_boundary, two faces and not both ends on the boundary
+extern "C" __global__ void eligible_edges(const int* __restrict__ EV,
+                                          const long long* __restrict__ efc,
+                                          const bool* __restrict__ locked,
+                                          const bool* __restrict__ bnd, int preserve,
+                                          long long n_edges, bool* __restrict__ ok) {
+  FOR_EACH(e, n_edges) {
+    const int u = EV[2 * e], v = EV[2 * e + 1];
+    const long long c = efc[e];
+    bool good = (c == 1 || c == 2) && !locked[u] && !locked[v];
+    if (preserve) good = good && c == 2 && !(bnd[u] && bnd[v]);
+    ok[e] = good;
+  }
+}
+
+// the eligible edges e oriented: the boundary end survives (a) and stays where it is (snap)
+extern "C" __global__ void orient_edges(const long long* __restrict__ E,
+                                        const int* __restrict__ EV,
+                                        const long long* __restrict__ efc,
+                                        const bool* __restrict__ bnd, long long k,
+                                        long long* __restrict__ A, long long* __restrict__ B,
+                                        bool* __restrict__ snap, bool* __restrict__ bedge) {
+  FOR_EACH(i, k) {
+    const long long e = E[i];
+    const long long u = EV[2 * e], v = EV[2 * e + 1];
+    const bool bu = bnd[u], bv = bnd[v];
+    const bool swap = bv && !bu;
+    A[i] = swap ? v : u;
+    B[i] = swap ? u : v;
+    snap[i] = bu != bv;
+    bedge[i] = efc[e] == 1;
+  }
+}
+
+// collapse.check_candidates' inputs per candidate edge: the common neighbours the link
+// condition wants (the opposite vertices, the virtual one on a boundary edge, less the virtual
+// one two boundary ends share), the opposite vertices (-1 for none) and whether a boundary
+// edge's face has only boundary edges (an isolated triangle)
+extern "C" __global__ void collapse_setup(
+    const long long* __restrict__ edge, const long long* __restrict__ A,
+    const long long* __restrict__ B, const long long* __restrict__ efc,
+    const bool* __restrict__ bnd, const long long* __restrict__ ef_off,
+    const long long* __restrict__ ef_sides, const int* __restrict__ FE,
+    const long long* __restrict__ F, long long n_sides, long long k,
+    long long* __restrict__ expected, long long* __restrict__ opp, bool* __restrict__ isolated) {
+  FOR_EACH(i, k) {
+    const long long e = edge[i];
+    const long long c = efc[e];
+    const bool is_bnd = c == 1;
+    expected[i] = c + (is_bnd ? 1 : 0) - ((bnd[A[i]] && bnd[B[i]]) ? 1 : 0);
+    const long long first = ef_off[e];
+    const long long s0 = ef_sides[first];
+    const long long f0 = s0 / 3;
+    bool all_bnd = true;
+    for (int j = 0; j < 3; ++j) all_bnd = all_bnd && efc[FE[3 * f0 + j] / 2] == 1;
+    isolated[i] = is_bnd && all_bnd;
+    const long long second = first + 1 < n_sides - 1 ? first + 1 : n_sides - 1;
+    const long long s1 = ef_sides[second];
+    opp[2 * i] = F[3 * f0 + (s0 % 3 + 2) % 3];
+    opp[2 * i + 1] = is_bnd ? -1 : F[3 * (s1 / 3) + (s1 % 3 + 2) % 3];
+  }
+}
+
+// gone[f] <- true for every face of the collapsed edges
+extern "C" __global__ void mark_edge_faces(const long long* __restrict__ edge,
+                                           const long long* __restrict__ ef_off,
+                                           const long long* __restrict__ ef_sides, long long k,
+                                           bool* __restrict__ gone) {
+  FOR_EACH(i, k) {
+    const long long e = edge[i];
+    for (long long j = ef_off[e]; j < ef_off[e + 1]; ++j) gone[ef_sides[j] / 3] = true;
+  }
+}
+
+// bnd[v] <- true for both ends of every edge with one face (bnd starts false)
+extern "C" __global__ void boundary_ends(const int* __restrict__ EV,
+                                         const long long* __restrict__ efc, long long n_edges,
+                                         bool* __restrict__ bnd) {
+  FOR_EACH(e, n_edges) {
+    if (efc[e] != 1) continue;
+    bnd[EV[2 * e]] = true;
+    bnd[EV[2 * e + 1]] = true;
+  }
+}

@@ -195,10 +195,10 @@ class _Planner:
             self.over_error = keep.shape[0] == 0
         k = int(keep.shape[0])
         n_take = min(k, max(MIN_CANDIDATES, math.ceil(self.fraction * k)))
-        if n_take < k:
-            keep = keep[xp.argsort(cost[keep], kind="stable")[:n_take]]
+        # cheapest first, ties in edge order: the ranks the round's resolution takes
+        keep = keep[xp.argsort(cost[keep], kind="stable")[:n_take]]
         t = edge_parameter(xp, X[el.a[keep]], X[el.b[keep]], p[keep])
-        c = Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep])
+        c = Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep], ranked=True)
         if state.U is not None:
             c.s = merged_texture(state, topo, c, Ue[keep], el.snap[keep])
         return c

@@ -72,6 +72,7 @@ from ..dynamic.slivers import remove_slivers, sliver_faces
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
 from ..geometry import face_areas64
+from ..graph import counts
 from ..mesh import TriMesh
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 from .registry import Operation, OpKind, OpParams, OpResult
@@ -148,11 +149,11 @@ def quality(xp: ModuleType, V: Any, F: Any) -> dict[str, Any]:
         angs.append(xp.arctan2(xp.linalg.norm(xp.cross(u, w), axis=1), (u * w).sum(axis=1)))
     ang = xp.degrees(xp.stack(angs, axis=1))
     n = int(V.shape[0])
-    val = xp.bincount(E.EV.ravel(), minlength=n)
+    val = counts(xp, E.EV.ravel(), n)
     bnd = xp.zeros(n, dtype=bool)
     bnd[E.EV[E.count != 2].ravel()] = True
     inner = val[(~bnd) & (val > 0)]
-    hist = xp.bincount(xp.minimum(inner, 10), minlength=11)
+    hist = counts(xp, xp.minimum(inner, 10), 11)
     n_inner = max(int(inner.shape[0]), 1)
     return {
         "edge_length_mean": mean,

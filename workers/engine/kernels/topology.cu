@@ -1,0 +1,103 @@
+// topology.cu: Topology.build on the GPU by hashing the sides' edge keys instead of sorting them
+// (workers/engine/topology.py). The arrays are those of the sort: edges numbered in order of
+// their first side, each edge's sides in increasing order.
+//
+// Side s of face s / 3 runs from corner s % 3 to the next; its key is lo * n + hi of its ends.
+#include "common.cuh"
+
+#define EMPTY_KEY (-1LL)
+
+__device__ __forceinline__ void side_ends(const long long* __restrict__ F, long long s,
+                                          long long& a, long long& b) {
+  const long long f = s / 3;
+  const int c = (int)(s % 3);
+  a = F[3 * f + c];
+  b = F[3 * f + (c + 1) % 3];
+}
+
+// each distinct key takes one slot of the table (2^bits slots, open addressing, linear
+// probing); the slot keeps the key's smallest side and its number of sides
+extern "C" __global__ void edge_insert(const long long* __restrict__ F, long long n_sides,
+                                       long long n, int bits, long long* __restrict__ keys,
+                                       long long* __restrict__ first_side,
+                                       unsigned int* __restrict__ count,
+                                       long long* __restrict__ slot_of_side) {
+  const unsigned long long mask = (1ULL << bits) - 1ULL;
+  FOR_EACH(s, n_sides) {
+    long long a, b;
+    side_ends(F, s, a, b);
+    const long long key = (a < b ? a : b) * n + (a < b ? b : a);
+    unsigned long long h = ((unsigned long long)key * 0x9E3779B97F4A7C15ULL) >> (64 - bits);
+    while (true) {
+      const long long old = (long long)atomicCAS((unsigned long long*)(keys + h),
+                                                 (unsigned long long)EMPTY_KEY,
+                                                 (unsigned long long)key);
+      if (old == EMPTY_KEY || old == key) break;
+      h = (h + 1ULL) & mask;
+    }
+    atomicMin(first_side + h, s);
+    atomicAdd(count + h, 1u);
+    slot_of_side[s] = (long long)h;
+  }
+}
+
+// head[s]: s is the first side of its edge
+extern "C" __global__ void edge_heads(const long long* __restrict__ first_side,
+                                      const long long* __restrict__ slot_of_side,
+                                      long long n_sides, long long* __restrict__ head) {
+  FOR_EACH(s, n_sides) head[s] = first_side[slot_of_side[s]] == s ? 1 : 0;
+}
+
+// edge e = (inclusive count of heads up to its first side) - 1: its ends and side count, and the
+// slot's edge number
+extern "C" __global__ void edge_number(const long long* __restrict__ F,
+                                       const long long* __restrict__ slot_of_side,
+                                       const long long* __restrict__ heads,
+                                       const unsigned int* __restrict__ count, long long n_sides,
+                                       long long* __restrict__ slot_edge, int* __restrict__ EV,
+                                       long long* __restrict__ efc) {
+  FOR_EACH(s, n_sides) {
+    const long long before = s > 0 ? heads[s - 1] : 0;
+    if (heads[s] == before) continue;  // not a head
+    const long long e = before;
+    const long long h = slot_of_side[s];
+    long long a, b;
+    side_ends(F, s, a, b);
+    slot_edge[h] = e;
+    EV[2 * e] = (int)(a < b ? a : b);
+    EV[2 * e + 1] = (int)(a < b ? b : a);
+    efc[e] = count[h];
+  }
+}
+
+// FE[s] = 2 * edge + (a > b), and each side placed in its edge's row at an atomic cursor
+extern "C" __global__ void edge_sides(const long long* __restrict__ F,
+                                      const long long* __restrict__ slot_of_side,
+                                      const long long* __restrict__ slot_edge, long long n_sides,
+                                      int* __restrict__ FE, unsigned long long* __restrict__ cursor,
+                                      long long* __restrict__ ef_sides) {
+  FOR_EACH(s, n_sides) {
+    long long a, b;
+    side_ends(F, s, a, b);
+    const long long e = slot_edge[slot_of_side[s]];
+    FE[s] = (int)(2 * e + (a > b ? 1 : 0));
+    ef_sides[atomicAdd(cursor + e, 1ULL)] = s;
+  }
+}
+
+// each edge's row in increasing side order (rows are short: insertion sort)
+extern "C" __global__ void sort_rows(const long long* __restrict__ offsets, long long n_rows,
+                                     long long* __restrict__ values) {
+  FOR_EACH(r, n_rows) {
+    const long long lo = offsets[r], hi = offsets[r + 1];
+    for (long long i = lo + 1; i < hi; ++i) {
+      const long long v = values[i];
+      long long j = i - 1;
+      while (j >= lo && values[j] > v) {
+        values[j + 1] = values[j];
+        --j;
+      }
+      values[j + 1] = v;
+    }
+  }
+}
