@@ -6,6 +6,7 @@ with the predecessor, prefix-sum, scatter.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -299,6 +300,32 @@ def compact_groups_csr(xp: ModuleType, labels: Any) -> tuple[Any, Any, Any, Any]
     members = xp.empty(n, dtype=xp.int64)
     members[offsets[rank[run]] + within] = order
     return new_id, order[starts][perm], offsets, members
+
+
+#: below this many values :func:`smallest` sorts them all
+SMALLEST_MIN = 1 << 16
+#: values :func:`smallest` samples for its threshold
+SMALLEST_SAMPLE = 4096
+
+
+def smallest(xp: ModuleType, values: Any, k: int) -> Any:
+    """``argsort(values, kind="stable")[:k]``: the indices of the ``k`` smallest values, smallest
+    first, ties in index order (NaN last), without sorting all of them when ``k`` is at most half:
+    a threshold from an evenly spaced sample, above the ``k``-th smallest with a margin, then a
+    stable sort of the values not above it (all of them precede the others in the full sort, so
+    its first ``k`` are the same). When fewer than ``k`` values are not above the threshold, the
+    full sort."""
+    m = int(values.shape[0])
+    if m < SMALLEST_MIN or 2 * k > m:
+        return xp.argsort(values, kind="stable")[:k]
+    step = m // SMALLEST_SAMPLE
+    sample = xp.sort(values[::step])
+    n_s = int(sample.shape[0])
+    q = min(n_s - 1, math.ceil(1.25 * k / m * n_s) + 16)
+    sel = xp.nonzero(values <= sample[q])[0]
+    if int(sel.shape[0]) < k:
+        return xp.argsort(values, kind="stable")[:k]
+    return sel[xp.argsort(values[sel], kind="stable")[:k]]
 
 
 def compact_ordered(labels: Any, n_labels: int) -> tuple[Any, int]:

@@ -94,25 +94,25 @@ class Topology:
         n_sides = 3 * int(F.shape[0])
         bits = max(4, (2 * n_sides - 1).bit_length())
         slots = 1 << bits
-        keys = xp.full(slots, -1, dtype=i64)
-        first_side = xp.full(slots, 2**62, dtype=i64)
-        count = xp.zeros(slots, dtype=xp.uint32)
+        # per slot: the key (-1: empty), its smallest side, its side count
+        table = xp.empty((slots, 3), dtype=i64)
+        table[...] = xp.asarray([-1, 2**62, 0], dtype=i64)
         slot_of_side = xp.empty(n_sides, dtype=i64)
         sides = i64(n_sides)
 
         def run(name: str, n: int, *args: Any) -> None:
             launch(load_kernel("topology", name), n, args, op="topology")
 
-        run("edge_insert", n_sides, F64, sides, i64(n_vertices), xp.int32(bits), keys,
-            first_side, count, slot_of_side)  # fmt: skip
+        run("edge_insert", n_sides, F64, sides, i64(n_vertices), xp.int32(bits), table,
+            slot_of_side)  # fmt: skip
         head = xp.empty(n_sides, dtype=i64)
-        run("edge_heads", n_sides, first_side, slot_of_side, sides, head)
+        run("edge_heads", n_sides, table, slot_of_side, sides, head)
         heads = xp.cumsum(head)
         n_edges = int(heads[-1])
         slot_edge = xp.empty(slots, dtype=i64)
         EV = xp.empty((n_edges, 2), dtype=xp.int32)
         efc = xp.empty(n_edges, dtype=i64)
-        run("edge_number", n_sides, F64, slot_of_side, heads, count, sides, slot_edge, EV, efc)
+        run("edge_number", n_sides, F64, slot_of_side, heads, table, sides, slot_edge, EV, efc)
         ef_offsets = xp.zeros(n_edges + 1, dtype=i64)
         xp.cumsum(efc, out=ef_offsets[1:])
         cursor = ef_offsets[:-1].astype(xp.uint64)

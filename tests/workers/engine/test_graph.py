@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from workers.engine import graph
 from workers.engine.graph import (
     compact_groups,
     connected_components,
@@ -183,3 +184,56 @@ def test_compact_groups_csr_is_compact_groups_and_its_csr() -> None:
         got = compact_groups_csr(np, labels)
         for want, have in zip((new_id, first, off, members), got, strict=True):
             np.testing.assert_array_equal(have, want)
+
+
+def _smallest_cases() -> list[tuple[str, np.ndarray, int]]:
+    rng = np.random.default_rng(4)
+    m = 3 * graph.SMALLEST_MIN
+    ties = rng.integers(0, 100, m).astype(np.float64)  # every value ~600 times
+    spread = rng.random(m)
+    with_nan = spread.copy()
+    with_nan[rng.integers(0, m, m // 10)] = np.nan
+    skewed = np.concatenate([np.zeros(m // 2), rng.random(m - m // 2)])  # half of them tied
+    sorted_desc = np.sort(spread)[::-1].copy()
+    return [
+        ("ties", ties, m // 5),
+        ("spread", spread, m // 5),
+        ("spread, one", spread, 1),
+        ("spread, half", spread, m // 2),
+        ("nan", with_nan, m // 3),
+        ("skewed", skewed, m // 5),
+        ("descending", sorted_desc, m // 5),
+        ("small", spread[:1000], 200),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_smallest_is_the_stable_sorts_prefix(case: int) -> None:
+    name, values, k = _smallest_cases()[case]
+    want = np.argsort(values, kind="stable")[:k]
+    np.testing.assert_array_equal(graph.smallest(np, values, k), want, err_msg=name)
+
+
+def test_smallest_falls_back_to_the_full_sort_when_the_sample_misleads() -> None:
+    """Values whose evenly spaced sample holds only the smallest: the threshold keeps fewer
+    than k, and the full sort answers."""
+    m = 2 * graph.SMALLEST_MIN
+    values = np.ones(m)
+    step = m // graph.SMALLEST_SAMPLE
+    values[::step] = 0.0  # the sample sees zeros only
+    k = m // 4
+    assert int((values <= 0.0).sum()) < k
+    np.testing.assert_array_equal(
+        graph.smallest(np, values, k), np.argsort(values, kind="stable")[:k]
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(8))
+def test_smallest_on_the_gpu_is_the_stable_sorts_prefix(case: int) -> None:
+    import cupy as cp
+
+    name, values, k = _smallest_cases()[case]
+    want = np.argsort(values, kind="stable")[:k]
+    got = cp.asnumpy(graph.smallest(cp, cp.asarray(values), k))
+    np.testing.assert_array_equal(got, want, err_msg=name)

@@ -16,11 +16,10 @@ __device__ __forceinline__ void side_ends(const long long* __restrict__ F, long 
 }
 
 // each distinct key takes one slot of the table (2^bits slots, open addressing, linear
-// probing); the slot keeps the key's smallest side and its number of sides
+// probing); a slot is three words side by side, so that a side's three atomics touch one sector:
+// the key, the key's smallest side and its number of sides
 extern "C" __global__ void edge_insert(const long long* __restrict__ F, long long n_sides,
-                                       long long n, int bits, long long* __restrict__ keys,
-                                       long long* __restrict__ first_side,
-                                       unsigned int* __restrict__ count,
+                                       long long n, int bits, long long* __restrict__ table,
                                        long long* __restrict__ slot_of_side) {
   const unsigned long long mask = (1ULL << bits) - 1ULL;
   FOR_EACH(s, n_sides) {
@@ -29,23 +28,23 @@ extern "C" __global__ void edge_insert(const long long* __restrict__ F, long lon
     const long long key = (a < b ? a : b) * n + (a < b ? b : a);
     unsigned long long h = ((unsigned long long)key * 0x9E3779B97F4A7C15ULL) >> (64 - bits);
     while (true) {
-      const long long old = (long long)atomicCAS((unsigned long long*)(keys + h),
+      const long long old = (long long)atomicCAS((unsigned long long*)(table + 3 * h),
                                                  (unsigned long long)EMPTY_KEY,
                                                  (unsigned long long)key);
       if (old == EMPTY_KEY || old == key) break;
       h = (h + 1ULL) & mask;
     }
-    atomicMin(first_side + h, s);
-    atomicAdd(count + h, 1u);
+    atomicMin(table + 3 * h + 1, s);
+    atomicAdd((unsigned long long*)(table + 3 * h + 2), 1ULL);
     slot_of_side[s] = (long long)h;
   }
 }
 
 // head[s]: s is the first side of its edge
-extern "C" __global__ void edge_heads(const long long* __restrict__ first_side,
+extern "C" __global__ void edge_heads(const long long* __restrict__ table,
                                       const long long* __restrict__ slot_of_side,
                                       long long n_sides, long long* __restrict__ head) {
-  FOR_EACH(s, n_sides) head[s] = first_side[slot_of_side[s]] == s ? 1 : 0;
+  FOR_EACH(s, n_sides) head[s] = table[3 * slot_of_side[s] + 1] == s ? 1 : 0;
 }
 
 // edge e = (inclusive count of heads up to its first side) - 1: its ends and side count, and the
@@ -53,7 +52,7 @@ extern "C" __global__ void edge_heads(const long long* __restrict__ first_side,
 extern "C" __global__ void edge_number(const long long* __restrict__ F,
                                        const long long* __restrict__ slot_of_side,
                                        const long long* __restrict__ heads,
-                                       const unsigned int* __restrict__ count, long long n_sides,
+                                       const long long* __restrict__ table, long long n_sides,
                                        long long* __restrict__ slot_edge, int* __restrict__ EV,
                                        long long* __restrict__ efc) {
   FOR_EACH(s, n_sides) {
@@ -66,7 +65,7 @@ extern "C" __global__ void edge_number(const long long* __restrict__ F,
     slot_edge[h] = e;
     EV[2 * e] = (int)(a < b ? a : b);
     EV[2 * e + 1] = (int)(a < b ? b : a);
-    efc[e] = count[h];
+    efc[e] = table[3 * h + 2];
   }
 }
 

@@ -85,6 +85,7 @@ from ..dynamic.quadrics import (
     vertex_quadrics,
 )
 from ..errors import OpParamsError
+from ..graph import smallest
 from ..mesh import TriMesh
 from ..topology import Topology
 from ._collapse import initial_state, result_mesh, run_rounds, seam_counts
@@ -196,7 +197,7 @@ class _Planner:
         k = int(keep.shape[0])
         n_take = min(k, max(MIN_CANDIDATES, math.ceil(self.fraction * k)))
         # cheapest first, ties in edge order: the ranks the round's resolution takes
-        keep = keep[xp.argsort(cost[keep], kind="stable")[:n_take]]
+        keep = keep[smallest(xp, cost[keep], n_take)]
         t = edge_parameter(xp, X[el.a[keep]], X[el.b[keep]], p[keep])
         c = Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep], ranked=True)
         if state.U is not None:
