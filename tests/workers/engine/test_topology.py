@@ -308,3 +308,25 @@ def test_the_gpu_hashed_build_gives_the_sorted_arrays(name: str) -> None:
     np.testing.assert_array_equal(cp.asnumpy(got.edge_face_count), want.edge_face_count)
     if name == "random":
         assert int(want.edge_face_count.max()) > 3  # rows the insertion sort has to order
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", SHARED + sorted(_gpu_topology_cases()))
+def test_the_gpu_hashed_edge_table_gives_the_sorted_table(name: str) -> None:
+    """The dynamic rounds' edge table on the GPU (the same hash, then a sort of the distinct
+    keys only) against the sort of every side on NumPy: keys in order, ends, counts, first and
+    second sides, every side's edge."""
+    import cupy as cp
+
+    from workers.engine.dynamic._edges import edge_table
+
+    F = _gpu_topology_cases().get(name)
+    if F is None:
+        F = np.asarray(welded(name).F)
+    F = F.astype(np.int64)
+    want = edge_table(np, F)
+    got = edge_table(cp, cp.asarray(F))
+    for field in ("key", "EV", "count", "s0", "s1", "of_side"):
+        g, w = cp.asnumpy(getattr(got, field)), getattr(want, field)
+        assert g.dtype == w.dtype, field
+        np.testing.assert_array_equal(g, w, err_msg=field)

@@ -50,6 +50,10 @@ def edge_keys(xp: ModuleType, a: Any, b: Any) -> Any:
 
 
 def edge_table(xp: ModuleType, F: Any) -> EdgeTable:
+    """The edge table of ``F``: one stable sort of the sides' keys; on the GPU
+    :func:`_edge_table_hashed`, the same arrays."""
+    if xp.__name__ == "cupy" and F.shape[0]:
+        return _edge_table_hashed(xp, F)
     a = F.ravel()
     b = F[:, [1, 2, 0]].ravel()
     key = edge_keys(xp, a, b)
@@ -73,6 +77,45 @@ def edge_table(xp: ModuleType, F: Any) -> EdgeTable:
     return EdgeTable(ukey, EV, count, s0, s1, of_side)
 
 
+def _edge_table_hashed(xp: ModuleType, F: Any) -> EdgeTable:
+    """:func:`edge_table` without sorting every side: the sides' keys into a hash table that
+    keeps each key's smallest side and side count (``kernels/topology.cu``, as
+    :meth:`~workers.engine.topology.Topology.build` does), then a sort of the distinct keys only
+    (about half as many, all different) numbers the edges in key order; one more kernel gives
+    every side its edge and every edge its second side."""
+    from ..kernels.loader import launch, load_kernel
+
+    i64 = xp.int64
+    F64 = xp.ascontiguousarray(F, dtype=i64)
+    n_sides = 3 * int(F.shape[0])
+    bits = max(4, (2 * n_sides - 1).bit_length())
+    table = xp.empty((1 << bits, 3), dtype=i64)
+    table[...] = xp.asarray([-1, 2**62, 0], dtype=i64)
+    slot_of_side = xp.empty(n_sides, dtype=i64)
+    sides = i64(n_sides)
+
+    def run(name: str, n: int, *args: Any) -> None:
+        launch(load_kernel("topology", name), n, args, op="edge_table")
+
+    run("edge_insert", n_sides, F64, sides, i64(1 << SHIFT), xp.int32(bits), table, slot_of_side)
+    head = xp.empty(n_sides, dtype=i64)
+    run("edge_heads", n_sides, table, slot_of_side, sides, head)
+    starts = xp.nonzero(head)[0]  # each edge's first side, in side order
+    slot = slot_of_side[starts]
+    order = xp.argsort(table[slot, 0])  # distinct keys: any sort is the stable one
+    slot, s0 = slot[order], starts[order]
+    n_e = int(s0.shape[0])
+    ukey, count = table[slot, 0], table[slot, 2]
+    slot_edge = xp.empty(table.shape[0], dtype=i64)
+    slot_edge[slot] = xp.arange(n_e, dtype=i64)
+    of_side = xp.empty(n_sides, dtype=i64)
+    s1 = xp.full(n_e, 2**62, dtype=i64)
+    run("edge_table_sides", n_sides, slot_of_side, slot_edge, s0, sides, of_side, s1)
+    s1 = xp.where(count >= 2, s1, -1)
+    EV = xp.stack([ukey >> SHIFT, ukey & ((1 << SHIFT) - 1)], axis=1)
+    return EdgeTable(ukey, EV, count, s0, s1, of_side)
+
+
 def edge_lookup(xp: ModuleType, table_keys: Any, q: Any) -> tuple[Any, Any]:
     """``(found (k,) bool, index (k,) int64)`` of the keys ``q`` in the sorted ``table_keys``."""
     n = int(table_keys.shape[0])
@@ -88,10 +131,10 @@ def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
 
 
 def boundary_vertices(xp: ModuleType, E: EdgeTable, n: int) -> Any:
-    """(n,) bool: the vertices on an edge with one face."""
-    out = xp.zeros(n, dtype=bool)
-    out[E.EV[E.count == 1].ravel()] = True
-    return out
+    """(n,) bool: the vertices on an edge with one face (counted into ``n + 1`` bins, the other
+    edges' ends sent to the last: no boolean index, so no synchronisation on the GPU)."""
+    ends = xp.where((E.count == 1)[:, None], E.EV, n)
+    return counts(xp, ends.ravel(), n + 1)[:n] > 0
 
 
 #: Luby passes per claim: later passes fill in around the earlier winners without a rebuild

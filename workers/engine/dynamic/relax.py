@@ -170,6 +170,8 @@ class SurfaceProjector:
         key = self._cell(P)
         lo = xp.searchsorted(self.cell_key, key, side="left")
         hi = xp.searchsorted(self.cell_key, key, side="right")
+        if xp.__name__ == "cupy":  # one thread per point over its cell (kernels/relax.cu)
+            return self._nearest_kernel(P, lo, hi, Q, face, bary)
         cnt = hi - lo
         csum = xp.cumsum(cnt)
         # chunks of consecutive points with at most CHUNK_PAIRS pairs (one point may exceed it)
@@ -204,4 +206,30 @@ class SurfaceProjector:
             Q[idx] = q[win]
             face[idx] = f[win]
             bary[idx] = bc[win]
+        return Q, face, bary, face >= 0
+
+    def _nearest_kernel(
+        self, P: Any, lo: Any, hi: Any, Q: Any, face: Any, bary: Any
+    ) -> tuple[Any, Any, Any, Any]:
+        """:meth:`nearest`'s pairs without the pairs: each point walks its cell's faces, keeps
+        the one the array code's scatter-min keeps, and writes its point, face and barycentric
+        coordinates (the same bits)."""
+        from ..kernels.loader import launch, load_kernel
+
+        xp = self.xp
+        k = int(P.shape[0])
+        args = (
+            xp.ascontiguousarray(P, dtype=xp.float64),
+            lo,
+            hi,
+            xp.ascontiguousarray(self.cell_face, dtype=xp.int64),
+            xp.ascontiguousarray(self.F0, dtype=xp.int64),
+            xp.ascontiguousarray(self.V0, dtype=xp.float64),
+            xp.float64(self.r),
+            xp.int64(k),
+            Q,
+            face,
+            bary,
+        )
+        launch(load_kernel("relax", "nearest_in_cells"), k, args, op="isotropic_remesh")
         return Q, face, bary, face >= 0

@@ -100,3 +100,18 @@ extern "C" __global__ void sort_rows(const long long* __restrict__ offsets, long
     }
   }
 }
+
+// _edges.edge_table on the GPU, after edge_insert (keys lo << 32 | hi: n = 2^32) and the edges
+// numbered in key order (slot_edge): each side's edge, and each edge's second side (the smallest
+// side that is not its first, s0), by atomic minimum (s1 starts above every side)
+extern "C" __global__ void edge_table_sides(const long long* __restrict__ slot_of_side,
+                                            const long long* __restrict__ slot_edge,
+                                            const long long* __restrict__ s0, long long n_sides,
+                                            long long* __restrict__ of_side,
+                                            long long* __restrict__ s1) {
+  FOR_EACH(s, n_sides) {
+    const long long e = slot_edge[slot_of_side[s]];
+    of_side[s] = e;
+    if (s != s0[e]) atomicMin(s1 + e, s);
+  }
+}

@@ -4,8 +4,9 @@ on the input triangles (checked against brute force)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from tests.workers.engine.shapes import grid, unit_sphere, welded
+from tests.workers.engine.shapes import SHARED, grid, unit_sphere, welded
 from workers.engine.dynamic.relax import SurfaceProjector, closest_points, tangential_relax
 
 
@@ -68,3 +69,25 @@ def test_closest_point_regions() -> None:
     for p, q in cases.items():
         got, _ = closest_points(np, np.array([p]), a, b, c)
         np.testing.assert_allclose(got[0], q, atol=1e-15)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", SHARED)
+def test_the_gpu_nearest_points_are_the_array_codes(name: str) -> None:
+    """SurfaceProjector.nearest on the GPU (one kernel thread per point over its grid cell)
+    against the array code on NumPy, bit for bit: points near the surface, points out of
+    reach, and the vertices themselves (ties between the faces around them)."""
+    import cupy as cp
+
+    m = welded(name)
+    V0, F0 = np.asarray(m.V, np.float64), np.asarray(m.F, np.int64)
+    L = float(np.linalg.norm(V0[F0[:, 0]] - V0[F0[:, 1]], axis=1).mean())
+    rng = np.random.default_rng(9)
+    near = V0[rng.integers(0, len(V0), 2000)] + rng.normal(size=(2000, 3)) * 0.3 * L
+    far = V0[rng.integers(0, len(V0), 200)] + rng.normal(size=(200, 3)) * 5.0 * L
+    P = np.concatenate([near, far, V0[: min(len(V0), 500)]])
+    want = SurfaceProjector(np, V0, F0, L).nearest(P)
+    got = SurfaceProjector(cp, cp.asarray(V0), cp.asarray(F0), L).nearest(cp.asarray(P))
+    for w, g, what in zip(want, got, ("Q", "face", "bary", "found"), strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(g), w, err_msg=what)
+    assert want[3].sum() > len(near) // 2 and not want[3].all()  # found and not found both
