@@ -6,6 +6,9 @@ of the rounds wrapped in a timer that synchronizes the device before and after i
 inclusive (a stage called inside another counts in both) and the synchronizations make the whole
 slower than an untimed run: the table says where the time is, ``bench.dynamic`` how much there is.
 One warm-up run of each operation first (kernel compilation). Prints one table per run.
+``--host N``: one more run under ``cProfile`` (no stage timers), its N functions of most own
+time: on the GPU a function's own time there is the host launching kernels or waiting for the
+device at a read, a sort or a ``bincount``.
 """
 
 from __future__ import annotations
@@ -115,6 +118,15 @@ def main() -> None:
     ap.add_argument("--sizes", default="1e6", help="minimum face counts")
     ap.add_argument("--ops", default="decimate,isotropic_remesh")
     ap.add_argument("--device", default="gpu", choices=["cpu", "gpu"])
+    ap.add_argument(
+        "--host",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also profile one more run on the host (cProfile, no stage timers) and print its N "
+        "functions of most own time: where the host waits on the device (reads, sorts) and "
+        "where it launches",
+    )
     a = ap.parse_args()
     from bench.decimate_quality import tools as decimators
     from bench.dynamic import RATIO, remeshers
@@ -155,6 +167,19 @@ def main() -> None:
                 f"{plain:.3f} s untimed, {total:.3f} s with the stage timers\n"
             )
             print(timers.table(total), flush=True)
+            if a.host:
+                import cProfile
+                import io
+                import pstats
+
+                prof = cProfile.Profile()
+                prof.enable()
+                fns[op](V, F, arg)
+                sync()
+                prof.disable()
+                buf = io.StringIO()
+                pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(a.host)
+                print(f"\nhost profile ({op}, {len(F):,} faces):\n{buf.getvalue()}", flush=True)
 
 
 if __name__ == "__main__":
