@@ -96,13 +96,13 @@ class Topology:
         slots = 1 << bits
         # per slot: the key (-1: empty), its smallest side, its side count
         table = xp.empty((slots, 3), dtype=i64)
-        table[...] = xp.asarray([-1, 2**62, 0], dtype=i64)
         slot_of_side = xp.empty(n_sides, dtype=i64)
         sides = i64(n_sides)
 
         def run(name: str, n: int, *args: Any) -> None:
             launch(load_kernel("topology", name), n, args, op="topology")
 
+        run("table_init", slots, i64(slots), table)
         run("edge_insert", n_sides, F64, sides, i64(n_vertices), xp.int32(bits), table,
             slot_of_side)  # fmt: skip
         head = xp.empty(n_sides, dtype=i64)

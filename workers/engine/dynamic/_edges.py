@@ -90,13 +90,13 @@ def _edge_table_hashed(xp: ModuleType, F: Any) -> EdgeTable:
     n_sides = 3 * int(F.shape[0])
     bits = max(4, (2 * n_sides - 1).bit_length())
     table = xp.empty((1 << bits, 3), dtype=i64)
-    table[...] = xp.asarray([-1, 2**62, 0], dtype=i64)
     slot_of_side = xp.empty(n_sides, dtype=i64)
     sides = i64(n_sides)
 
     def run(name: str, n: int, *args: Any) -> None:
         launch(load_kernel("topology", name), n, args, op="edge_table")
 
+    run("table_init", 1 << bits, i64(1 << bits), table)
     run("edge_insert", n_sides, F64, sides, i64(1 << SHIFT), xp.int32(bits), table, slot_of_side)
     head = xp.empty(n_sides, dtype=i64)
     run("edge_heads", n_sides, table, slot_of_side, sides, head)

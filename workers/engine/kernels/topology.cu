@@ -15,6 +15,16 @@ __device__ __forceinline__ void side_ends(const long long* __restrict__ F, long 
   b = F[3 * f + (c + 1) % 3];
 }
 
+// every slot empty: key -1, first side above every side, no side (a kernel, not a copy of the
+// three values from the host, which would wait for the device)
+extern "C" __global__ void table_init(long long slots, long long* __restrict__ table) {
+  FOR_EACH(h, slots) {
+    table[3 * h] = EMPTY_KEY;
+    table[3 * h + 1] = 1LL << 62;
+    table[3 * h + 2] = 0;
+  }
+}
+
 // each distinct key takes one slot of the table (2^bits slots, open addressing, linear
 // probing); a slot is three words side by side, so that a side's three atomics touch one sector:
 // the key, the key's smallest side and its number of sides
