@@ -131,9 +131,15 @@ def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
 
 
 def boundary_vertices(xp: ModuleType, E: EdgeTable, n: int) -> Any:
-    """(n,) bool: the vertices on an edge with one face (counted into ``n + 1`` bins, the other
-    edges' ends sent to the last: no boolean index, so no synchronisation on the GPU)."""
-    ends = xp.where((E.count == 1)[:, None], E.EV, n)
+    """(n,) bool: the vertices on an edge with one face."""
+    return ends_of(xp, E.EV, E.count == 1, n)
+
+
+def ends_of(xp: ModuleType, EV: Any, flag: Any, n: int) -> Any:
+    """(n,) bool: the ends of the edges ``EV (e, 2)`` whose ``flag (e,)`` is set, counted into
+    ``n + 1`` bins with the other edges' ends sent to the last: no boolean index, so no
+    synchronisation on the GPU."""
+    ends = xp.where(flag[:, None], EV.astype(xp.int64), n)
     return counts(xp, ends.ravel(), n + 1)[:n] > 0
 
 

@@ -59,7 +59,7 @@ from typing import Any
 
 from ..graph import counts, sums
 from ..topology import Topology
-from ._edges import SHIFT, edge_keys, edge_lookup
+from ._edges import SHIFT, edge_keys, edge_lookup, ends_of
 from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
 from .collapse_check import REASONS, Collapses, Rules, check_collapses, vertex_faces
 
@@ -185,24 +185,8 @@ def locked_vertices(xp: ModuleType, topo: Topology, F: Any, n: int) -> Any:
 
 
 def boundary_vertex_mask(topo: Topology) -> Any:
-    """``(n,) bool``: the ends of the edges with one face (on the GPU one kernel, which needs no
-    list of the boundary edges and so no synchronisation)."""
-    xp = topo.xp
-    mask = xp.zeros(topo.n_vertices, dtype=bool)
-    if xp.__name__ != "cupy":
-        mask[topo.EV[topo.boundary_edges].ravel()] = True
-        return mask
-    from ..kernels.loader import launch, load_kernel
-
-    n_e = topo.n_edges
-    args = (
-        xp.ascontiguousarray(topo.EV, dtype=xp.int32),
-        xp.ascontiguousarray(topo.edge_face_count, dtype=xp.int64),
-        xp.int64(n_e),
-        mask,
-    )
-    launch(load_kernel("collapse", "boundary_ends"), n_e, args, op="collapse")
-    return mask
+    """``(n,) bool``: the ends of the edges with one face."""
+    return ends_of(topo.xp, topo.EV, topo.edge_face_count == 1, topo.n_vertices)
 
 
 def eligible_edges(

@@ -330,14 +330,3 @@ extern "C" __global__ void mark_edge_faces(const long long* __restrict__ edge,
     for (long long j = ef_off[e]; j < ef_off[e + 1]; ++j) gone[ef_sides[j] / 3] = true;
   }
 }
-
-// bnd[v] <- true for both ends of every edge with one face (bnd starts false)
-extern "C" __global__ void boundary_ends(const int* __restrict__ EV,
-                                         const long long* __restrict__ efc, long long n_edges,
-                                         bool* __restrict__ bnd) {
-  FOR_EACH(e, n_edges) {
-    if (efc[e] != 1) continue;
-    bnd[EV[2 * e]] = true;
-    bnd[EV[2 * e + 1]] = true;
-  }
-}
