@@ -17,6 +17,7 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +37,35 @@ from .graph import (
 )
 
 #: the NumPy fast paths index sides and corners in int32
+
+
+def topology_kernel(name: str, n: int, *args: Any, op: str) -> None:
+    """Launch ``kernels/topology.cu``'s kernel ``name`` over ``n`` elements."""
+    from .kernels.loader import launch, load_kernel
+
+    launch(load_kernel("topology", name), n, args, op=op)
+
+
+def hash_sides(xp: ModuleType, F: Any, base: int, op: str) -> tuple[Any, Any, Any, Any]:
+    """The sides of ``F (m, 3)`` (m > 0) in a hash table by their key ``lo * base + hi``
+    (``kernels/topology.cu``, on the GPU), what :meth:`Topology.build` and the dynamic rounds'
+    edge table start from: ``(F int64, table (slots, 3) int64, slot_of_side (3 m,), head (3 m,)
+    int64)``. A slot holds a key (-1: empty), its smallest side and its number of sides; the
+    table is at most half full; ``head[s]`` is 1 where side ``s`` is its key's smallest."""
+    i64 = xp.int64
+    F64 = xp.ascontiguousarray(F, dtype=i64)
+    n_sides = 3 * int(F.shape[0])
+    bits = max(4, (2 * n_sides - 1).bit_length())
+    slots = 1 << bits
+    table = xp.empty((slots, 3), dtype=i64)
+    slot_of_side = xp.empty(n_sides, dtype=i64)
+    head = xp.empty(n_sides, dtype=i64)
+    sides = i64(n_sides)
+    topology_kernel("table_init", slots, i64(slots), table, op=op)
+    topology_kernel("edge_insert", n_sides, F64, sides, i64(base), xp.int32(bits), table,
+                    slot_of_side, op=op)  # fmt: skip
+    topology_kernel("edge_heads", n_sides, table, slot_of_side, sides, head, op=op)
+    return F64, table, slot_of_side, head
 
 
 @dataclass(eq=False)
@@ -86,27 +116,12 @@ class Topology:
         side then finds its edge through its slot, and the edges' rows, filled at atomic cursors,
         are put in side order (they are short). Five kernels and two prefix sums instead of two
         sorts and some thirty array operations; the same arrays."""
-        from .kernels.loader import launch, load_kernel
-
         xp = xp_for(array_backend(F))
         i64 = xp.int64
-        F64 = xp.ascontiguousarray(F, dtype=i64)
-        n_sides = 3 * int(F.shape[0])
-        bits = max(4, (2 * n_sides - 1).bit_length())
-        slots = 1 << bits
-        # per slot: the key (-1: empty), its smallest side, its side count
-        table = xp.empty((slots, 3), dtype=i64)
-        slot_of_side = xp.empty(n_sides, dtype=i64)
+        F64, table, slot_of_side, head = hash_sides(xp, F, n_vertices, "topology")
+        slots, n_sides = int(table.shape[0]), int(slot_of_side.shape[0])
         sides = i64(n_sides)
-
-        def run(name: str, n: int, *args: Any) -> None:
-            launch(load_kernel("topology", name), n, args, op="topology")
-
-        run("table_init", slots, i64(slots), table)
-        run("edge_insert", n_sides, F64, sides, i64(n_vertices), xp.int32(bits), table,
-            slot_of_side)  # fmt: skip
-        head = xp.empty(n_sides, dtype=i64)
-        run("edge_heads", n_sides, table, slot_of_side, sides, head)
+        run = partial(topology_kernel, op="topology")
         heads = xp.cumsum(head)
         n_edges = int(heads[-1])
         slot_edge = xp.empty(slots, dtype=i64)

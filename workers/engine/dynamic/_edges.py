@@ -83,23 +83,11 @@ def _edge_table_hashed(xp: ModuleType, F: Any) -> EdgeTable:
     :meth:`~workers.engine.topology.Topology.build` does), then a sort of the distinct keys only
     (about half as many, all different) numbers the edges in key order; one more kernel gives
     every side its edge and every edge its second side."""
-    from ..kernels.loader import launch, load_kernel
+    from ..topology import hash_sides, topology_kernel
 
     i64 = xp.int64
-    F64 = xp.ascontiguousarray(F, dtype=i64)
-    n_sides = 3 * int(F.shape[0])
-    bits = max(4, (2 * n_sides - 1).bit_length())
-    table = xp.empty((1 << bits, 3), dtype=i64)
-    slot_of_side = xp.empty(n_sides, dtype=i64)
-    sides = i64(n_sides)
-
-    def run(name: str, n: int, *args: Any) -> None:
-        launch(load_kernel("topology", name), n, args, op="edge_table")
-
-    run("table_init", 1 << bits, i64(1 << bits), table)
-    run("edge_insert", n_sides, F64, sides, i64(1 << SHIFT), xp.int32(bits), table, slot_of_side)
-    head = xp.empty(n_sides, dtype=i64)
-    run("edge_heads", n_sides, table, slot_of_side, sides, head)
+    _, table, slot_of_side, head = hash_sides(xp, F, 1 << SHIFT, "edge_table")
+    n_sides = int(slot_of_side.shape[0])
     starts = xp.nonzero(head)[0]  # each edge's first side, in side order
     slot = slot_of_side[starts]
     order = xp.argsort(table[slot, 0])  # distinct keys: any sort is the stable one
@@ -110,7 +98,8 @@ def _edge_table_hashed(xp: ModuleType, F: Any) -> EdgeTable:
     slot_edge[slot] = xp.arange(n_e, dtype=i64)
     of_side = xp.empty(n_sides, dtype=i64)
     s1 = xp.full(n_e, 2**62, dtype=i64)
-    run("edge_table_sides", n_sides, slot_of_side, slot_edge, s0, sides, of_side, s1)
+    topology_kernel("edge_table_sides", n_sides, slot_of_side, slot_edge, s0, i64(n_sides), of_side,
+                    s1, op="edge_table")  # fmt: skip
     s1 = xp.where(count >= 2, s1, -1)
     EV = xp.stack([ukey >> SHIFT, ukey & ((1 << SHIFT) - 1)], axis=1)
     return EdgeTable(ukey, EV, count, s0, s1, of_side)
