@@ -190,14 +190,14 @@ class _Planner:
             # a boundary end that must stay put: the collapse goes there
             p = xp.where(el.snap[:, None], Xa, p)
             cost = xp.where(el.snap, at_a, cost)
-        keep = xp.arange(cost.shape[0], dtype=xp.int64)
+        ok = None  # the edges within max_cost (None: all of them)
         if self.max_cost is not None:
-            keep = xp.nonzero(cost <= self.max_cost)[0]
-            self.over_error = keep.shape[0] == 0
-        k = int(keep.shape[0])
+            ok = xp.nonzero(cost <= self.max_cost)[0]
+            self.over_error = ok.shape[0] == 0
+        k = int((cost if ok is None else ok).shape[0])
         n_take = min(k, max(MIN_CANDIDATES, math.ceil(self.fraction * k)))
         # cheapest first, ties in edge order: the ranks the round's resolution takes
-        keep = keep[smallest(xp, cost[keep], n_take)]
+        keep = smallest(xp, cost, n_take) if ok is None else ok[smallest(xp, cost[ok], n_take)]
         t = edge_parameter(xp, X[el.a[keep]], X[el.b[keep]], p[keep])
         c = Candidates(el.edge[keep], el.a[keep], el.b[keep], p[keep], t, cost[keep], ranked=True)
         if state.U is not None:
