@@ -301,18 +301,17 @@ def check_candidates(
     xp = state.xp
     rules = Rules(MIN_NORMAL_DOT, max_edge_length, min_quality=MIN_QUALITY)
     vf = vertex_faces(xp, state.F, state.n_vertices)
-    if xp.__name__ == "cupy":
-        checked = _setup_kernel(state, topo, bnd_v, c)
-    else:
-        checked = collapse_setup(state, topo, bnd_v, c)
+    checked = collapse_setup(state, topo, bnd_v, c)
     return check_collapses(xp, state.X, state.F, vf, checked, rules)
 
 
 def collapse_setup(state: CollapseState, topo: Topology, bnd_v: Any, c: Candidates) -> Collapses:
     """The candidates as the check takes them: the common neighbours the link condition wants,
     the edges' opposite vertices and whether a boundary edge's face is an isolated triangle.
-    (On the GPU one kernel, :func:`_setup_kernel`, gives the same arrays.)"""
+    On the GPU one kernel (:func:`_setup_kernel`) gives the same arrays."""
     xp = state.xp
+    if xp.__name__ == "cupy":
+        return _setup_kernel(state, topo, bnd_v, c)
     F = state.F
     a, b = c.a, c.b
     efc = topo.edge_face_count[c.edge].astype(xp.int64)
