@@ -257,13 +257,25 @@ def _write_objzip_asset(mesh: TriMesh, va: dict[str, np.ndarray], explicit: bool
     return [_zip(members)]
 
 
+#: every member's time stamp: the zip's first representable moment, so that one mesh makes the
+#: same bytes whenever it is written (a clock in the file would change them every two seconds)
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _member(name: str, method: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+    info.compress_type = method
+    info.external_attr = 0o644 << 16
+    return info
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     """A zip of ``members``; images stored as they are (already compressed), text deflated."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, data in members.items():
             packed = posixpath.splitext(name)[1].lower() in (".obj", ".mtl")
-            z.writestr(name, data, zipfile.ZIP_DEFLATED if packed else zipfile.ZIP_STORED)
+            z.writestr(_member(name, zipfile.ZIP_DEFLATED if packed else zipfile.ZIP_STORED), data)
     return buf.getvalue()
 
 
@@ -278,7 +290,7 @@ def _write_stl(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa:
 
 def _write_npz(V: np.ndarray, F: np.ndarray, poly: Polygons | None, va: Any, fa: Any) -> Any:
     buf = io.BytesIO()
-    np.savez(buf, **named_arrays(V, F, va, fa))
+    np.savez(buf, **named_arrays(V, F, va, fa))  # numpy stamps its members 1980-01-01 too
     return [buf.getvalue()]
 
 
