@@ -112,6 +112,32 @@ def optimal_points(xp: ModuleType, Q: Any, Xa: Any, Xb: Any) -> tuple[Any, Any]:
     return p, evaluate(xp, Q, p)
 
 
+def segment_points(xp: ModuleType, Q: Any, Xa: Any, Xb: Any) -> tuple[Any, Any]:
+    """``(p (k, 3), cost (k,))``: where each quadric ``Q (k, 10)`` is smallest on the segment
+    from ``Xa`` to ``Xb`` (both ``(k, 3)``). Along the line ``Xa + t d`` the quadric is
+    ``E(Xa) + 2 t d.(A Xa + b) + t^2 d.A d``; its minimum at ``t = -d.(A Xa + b) / d.A d``,
+    clamped to [0, 1] (the midpoint where the quadric is flat along the edge)."""
+    q = Q.T
+    d = Xb - Xa
+
+    def times_a(v: Any) -> tuple[Any, Any, Any]:  # A v, A the quadric's 3x3 part
+        x, y, z = v[:, 0], v[:, 1], v[:, 2]
+        return (
+            q[0] * x + q[1] * y + q[2] * z,
+            q[1] * x + q[4] * y + q[5] * z,
+            q[2] * x + q[5] * y + q[7] * z,
+        )
+
+    ax, ay, az = times_a(Xa)
+    dx, dy, dz = times_a(d)
+    g = d[:, 0] * (ax + q[3]) + d[:, 1] * (ay + q[6]) + d[:, 2] * (az + q[8])
+    h = d[:, 0] * dx + d[:, 1] * dy + d[:, 2] * dz
+    curved = h > 0
+    t = xp.clip(xp.where(curved, -g / xp.where(curved, h, 1.0), 0.5), 0.0, 1.0)
+    p = Xa + t[:, None] * d
+    return p, evaluate(xp, Q, p)
+
+
 def collapse_points(xp: ModuleType, Q: Any, X: Any, a: Any, b: Any, snap: Any) -> tuple[Any, Any]:
     """``(p (k, 3), cost (k,))`` of collapsing the edges ``(a, b)``: the optimum of the summed
     quadrics ``Q[a] + Q[b]`` (:func:`optimal_points`), or ``a`` itself where ``snap`` (an end
