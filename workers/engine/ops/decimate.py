@@ -101,12 +101,12 @@ CANDIDATE_FRACTION = 0.2
 MIN_CANDIDATES = 256
 #: weight of the planes that hold an unlocked boundary in place, against one face's plane. On
 #: the shared meshes with a boundary (at 10 and 1 %, three vertex orders) 100 left the smallest
-#: errors against fast-simplification's (geometric mean 4 to 9 % below 1000's, suzanne at 10 %
-#: 1.42-1.96 times fast-simplification's error at 1000, within 1.2 at 100: its open eyes went
-#: from 56 faces to 10 each at 1000, leaving the head 74 where fast-simplification's has 84)
+#: errors against fast-simplification's of 1000, 100, 10 and 1 (geometric mean 3 to 9 % below
+#: 1000's; suzanne at 10 %: 1.42-1.96 times fast-simplification's error at 1000, its open eyes
+#: kept at 10 faces each and the head left 74, within 1.2 times at 100)
 BOUNDARY_WEIGHT = 100.0
-#: weight of the planes that hold a texture seam line in place (bending a line costs what it
-#: moves the texture's cut, as a boundary's did when the texture balance was measured)
+#: weight of the planes that hold a texture seam line in place: the weight the texture balance
+#: (``uv_weight``) was measured with
 SEAM_WEIGHT = 1000.0
 #: near the target a round resolves conflicts among the cheapest valid candidates only, this
 #: many times the collapses still wanted (:func:`~workers.engine.dynamic.collapse.collapse_round`)
