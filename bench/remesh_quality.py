@@ -2,11 +2,11 @@
 
 Same input, same target edge length L (``--relative`` times the input's mean edge length), same
 number of iterations, same feature angle; for each remesher: faces, edge length mean/L and
-coefficient of variation, minimum angle, mean per-face minimum angle, fraction of interior
-vertices at valence 6, Euler characteristic, and wall time (best of ``--repeat``). Quality
-figures are measured by one function (``ops.isotropic_remesh.quality``) on every output. The
-libraries are used when they import; a missing one is skipped with a note. Writes JSON with
-``--json``.
+coefficient of variation, minimum angle, mean per-face minimum angle, fraction of interior vertices
+at valence 6, Euler characteristic, edges with more than two faces, and wall time (best of
+``--repeat``). Quality figures are measured by one function (``ops.isotropic_remesh.quality``) on
+every output. The libraries are used when they import; a missing one is skipped with a note. Writes
+JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ def measure(V: np.ndarray, F: np.ndarray, L: float) -> dict[str, Any]:
         "mean_min_angle": q["mean_min_angle"],
         "valence_6": q["valence_6_fraction"],
         "euler": int(used.sum()) - E.n_edges + len(F),
+        "nonmanifold_edges": int((np.asarray(E.count) > 2).sum()),
     }
 
 
@@ -149,9 +150,13 @@ def main() -> None:
             except ImportError as exc:
                 rows.append({"mesh": name, "remesher": lib, "skipped": str(exc)})
                 continue
+            except Exception as exc:  # noqa: BLE001 - a library refusing an input is a row
+                refused = f"{exc.__class__.__name__}: {exc}"[:120]
+                rows.append({"mesh": name, "remesher": lib, "skipped": refused})
+                continue
             rows.append({"mesh": name, "remesher": lib, "seconds": best, **measure(*out, L)})
     cols = ["faces", "mean_over_L", "edge_length_cv", "min_angle", "mean_min_angle"]
-    cols += ["valence_6", "euler", "seconds"]
+    cols += ["valence_6", "euler", "nonmanifold_edges", "seconds"]
     head = "| mesh | remesher | " + " | ".join(cols) + " |"
     lines = [head, "|" + "---|" * (len(cols) + 2)]
     for r in rows:
