@@ -224,6 +224,14 @@ def counts(xp: ModuleType, x: Any, n: int) -> Any:
     return out.view(xp.int64)
 
 
+def ends_of(xp: ModuleType, EV: Any, flag: Any, n: int) -> Any:
+    """(n,) bool: the ends of the edges ``EV (e, 2)`` whose ``flag (e,)`` is set, counted into
+    ``n + 1`` bins with the other edges' ends sent to the last: no boolean index, so no
+    synchronisation on the GPU."""
+    ends = xp.where(flag[:, None], EV.astype(xp.int64), n)
+    return counts(xp, ends.ravel(), n + 1)[:n] > 0
+
+
 def sums(xp: ModuleType, x: Any, w: Any, n: int) -> Any:
     """``(n,)``: the sum of the weights ``w`` of each of ``0..n-1`` in ``x`` (values in ``[0, n)``),
     ``bincount(x, weights=w, minlength=n)``; on the GPU one atomic add per value, without

@@ -32,6 +32,7 @@ from .graph import (
     counts,
     csr_components,
     csr_from_pairs,
+    ends_of,
     numpy_fast,
     scipy_components,
 )
@@ -250,13 +251,10 @@ class Topology:
     @property
     def boundary_vertices(self) -> Any:
         """Boolean mask of vertices on a boundary edge."""
-
-        def make() -> Any:
-            mask = self.xp.zeros(self.n_vertices, dtype=bool)
-            mask[self.EV[self.boundary_edges].ravel()] = True
-            return mask
-
-        return self._memo("bndv", make)
+        return self._memo(
+            "bndv",
+            lambda: ends_of(self.xp, self.EV, self.edge_face_count == 1, self.n_vertices),
+        )
 
     @property
     def non_manifold_edges(self) -> Any:

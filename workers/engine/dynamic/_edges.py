@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ..graph import counts, scatter_min
+from ..graph import counts, ends_of, scatter_min
 
 #: keys are ``lo << 32 | hi``: vertex ids below 2^31
 SHIFT = 32
@@ -122,14 +122,6 @@ def valence(xp: ModuleType, E: EdgeTable, n: int) -> Any:
 def boundary_vertices(xp: ModuleType, E: EdgeTable, n: int) -> Any:
     """(n,) bool: the vertices on an edge with one face."""
     return ends_of(xp, E.EV, E.count == 1, n)
-
-
-def ends_of(xp: ModuleType, EV: Any, flag: Any, n: int) -> Any:
-    """(n,) bool: the ends of the edges ``EV (e, 2)`` whose ``flag (e,)`` is set, counted into
-    ``n + 1`` bins with the other edges' ends sent to the last: no boolean index, so no
-    synchronisation on the GPU."""
-    ends = xp.where(flag[:, None], EV.astype(xp.int64), n)
-    return counts(xp, ends.ravel(), n + 1)[:n] > 0
 
 
 #: Luby passes per claim: later passes fill in around the earlier winners without a rebuild

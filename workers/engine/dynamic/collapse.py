@@ -59,7 +59,7 @@ from typing import Any
 
 from ..graph import counts, sums
 from ..topology import Topology
-from ._edges import SHIFT, edge_keys, edge_lookup, ends_of
+from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
 from .collapse_check import REASONS, Collapses, Rules, check_collapses, vertex_faces
 
@@ -182,11 +182,6 @@ def locked_vertices(xp: ModuleType, topo: Topology, F: Any, n: int) -> Any:
     bad = (F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])
     locked[F[bad].ravel()] = True
     return locked
-
-
-def boundary_vertex_mask(topo: Topology) -> Any:
-    """``(n,) bool``: the ends of the edges with one face."""
-    return ends_of(topo.xp, topo.EV, topo.edge_face_count == 1, topo.n_vertices)
 
 
 def eligible_edges(
@@ -473,7 +468,7 @@ def plan_round(
     edge is eligible or the plan offers none."""
     if topo is None:
         topo = Topology.build(state.F, state.n_vertices)
-    bnd_v = boundary_vertex_mask(topo)
+    bnd_v = topo.boundary_vertices
     elig = eligible_edges(state, topo, bnd_v, preserve_boundary)
     if elig.edge.shape[0] == 0:
         return None

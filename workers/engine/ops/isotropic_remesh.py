@@ -72,7 +72,7 @@ from ..dynamic.slivers import remove_slivers, sliver_faces
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
 from ..geometry import face_areas64
-from ..graph import counts
+from ..graph import counts, ends_of
 from ..mesh import TriMesh
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 from .registry import Operation, OpKind, OpParams, OpResult
@@ -150,8 +150,7 @@ def quality(xp: ModuleType, V: Any, F: Any) -> dict[str, Any]:
     ang = xp.degrees(xp.stack(angs, axis=1))
     n = int(V.shape[0])
     val = counts(xp, E.EV.ravel(), n)
-    bnd = xp.zeros(n, dtype=bool)
-    bnd[E.EV[E.count != 2].ravel()] = True
+    bnd = ends_of(xp, E.EV, E.count != 2, n)
     inner = val[(~bnd) & (val > 0)]
     hist = counts(xp, xp.minimum(inner, 10), 11)
     n_inner = max(int(inner.shape[0]), 1)

@@ -10,7 +10,6 @@ from workers.engine.dynamic.collapse import (
     REASONS,
     Candidates,
     CollapseState,
-    boundary_vertex_mask,
     check_candidates,
     locked_vertices,
 )
@@ -30,7 +29,7 @@ def _check(m: TriMesh, u: int, v: int, p: tuple[float, float, float], max_len=No
     c = Candidates(
         e, np.array([u]), np.array([v]), np.array([p], dtype=np.float64), np.zeros(1), np.zeros(1)
     )
-    reason = check_candidates(state, topo, boundary_vertex_mask(topo), c, max_len)
+    reason = check_candidates(state, topo, topo.boundary_vertices, c, max_len)
     return "ok" if reason[0] == 0 else REASONS[reason[0] - 1]
 
 

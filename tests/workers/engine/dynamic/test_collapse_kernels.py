@@ -12,7 +12,6 @@ from workers.engine.dynamic.collapse import (
     Candidates,
     CollapseState,
     RoundLog,
-    boundary_vertex_mask,
     collapse_round,
     collapse_setup,
     edge_faces_mask,
@@ -48,7 +47,7 @@ def test_the_round_setup_kernels_give_the_array_codes_arrays(name: str) -> None:
     m = welded(name)
     cpu, topo = _state(np, m)
     gpu, gtopo = _state(cp, m)
-    bnd, gbnd = boundary_vertex_mask(topo), boundary_vertex_mask(gtopo)
+    bnd, gbnd = topo.boundary_vertices, gtopo.boundary_vertices
     np.testing.assert_array_equal(cp.asnumpy(gbnd), bnd)
     seen_bnd = seen_isolated = 0
     for preserve in (True, False):
@@ -95,7 +94,7 @@ def test_ranked_candidates_give_the_round_that_ranks_them_itself(name: str) -> N
     same collapses accepted, so the same mesh."""
     m = welded(name)
     state, topo = _state(np, m)
-    bnd = boundary_vertex_mask(topo)
+    bnd = topo.boundary_vertices
     el = eligible_edges(state, topo, bnd, True)
     c = _midpoints(np, state, el)
     rng = np.random.default_rng(5)

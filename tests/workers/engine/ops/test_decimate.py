@@ -98,7 +98,7 @@ def test_open_boundary_may_move_but_stays_close() -> None:
 def _boundary_plan(name: str, free_boundary: bool) -> tuple[np.ndarray, np.ndarray]:
     """A first round's candidates on the boundary edges of ``name`` (every eligible edge a
     candidate, the boundary free): their merged vertices and their ends, ``(p, (k, 2, 3))``."""
-    from workers.engine.dynamic.collapse import boundary_vertex_mask, eligible_edges
+    from workers.engine.dynamic.collapse import eligible_edges
     from workers.engine.dynamic.quadrics import boundary_quadrics
     from workers.engine.ops._collapse import initial_state
     from workers.engine.ops.decimate import BOUNDARY_WEIGHT, _Planner
@@ -111,7 +111,7 @@ def _boundary_plan(name: str, free_boundary: bool) -> tuple[np.ndarray, np.ndarr
     state.Q = vertex_quadrics(np, state.X, state.F, state.n_vertices) + boundary_quadrics(
         np, state.X, state.F, sides, state.n_vertices, BOUNDARY_WEIGHT
     )
-    el = eligible_edges(state, topo, boundary_vertex_mask(topo), preserve_boundary=False)
+    el = eligible_edges(state, topo, topo.boundary_vertices, preserve_boundary=False)
     planner = _Planner(None, free_boundary=free_boundary)
     planner.widen()
     c = planner(state, topo, el)
