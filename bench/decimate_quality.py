@@ -124,13 +124,15 @@ def hausdorff(
 
 
 # ------------------------------------------------------------------------------- tools
-def tools(device: str) -> dict[str, Any]:
-    """name -> fn(V float64, F int64, ratio) -> (V, F) for each available decimator."""
+def tools(device: str, preserve_boundary: bool = True) -> dict[str, Any]:
+    """name -> fn(V float64, F int64, ratio) -> (V, F) for each available decimator (ours with
+    ``preserve_boundary`` as given)."""
     from workers.engine.pipeline import run_pipeline
 
     def ours(V: np.ndarray, F: np.ndarray, ratio: float) -> tuple[Any, Any]:
         m = TriMesh.from_arrays(V, F, dtype="float64")
-        res = run_pipeline(m, [("decimate", {"target_ratio": ratio})], device=device)
+        step = ("decimate", {"target_ratio": ratio, "preserve_boundary": preserve_boundary})
+        res = run_pipeline(m, [step], device=device)
         return to_numpy(res.mesh.V), to_numpy(res.mesh.F)
 
     out: dict[str, Any] = {f"tessera decimate ({device})": ours}
@@ -225,15 +227,9 @@ def sweep(ratios: list[float], samples: int, device: str, orders: int = 1) -> No
     ``preserve_boundary=false``, the freedom fast-simplification takes (it moves and collapses
     boundary vertices; with the boundary kept a mesh with holes stops above the target)."""
     from tests.conftest import MESHES
-    from workers.engine.pipeline import run_pipeline
 
-    def ours(V: np.ndarray, F: np.ndarray, ratio: float) -> tuple[Any, Any]:
-        m = TriMesh.from_arrays(V, F, dtype="float64")
-        step = ("decimate", {"target_ratio": ratio, "preserve_boundary": False})
-        res = run_pipeline(m, [step], device=device)
-        return to_numpy(res.mesh.V), to_numpy(res.mesh.F)
-
-    lib = tools(device).get("fast-simplification")
+    fns = tools(device, preserve_boundary=False)
+    ours, lib = fns[f"tessera decimate ({device})"], fns.get("fast-simplification")
     if lib is None:
         raise SystemExit("fast-simplification is not installed (pip install -e '.[bench]')")
     print("| mesh | ratio | order | ours | faces | fast-simplification | faces | ours / theirs |")

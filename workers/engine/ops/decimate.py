@@ -239,10 +239,7 @@ def on_boundary_edges(
         return p, cost
     a, b = el.a[i], el.b[i]
     Qe = Q[a] + Q[b] if Ue is None else Q[a] + Q[b] + attribute_reduced(xp, Ue[i])
-    ps, cs = segment_points(xp, Qe, X[a], X[b])
-    p, cost = p.copy(), cost.copy()
-    p[i] = ps
-    cost[i] = cs
+    p[i], cost[i] = segment_points(xp, Qe, X[a], X[b])  # the round's own arrays
     return p, cost
 
 
