@@ -187,7 +187,10 @@ class TriMesh:
         if self.n_faces == 0:
             raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=self.n_vertices)
         self.check_finite()
-        lo, hi = int(self.F.min()), int(self.F.max())
+        if self._indices_in_range():
+            lo, hi = 0, 0
+        else:
+            lo, hi = int(self.F.min()), int(self.F.max())
         if lo < 0 or hi >= self.n_vertices:
             raise MeshError(
                 "face index out of range",
@@ -221,6 +224,16 @@ class TriMesh:
                     name="material",
                     n_materials=len(self.materials),
                 )
+
+    def _indices_in_range(self) -> bool:
+        """Every face index in ``[0, n_vertices)``, in one pass: seen as unsigned, a negative
+        index is larger than any count, so the largest unsigned value alone decides (two
+        reductions, the smallest and the largest, only to report a failure)."""
+        xp, F = self.xp, self.F
+        if not xp.issubdtype(F.dtype, xp.integer) or F.dtype.itemsize not in (1, 2, 4, 8):
+            return False
+        unsigned = xp.dtype(f"u{F.dtype.itemsize}")
+        return int(F.view(unsigned).max()) < self.n_vertices
 
     # ------------------------------------------------------------ derivation
     def with_geometry(self, V: Any) -> TriMesh:

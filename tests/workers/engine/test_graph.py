@@ -237,3 +237,66 @@ def test_smallest_on_the_gpu_is_the_stable_sorts_prefix(case: int) -> None:
     want = np.argsort(values, kind="stable")[:k]
     got = cp.asnumpy(graph.smallest(cp, cp.asarray(values), k))
     np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def _count_cases() -> list[tuple[str, np.ndarray, int]]:
+    rng = np.random.default_rng(7)
+    return [
+        ("few bins, many values", rng.integers(0, 3, 1_000_003), 5),
+        ("one bin", np.zeros(100_001, dtype=np.int64), 1),
+        ("many bins", rng.integers(0, 50_000, 300_017), 50_000),
+        ("sorted runs", np.repeat(np.arange(997), rng.integers(1, 70, 997)), 997),
+        ("shorter than a warp", np.array([4, 4, 1, 0, 4]), 6),
+        ("empty", np.zeros(0, dtype=np.int64), 3),
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_counts_is_bincount(case: int) -> None:
+    name, x, n = _count_cases()[case]
+    got = graph.counts(np, x, n)
+    np.testing.assert_array_equal(got, np.bincount(x, minlength=n), err_msg=name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(6))
+def test_counts_on_the_gpu_is_bincount(case: int) -> None:
+    """The warp-aggregated atomics count every value once, in few bins or many."""
+    import cupy as cp
+
+    name, x, n = _count_cases()[case]
+    got = cp.asnumpy(graph.counts(cp, cp.asarray(x), n))
+    np.testing.assert_array_equal(got, np.bincount(x, minlength=n), err_msg=name)
+
+
+def _ends_brute(EV: np.ndarray, flag: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    for (u, v), f in zip(EV.tolist(), flag.tolist(), strict=True):
+        if f:
+            out[u] = out[v] = True
+    return out
+
+
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.5, 1.0])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_ends_of_marks_the_flagged_edges_ends(share: float, dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    n = 5000
+    EV = rng.integers(0, n, (20_000, 2)).astype(dtype)
+    flag = rng.random(20_000) < share
+    np.testing.assert_array_equal(graph.ends_of(np, EV, flag, n), _ends_brute(EV, flag, n))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.5, 1.0])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_ends_of_on_the_gpu_marks_the_flagged_edges_ends(share: float, dtype: type) -> None:
+    import cupy as cp
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    EV = rng.integers(0, n, (20_000, 2)).astype(dtype)
+    flag = rng.random(20_000) < share
+    got = graph.ends_of(cp, cp.asarray(EV), cp.asarray(flag), n)
+    assert got.dtype == cp.bool_ and got.shape == (n,)
+    np.testing.assert_array_equal(cp.asnumpy(got), _ends_brute(EV, flag, n))

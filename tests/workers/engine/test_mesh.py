@@ -48,6 +48,34 @@ def test_from_arrays_rejects(V: object, F: object, code: str) -> None:
     assert ei.value.status == 422
 
 
+INDEX_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bad"),
+    [
+        (t, b)
+        for t in INDEX_TYPES
+        for b in ("none", "negative", "count", "huge")
+        if not (b == "negative" and np.iinfo(t).min == 0)
+    ],
+)
+def test_index_range_in_every_integer_type(dtype: type, bad: str) -> None:
+    """The one-pass range check (the largest index seen as unsigned) takes every index type,
+    and a failure reports the smallest and the largest index as given."""
+    value = {"none": 3, "negative": -1, "count": 4, "huge": int(np.iinfo(dtype).max)}[bad]
+    F = np.array(TETRA_F, dtype=dtype)
+    F[1, 2] = value
+    if bad == "none":
+        assert TriMesh.from_arrays(TETRA_V, F).F.max() == 3
+        return
+    with pytest.raises(MeshError) as ei:
+        TriMesh.from_arrays(TETRA_V, F)
+    assert ei.value.code == "mesh.index_out_of_range"
+    assert ei.value.detail["min_index"] == min(0, value)
+    assert ei.value.detail["max_index"] == max(3, value)
+
+
 def test_non_finite_detail_names_the_first_bad_vertex() -> None:
     V = np.array(TETRA_V, dtype=np.float64)
     V[2, 1] = np.nan
