@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import hostpar
 from .backend import array_backend, to_device, to_numpy, xp_for
 from .errors import MeshError
 
@@ -164,13 +165,18 @@ class TriMesh:
         )
         if check:
             mesh.check()
-        mesh.F = mesh.F.astype(xp.int32, copy=False)
+        if xp is np:  # across the host's cores (hostpar)
+            mesh.F = hostpar.astype(mesh.F, np.int32)
+        else:
+            mesh.F = mesh.F.astype(xp.int32, copy=False)
         return mesh
 
     def check_finite(self) -> None:
         """Raise ``mesh.non_finite`` when a vertex position is NaN or infinite."""
         xp = self.xp
-        if not bool(xp.isfinite(self.V).all()):  # one pass; the per-row detail only on failure
+        # one pass (on the host across its cores); the per-row detail only on failure
+        ok = hostpar.all_finite(self.V) if xp is np else bool(xp.isfinite(self.V).all())
+        if not ok:
             finite = xp.isfinite(self.V).all(axis=1)
             raise MeshError(
                 "vertex positions must be finite",
@@ -232,6 +238,8 @@ class TriMesh:
         xp, F = self.xp, self.F
         if not xp.issubdtype(F.dtype, xp.integer) or F.dtype.itemsize not in (1, 2, 4, 8):
             return False
+        if xp is np:
+            return hostpar.max_unsigned(F) < self.n_vertices
         unsigned = xp.dtype(f"u{F.dtype.itemsize}")
         return int(F.view(unsigned).max()) < self.n_vertices
 

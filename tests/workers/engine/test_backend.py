@@ -56,3 +56,35 @@ def test_auto_without_a_gpu_is_the_cpu_at_any_size(monkeypatch) -> None:
     monkeypatch.setattr(backend, "gpu_available", lambda: False)
     monkeypatch.setattr(backend, "_warned_fallback", True)
     assert backend.choose("auto", 10**8) == ("numpy", "no usable GPU here")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage", [1 << 20, 32 << 20])
+def test_large_uploads_through_the_pinned_buffers_arrive_whole(
+    monkeypatch: pytest.MonkeyPatch, stage: int
+) -> None:
+    """Arrays past the staging threshold, of several types and sizes that are no multiple of a
+    buffer, come out on the device as they went in; work queued before on the device's stream
+    does not see them half written."""
+    import cupy as cp
+
+    from workers.engine import backend
+
+    monkeypatch.setattr(backend, "STAGE_BYTES", stage)
+    monkeypatch.setattr(backend._Staging, "_made", {})
+    rng = np.random.default_rng(5)
+    for a in (
+        rng.normal(size=(2_100_001, 3)),  # 50 MB float64
+        rng.integers(-(2**31), 2**31 - 1, (1_400_003, 3)).astype(np.int32),
+        rng.integers(0, 255, 17 << 20).astype(np.uint8),
+        rng.normal(size=(3_000_000, 3))[::2],  # not contiguous
+    ):
+        assert a.nbytes >= backend.STAGED_MIN_BYTES
+        busy = cp.arange(10_000_000, dtype=cp.float64)
+        busy = cp.sqrt(busy * busy + 1.0)  # queued before the copy
+        got = backend.to_device(a)
+        assert got.dtype == a.dtype and got.shape == a.shape
+        np.testing.assert_array_equal(cp.asnumpy(got), a)
+        assert float(busy[-1]) > 9e6
+    made = list(backend._Staging._made.values())
+    assert len(made) == 1 and made[0].size == stage
