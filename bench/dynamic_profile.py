@@ -24,7 +24,19 @@ import numpy as np
 
 #: (module, attribute): the stage functions timed, looked up wherever they were imported to
 STAGES = [
+    ("workers.engine.mesh", "TriMesh.from_arrays"),
+    ("workers.engine.mesh", "TriMesh.to"),
+    ("workers.engine.ops._collapse", "run_rounds"),
     ("workers.engine.topology", "Topology.build"),
+    ("workers.engine.topology", "Topology.vertex_fans"),
+    ("workers.engine.dynamic.collapse", "locked_vertices"),
+    ("workers.engine.dynamic.collapse", "finish"),
+    ("workers.engine.dynamic.collapse", "collapse_setup"),
+    ("workers.engine.dynamic.collapse", "edge_faces_mask"),
+    ("workers.engine.dynamic.collapse_check", "vertex_faces"),
+    ("workers.engine.graph", "smallest"),
+    ("workers.engine.graph", "ends_of"),
+    ("workers.engine.graph", "connected_components"),
     ("workers.engine.ops._collapse", "initial_state"),
     ("workers.engine.ops._collapse", "result_mesh"),
     ("workers.engine.dynamic.collapse", "plan_round"),

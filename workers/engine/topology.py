@@ -34,6 +34,7 @@ from .graph import (
     csr_from_pairs,
     ends_of,
     numpy_fast,
+    scatter_min,
     scipy_components,
 )
 
@@ -339,10 +340,13 @@ class Topology:
             lab = connected_components(
                 xp, n_corners, xp.concatenate([a0, a1]), xp.concatenate([b0, b1])
             )
-            # distinct (vertex, component) pairs, counted per vertex
-            key = Fr.astype(xp.int64) * n_corners + lab
-            uniq = xp.unique(key)
-            return counts(xp, uniq // n_corners, self.n_vertices)
+            # a component never leaves its vertex: count each component once, at its first
+            # corner, for that corner's vertex (no sort of (vertex, component) pairs)
+            corner = xp.arange(n_corners, dtype=xp.int64)
+            first = xp.full(n_corners, n_corners, dtype=xp.int64)
+            scatter_min(xp, first, lab, corner)
+            root = xp.nonzero(first[lab] == corner)[0]
+            return counts(xp, Fr[root].astype(xp.int64), self.n_vertices)
 
         return self._memo("fans", make)
 

@@ -31,7 +31,11 @@ def plane_quadrics(xp: ModuleType, N: Any, d: Any, w: Any | None = None) -> Any:
 
 def vertex_quadrics(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     """(n, 10) sum of the plane quadrics of each vertex's faces (faces of zero area add
-    nothing)."""
+    nothing). On the GPU one kernel thread per face adds its quadric to its corners
+    (``kernels/quadrics.cu``): the array code's ten bincounts over a (3m, 10) copy of the face
+    quadrics took 41 ms at 17.8M faces on an H100."""
+    if xp.__name__ == "cupy":
+        return _vertex_quadrics_kernel(xp, X, F, n)
     P0, P1, P2 = X[F[:, 0]], X[F[:, 1]], X[F[:, 2]]
     cr = xp.cross(P1 - P0, P2 - P0)
     ln = xp.linalg.norm(cr, axis=1)
@@ -39,6 +43,21 @@ def vertex_quadrics(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     d = -(N * P0).sum(axis=1)
     Kf = plane_quadrics(xp, N, d)
     return scatter_rows(xp, F.ravel(), xp.repeat(Kf, 3, axis=0), n)
+
+
+def _vertex_quadrics_kernel(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
+    from ..kernels.loader import launch, load_kernel
+
+    Q = xp.zeros((n, 10), dtype=xp.float64)
+    m = int(F.shape[0])
+    args = (
+        xp.ascontiguousarray(X, dtype=xp.float64),
+        xp.ascontiguousarray(F, dtype=xp.int64),
+        xp.int64(m),
+        Q,
+    )
+    launch(load_kernel("quadrics", "vertex_quadrics"), m, args, op="decimate")
+    return Q
 
 
 def boundary_quadrics(xp: ModuleType, X: Any, F: Any, sides: Any, n: int, weight: float) -> Any:

@@ -60,3 +60,29 @@ extern "C" __global__ void collapse_points(
     cost[i] = quadric_at(q, p[0], p[1], p[2]);
   }
 }
+
+// vertex_quadrics: each face's plane quadric (unit normal from the cross product of its two
+// sides from corner 0, offset through corner 0; a face of zero area adds nothing) added to its
+// three corners' rows of Q (n, 10), zeroed by the caller. The array code's expressions in its
+// order (no contraction: --fmad=false); the sums' order is the atomics'.
+extern "C" __global__ void vertex_quadrics(const double* __restrict__ X,
+                                           const long long* __restrict__ F, long long m,
+                                           double* __restrict__ Q) {
+  FOR_EACH(f, m) {
+    const long long i0 = F[3 * f], i1 = F[3 * f + 1], i2 = F[3 * f + 2];
+    const double p0[3] = {X[3 * i0], X[3 * i0 + 1], X[3 * i0 + 2]};
+    const double u[3] = {X[3 * i1] - p0[0], X[3 * i1 + 1] - p0[1], X[3 * i1 + 2] - p0[2]};
+    const double v[3] = {X[3 * i2] - p0[0], X[3 * i2 + 1] - p0[1], X[3 * i2 + 2] - p0[2]};
+    double n[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                   u[0] * v[1] - u[1] * v[0]};
+    const double ln = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (!(ln > 0)) continue;  // zero area: the array code's quadric is all zeros
+    for (int d = 0; d < 3; ++d) n[d] = n[d] / ln;
+    const double dd = -(n[0] * p0[0] + n[1] * p0[1] + n[2] * p0[2]);
+    const double a = n[0], b = n[1], c = n[2];
+    const double K[10] = {a * a, a * b, a * c, a * dd, b * b, b * c, b * dd, c * c, c * dd, dd * dd};
+    const long long corner[3] = {i0, i1, i2};
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 10; ++j) atomicAdd(Q + 10 * corner[k] + j, K[j]);
+  }
+}

@@ -75,8 +75,11 @@ def run_rounds(
     budget: Callable[[CollapseState], int | None] | None = None,
     widen: Callable[[], bool] | None = None,
     focus: float | None = None,
+    topology: Topology | None = None,
 ) -> tuple[CollapseState, RoundLog, str]:
-    """Rounds until none is accepted, the budget is spent or ``max_rounds``. ``widen``: called
+    """Rounds until none is accepted, the budget is spent or ``max_rounds``. ``topology``: the
+    topology of ``state.F`` as it is (the input mesh's, already built), taken by the first round
+    instead of building it again. ``widen``: called
     when a round accepts nothing; if it returns True (the planner now offers more candidates)
     the round is tried again. ``focus``: as for
     :func:`~workers.engine.dynamic.collapse.collapse_round`. Returns the state, the log and why
@@ -101,7 +104,10 @@ def run_rounds(
         else:
             done = progress.rounds_done(r, max_rounds, first, rest)
         progress.report(done, f"round {r + 1}, {state.n_faces} faces")
-        topo = Topology.build(state.F, state.n_vertices)
+        if r == 0 and topology is not None:
+            topo = topology
+        else:
+            topo = Topology.build(state.F, state.n_vertices)
         state, n_acc, n_valid = collapse_round(
             state,
             plan,

@@ -343,6 +343,7 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
         budget=lambda s: s.n_faces - target,
         widen=planner.widen,
         focus=FOCUS if state.U is None else None,  # the texture balance was tuned without
+        topology=topo,
     )
     out = result_mesh(mesh, state, shift, layout)
     seams_kept, seams_removed = seam_counts(state)

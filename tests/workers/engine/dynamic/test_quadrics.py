@@ -161,3 +161,25 @@ def test_collapse_points_on_the_gpu_equal_the_twin(name: str) -> None:
     # both branches occur: optima off the edge's ends (a few % of the edges with one vertex's
     # planes, most with the wider sums) and fallbacks to an end
     assert off_ends > 100 and fallbacks > 100
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["spot.obj", "fandisk.obj", "rx-torus.obj", "teapot.obj"])
+def test_vertex_quadrics_on_the_gpu_equal_the_twin(name: str) -> None:
+    """The per-face kernel against the array code on a shared mesh with two faces of zero area
+    added (they add nothing): the same sums up to their order (atomics)."""
+    import cupy as cp
+
+    from tests.workers.engine.shapes import welded
+    from workers.engine.dynamic.quadrics import vertex_quadrics
+
+    m = welded(name)
+    X = np.asarray(m.V, np.float64) - 0.5
+    F = np.asarray(m.F, np.int64)
+    F = np.concatenate([F, [[0, 0, 1], [F[0, 0], F[0, 1], F[0, 1]]]])  # no area
+    want = vertex_quadrics(np, X, F, X.shape[0])
+    got = cp.asnumpy(vertex_quadrics(cp, cp.asarray(X), cp.asarray(F), X.shape[0]))
+    assert got.shape == want.shape == (X.shape[0], 10)
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13 * scale)
+    assert (np.abs(want).max(axis=1) > 0).sum() > 0.9 * X.shape[0]  # not trivially zero rows
