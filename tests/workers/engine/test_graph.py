@@ -269,22 +269,27 @@ def test_counts_on_the_gpu_is_bincount(case: int) -> None:
     np.testing.assert_array_equal(got, np.bincount(x, minlength=n), err_msg=name)
 
 
-def _ends_brute(EV: np.ndarray, flag: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n, dtype=bool)
+N_ENDS = 5000
+
+
+def _ends_case(share: float, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random edges over :data:`N_ENDS` vertices, a ``share`` of them flagged, and the flagged
+    edges' ends found one edge at a time."""
+    rng = np.random.default_rng(3)
+    EV = rng.integers(0, N_ENDS, (20_000, 2)).astype(dtype)
+    flag = rng.random(20_000) < share
+    want = np.zeros(N_ENDS, dtype=bool)
     for (u, v), f in zip(EV.tolist(), flag.tolist(), strict=True):
         if f:
-            out[u] = out[v] = True
-    return out
+            want[u] = want[v] = True
+    return EV, flag, want
 
 
 @pytest.mark.parametrize("share", [0.0, 0.01, 0.5, 1.0])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_ends_of_marks_the_flagged_edges_ends(share: float, dtype: type) -> None:
-    rng = np.random.default_rng(3)
-    n = 5000
-    EV = rng.integers(0, n, (20_000, 2)).astype(dtype)
-    flag = rng.random(20_000) < share
-    np.testing.assert_array_equal(graph.ends_of(np, EV, flag, n), _ends_brute(EV, flag, n))
+    EV, flag, want = _ends_case(share, dtype)
+    np.testing.assert_array_equal(graph.ends_of(np, EV, flag, N_ENDS), want)
 
 
 @pytest.mark.gpu
@@ -293,10 +298,7 @@ def test_ends_of_marks_the_flagged_edges_ends(share: float, dtype: type) -> None
 def test_ends_of_on_the_gpu_marks_the_flagged_edges_ends(share: float, dtype: type) -> None:
     import cupy as cp
 
-    rng = np.random.default_rng(3)
-    n = 5000
-    EV = rng.integers(0, n, (20_000, 2)).astype(dtype)
-    flag = rng.random(20_000) < share
-    got = graph.ends_of(cp, cp.asarray(EV), cp.asarray(flag), n)
-    assert got.dtype == cp.bool_ and got.shape == (n,)
-    np.testing.assert_array_equal(cp.asnumpy(got), _ends_brute(EV, flag, n))
+    EV, flag, want = _ends_case(share, dtype)
+    got = graph.ends_of(cp, cp.asarray(EV), cp.asarray(flag), N_ENDS)
+    assert got.dtype == cp.bool_ and got.shape == (N_ENDS,)
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
