@@ -11,7 +11,8 @@ array run in parallel in a thread pool. Results are those of the single calls: a
 maxima, an all of alls, a cast slice by slice.
 
 Small arrays (below :data:`MIN_CHUNK` elements a thread) take the single call. The pool belongs
-to the process that made it: a forked child (the worker's compute child) makes its own.
+to the process that made it; its threads are joined before a fork (the child, and the parent
+after it, make a new pool when they need one).
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ def _pool() -> ThreadPoolExecutor:
         _POOL.clear()  # a forked child does not own its parent's threads
         pool = _POOL[pid] = ThreadPoolExecutor(threads(), thread_name_prefix="hostpar")
     return pool
+
+
+def _before_fork() -> None:
+    """Join the pool's threads before the process forks (made again on the next use): a fork
+    of a process with threads may deadlock in the child, and Python 3.12 warns of it."""
+    pool = _POOL.pop(os.getpid(), None)
+    if pool is not None:
+        pool.shutdown(wait=True)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
 
 
 def spans(n: int, min_chunk: int = MIN_CHUNK) -> list[slice]:

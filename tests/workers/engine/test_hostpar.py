@@ -54,3 +54,31 @@ def test_astype_is_numpys_cast(src: type, dst: type) -> None:
         assert got is a
     strided = a[::2]  # not contiguous: copied first, same values
     np.testing.assert_array_equal(hostpar.astype(strided, dst, min_chunk=1000), strided.astype(dst))
+
+
+def _child_casts(conn: object) -> None:
+    a = np.arange(40_000, dtype=np.int64)
+    ok = bool((hostpar.astype(a, np.int32, min_chunk=1000) == a).all())
+    conn.send(ok)  # type: ignore[attr-defined]
+
+
+def test_the_pool_is_joined_before_a_fork_and_made_again_after() -> None:
+    """A fork never happens with the pool's threads alive; the child and the parent each make
+    a pool of their own when they next need one."""
+    import multiprocessing as mp
+    import threading
+
+    hostpar.astype(np.arange(40_000), np.int32, min_chunk=1000)
+    assert hostpar.threads() == 1 or hostpar._POOL
+    before = threading.active_count()
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child_casts, args=(send,))
+    child.start()
+    assert recv.recv() is True
+    child.join(30)
+    assert child.exitcode == 0
+    assert hostpar._POOL == {}  # joined at the fork
+    assert threading.active_count() <= before
+    a = np.arange(40_000, dtype=np.int64)
+    np.testing.assert_array_equal(hostpar.astype(a, np.int32, min_chunk=1000), a)
