@@ -220,6 +220,13 @@ def shuffled(V: np.ndarray, F: np.ndarray, seed: int) -> tuple[np.ndarray, np.nd
     return V[perm], new_id[F][rng.permutation(F.shape[0])]
 
 
+def versus(a: float, b: float) -> tuple[bool, str]:
+    """Our error ``a`` against fast-simplification's ``b``: whether it is over 1.2 times, and the
+    table cell."""
+    q = a / b if b > 0 else (0.0 if a == 0 else float("inf"))
+    return q > 1.2, f"{q:.2f}" + (" **over 1.2**" if q > 1.2 else "")
+
+
 def sweep(ratios: list[float], samples: int, device: str, orders: int = 1) -> None:
     """Every shared mesh as it is (no subdivision) at each ratio, in ``orders`` vertex orders
     (the file's, then shuffled): our Hausdorff error over fast-simplification's and the faces
@@ -256,11 +263,10 @@ def sweep(ratios: list[float], samples: int, device: str, orders: int = 1) -> No
                 a, b = cells[0], cells[2]
                 ratio_cell = ""
                 if isinstance(a, float) and isinstance(b, float):
-                    q = a / b if b > 0 else (0.0 if a == 0 else float("inf"))
+                    is_over, ratio_cell = versus(a, b)
                     rows += 1
-                    over += q > 1.2
+                    over += is_over
                     errors.setdefault((path.name, ratio), []).append((a, b))
-                    ratio_cell = f"{q:.2f}" + (" **over 1.2**" if q > 1.2 else "")
                 text = [c if isinstance(c, str) else f"{c:.4f}" for c in cells]
                 row = [path.name, f"{ratio:g}", str(order), *text, ratio_cell]
                 print("| " + " | ".join(row) + " |", flush=True)
@@ -271,10 +277,9 @@ def sweep(ratios: list[float], samples: int, device: str, orders: int = 1) -> No
         worse = 0
         for (name, ratio), pairs in errors.items():
             a, b = (float(np.median([p[i] for p in pairs])) for i in (0, 1))
-            q = a / b if b > 0 else (0.0 if a == 0 else float("inf"))
-            worse += q > 1.2
-            mark = " **over 1.2**" if q > 1.2 else ""
-            print(f"| {name} | {ratio:g} | {a:.4f} | {b:.4f} | {q:.2f}{mark} |")
+            is_over, cell = versus(a, b)
+            worse += is_over
+            print(f"| {name} | {ratio:g} | {a:.4f} | {b:.4f} | {cell} |")
         print(f"\n{worse} of {len(errors)} meshes and ratios over 1.2x by the medians")
 
 

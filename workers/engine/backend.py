@@ -186,6 +186,7 @@ class _Staging:
 
         src = host.reshape(-1).view(np.uint8)
         n = int(src.shape[0])
+        rt = self.cp.cuda.runtime
         # ``out`` may reuse memory that work queued on the current stream still reads
         self.stream.wait_event(self.cp.cuda.get_current_stream().record())
         for i, start in enumerate(range(0, n, self.size)):
@@ -199,7 +200,6 @@ class _Staging:
                 buf[s] = piece[s]
 
             hostpar.map_spans(copy, size, min_chunk=1 << 20)
-            rt = self.cp.cuda.runtime
             dst = out.data.ptr + start
             rt.memcpyAsync(dst, self.mem[k].ptr, size, rt.memcpyHostToDevice, self.stream.ptr)
             self.done[k] = self.stream.record()

@@ -193,11 +193,8 @@ class TriMesh:
         if self.n_faces == 0:
             raise MeshError("mesh has no faces", code="mesh.no_faces", n_vertices=self.n_vertices)
         self.check_finite()
-        if self._indices_in_range():
-            lo, hi = 0, 0
-        else:
+        if not self._indices_in_range():
             lo, hi = int(self.F.min()), int(self.F.max())
-        if lo < 0 or hi >= self.n_vertices:
             raise MeshError(
                 "face index out of range",
                 code="mesh.index_out_of_range",
@@ -234,10 +231,11 @@ class TriMesh:
     def _indices_in_range(self) -> bool:
         """Every face index in ``[0, n_vertices)``, in one pass: seen as unsigned, a negative
         index is larger than any count, so the largest unsigned value alone decides (two
-        reductions, the smallest and the largest, only to report a failure)."""
+        reductions, the smallest and the largest, only for another type and to report a
+        failure)."""
         xp, F = self.xp, self.F
-        if not xp.issubdtype(F.dtype, xp.integer) or F.dtype.itemsize not in (1, 2, 4, 8):
-            return False
+        if not xp.issubdtype(F.dtype, xp.integer):
+            return int(F.min()) >= 0 and int(F.max()) < self.n_vertices
         if xp is np:
             return hostpar.max_unsigned(F) < self.n_vertices
         unsigned = xp.dtype(f"u{F.dtype.itemsize}")

@@ -59,6 +59,7 @@ arrays instead of patches).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, Literal
 
@@ -220,9 +221,8 @@ def _final_slivers(xp: ModuleType, S: Surface) -> tuple[Surface, dict[str, int]]
     """The last relaxation's slivers removed (:func:`remove_slivers` with
     :data:`FINAL_SLIVER_ANGLE`): locked vertices stay, feature and seam edges are not flipped
     (they are handed over as the edges never to flip)."""
-    T = Surface(S.V, S.F, S.A, S.face_src, S.locked, S.feature, S.feature)
-    T, done = remove_slivers(xp, T, FINAL_SLIVER_ANGLE)
-    return Surface(T.V, T.F, T.A, T.face_src, T.locked, S.feature, S.seam), done
+    T, done = remove_slivers(xp, replace(S, seam=S.feature), FINAL_SLIVER_ANGLE)
+    return replace(T, feature=S.feature, seam=S.seam), done
 
 
 #: the most faces a remesh may be asked to make (estimated from the area), as for subdivide
