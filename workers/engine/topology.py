@@ -323,6 +323,10 @@ class Topology:
             xp = self.xp
             if numpy_fast(xp) and 3 * self.n_faces < INT32_MAX:
                 return self._fans_numpy()
+            if xp.__name__ == "cupy" and self.n_faces:
+                one = self._one_fan_each()
+                if one is not None:
+                    return one
             s, t = self.ef_pairs()
             # side s = 3f + k joins corners k and (k+1)%3 of face f to the matching corners of t;
             # which corner of t carries the same vertex depends on the side's direction.
@@ -349,6 +353,37 @@ class Topology:
             return counts(xp, Fr[root].astype(xp.int64), self.n_vertices)
 
         return self._memo("fans", make)
+
+    def _one_fan_each(self) -> Any:
+        """:meth:`vertex_fans` on the GPU when every used vertex has one fan (each vertex's
+        thread walks around it from one of its corners, ``kernels/topology.cu`` ``fan_walk``):
+        ``(vertex_face_count > 0)`` as int64; None when a vertex has several fans or a walk
+        cannot tell (a non-manifold edge or a face with a repeated vertex at it), for the
+        components to count. The components over every corner took 10 ms of a 4.4M-face
+        decimation on an H100, the walk needs no sort and no rounds of label propagation."""
+        xp = self.xp
+        i64 = xp.int64
+        n = self.n_vertices
+        F = xp.ascontiguousarray(self.F, dtype=i64)
+        start = xp.full(n, -1, dtype=i64)
+        corners = 3 * self.n_faces
+        topology_kernel("fan_starts", corners, F, i64(corners), start, op="topology")
+        vfc = xp.ascontiguousarray(self.vertex_face_count, dtype=i64)
+        several = xp.empty(n, dtype=xp.uint8)
+        args = (
+            F,
+            xp.ascontiguousarray(self.FE, dtype=xp.int32),
+            xp.ascontiguousarray(self.ef_offsets, dtype=i64),
+            xp.ascontiguousarray(self.ef_sides, dtype=i64),
+            start,
+            vfc,
+            i64(n),
+            several,
+        )
+        topology_kernel("fan_walk", n, *args, op="topology")
+        if bool(several.any()):
+            return None
+        return (vfc > 0).astype(i64)
 
     def _fans_numpy(self) -> Any:
         """:meth:`vertex_fans` on NumPy: the same corner graph, in int32, with SciPy's components;

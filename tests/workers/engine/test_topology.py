@@ -330,3 +330,48 @@ def test_the_gpu_hashed_edge_table_gives_the_sorted_table(name: str) -> None:
         g, w = cp.asnumpy(getattr(got, field)), getattr(want, field)
         assert g.dtype == w.dtype, field
         np.testing.assert_array_equal(g, w, err_msg=field)
+
+
+def _fan_cases() -> dict[str, np.ndarray]:
+    cases = {name: np.asarray(make().F) for name, make in SMALL.items()}
+    for seed in range(4):  # holes, pinched vertices, flipped faces (as the damaged meshes above)
+        rng = np.random.default_rng(seed)
+        m = welded("rx-sphere3.obj")
+        F = np.asarray(m.F)
+        F = F[rng.random(F.shape[0]) > 0.3]
+        merge = np.arange(m.n_vertices)
+        a, b = rng.integers(0, m.n_vertices, (2, 8))
+        merge[a] = b
+        F = merge[F]
+        flip = rng.random(F.shape[0]) < 0.1
+        F[flip] = F[flip, ::-1]
+        cases[f"damaged {seed}"] = F  # faces with a repeated vertex kept
+    t = np.asarray(tetrahedron().F)
+    cases["two tetrahedra at a vertex"] = np.concatenate([t, np.where(t == 0, 0, t + 3)])
+    return cases
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", SHARED + sorted(_fan_cases()))
+def test_the_gpu_fan_walk_counts_the_fans(name: str) -> None:
+    """vertex_fans on the GPU (a walk around each vertex, the corner components only when some
+    vertex has several fans or cannot be walked) against the NumPy count; the walk alone answers
+    for the manifold meshes and gives up wherever a vertex has several fans."""
+    import cupy as cp
+
+    F = _fan_cases().get(name)
+    if F is None:
+        F = np.asarray(welded(name).F)
+    F = F.astype(np.int64)
+    n = int(F.max()) + 2  # one unused vertex
+    want = np.asarray(Topology._build_numpy(F, n).vertex_fans())
+    topo = Topology.build(cp.asarray(F), n)
+    np.testing.assert_array_equal(cp.asnumpy(topo.vertex_fans()), want)
+    walked = Topology.build(cp.asarray(F), n)._one_fan_each()
+    if walked is not None:
+        np.testing.assert_array_equal(cp.asnumpy(walked), want)
+    if (want > 1).any():
+        assert walked is None
+    repeated = (F[:, 0] == F[:, 1]) | (F[:, 1] == F[:, 2]) | (F[:, 2] == F[:, 0])
+    if not repeated.any() and not (cp.asnumpy(topo.edge_face_count) > 2).any():
+        assert (walked is None) == bool((want > 1).any())  # manifold edges: the walk decides

@@ -125,3 +125,73 @@ extern "C" __global__ void edge_table_sides(const long long* __restrict__ slot_o
     if (s != s0[e]) atomicMin(s1 + e, s);
   }
 }
+
+// Topology.vertex_fans' fast path: start[v] = one corner of v (any: the last write wins), -1 for
+// an unused vertex
+extern "C" __global__ void fan_starts(const long long* __restrict__ F, long long n_corners,
+                                      long long* __restrict__ start) {
+  FOR_EACH(c, n_corners) start[F[c]] = c;
+}
+
+// does v occur more than once in face f
+__device__ __forceinline__ bool repeats(const long long* __restrict__ F, long long f,
+                                        long long v) {
+  return (F[3 * f] == v) + (F[3 * f + 1] == v) + (F[3 * f + 2] == v) > 1;
+}
+
+// several[v] = 0 when v is unused or all its faces are one fan, else 1 (several fans, or a walk
+// that cannot tell: a non-manifold edge or a face with v twice at v). From v's start corner the
+// thread walks across the two-face edges at v, one way and then, unless the walk came back
+// round, the other; each face it reaches holds v once and has two edges at v, so the faces
+// reached are exactly the start's fan, and that fan is all of v's faces when it counts
+// vfc[v] (v's corners).
+extern "C" __global__ void fan_walk(const long long* __restrict__ F, const int* __restrict__ FE,
+                                    const long long* __restrict__ off,
+                                    const long long* __restrict__ sides,
+                                    const long long* __restrict__ start,
+                                    const long long* __restrict__ vfc, long long n,
+                                    unsigned char* __restrict__ several) {
+  FOR_EACH(v, n) {
+    const long long c0 = start[v];
+    if (c0 < 0) {
+      several[v] = 0;
+      continue;
+    }
+    const long long f0 = c0 / 3, fv = vfc[v];
+    const int k0 = (int)(c0 % 3);
+    long long seen = 1;
+    bool ok = !repeats(F, f0, v), closed = false;
+    for (int dir = 0; dir < 2 && ok && !closed; ++dir) {
+      long long f = f0;
+      int side = dir == 0 ? k0 : (k0 + 2) % 3;  // the side leaving v, then the one reaching it
+      while (true) {
+        const long long e = (long long)(FE[3 * f + side] >> 1);
+        const long long lo = off[e], cnt = off[e + 1] - lo;
+        if (cnt == 1) break;  // a boundary edge: this way ends
+        if (cnt != 2) {
+          ok = false;
+          break;
+        }
+        const long long s0 = sides[lo], s1 = sides[lo + 1];
+        const long long t = s0 / 3 == f ? s1 : s0;
+        const long long g = t / 3;
+        if (g == f || repeats(F, g, v)) {
+          ok = false;
+          break;
+        }
+        if (g == f0) {
+          closed = true;
+          break;
+        }
+        if (++seen > fv) {
+          ok = false;
+          break;
+        }
+        const int kt = (int)(t % 3);
+        side = F[3 * g + kt] == v ? (kt + 2) % 3 : (kt + 1) % 3;  // g's other side at v
+        f = g;
+      }
+    }
+    several[v] = (ok && seen == fv) ? 0 : 1;
+  }
+}
