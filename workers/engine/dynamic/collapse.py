@@ -120,7 +120,7 @@ class Candidates:
     attribute parameter ``t`` (0 at ``a``, 1 at ``b``), ``priority`` (smaller first) and, when
     the state carries corner texture coordinates, ``s (k, 2)``: the merged vertex's in the chart
     of the edge's first face (``a``'s own there when ``a`` stays where it is). ``ranked``: the
-    candidates come in priority order, ties by edge order (so each one's rank is its index and
+    candidates come in priority order (so each one's rank is its index and
     the round sorts nothing more)."""
 
     edge: Any

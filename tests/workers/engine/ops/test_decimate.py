@@ -269,17 +269,19 @@ def _textured(m: TriMesh, ratio: float, weight: float) -> tuple[TriMesh, dict]:
 
 
 def test_texture_quadrics_keep_a_curved_texture_in_place() -> None:
-    # measured (16 points a face): texture shift mean 3.5e-3 without, 1.3e-3 with (0.01);
-    # stretch p95 1.765 before, 1.781 after without, 1.753 with; 7 folded faces without, 0 with
+    # measured (16 points a face): texture shift mean 2.5e-3 without (every cost 0: the ties
+    # spread by rank_keys; 3.5e-3 when they went in edge order), 1.3e-3 with (0.01); stretch
+    # p95 1.765 before, 1.818 after without, 1.733 with; no folded face either way (7 without
+    # when the ties went in edge order)
     m = _swirl()
     plain, rp = _textured(m, 0.2, 0.0)
     uvq, ru = _textured(m, 0.2, 0.01)
     assert plain.n_faces == uvq.n_faces == 230
-    assert texture_shift(m, uvq)["shift_mean"] < 0.5 * texture_shift(m, plain)["shift_mean"]
+    assert texture_shift(m, uvq)["shift_mean"] < 0.6 * texture_shift(m, plain)["shift_mean"]
     before = rp["texture"]["before"]["stretch_p95"]
     gap = [abs(r["texture"]["after"]["stretch_p95"] - before) for r in (rp, ru)]
     assert gap[1] < gap[0]
-    assert ru["texture"]["folded_faces"] < rp["texture"]["folded_faces"]
+    assert ru["texture"]["folded_faces"] == 0
     assert ru["seam_vertices_locked"] + ru["seam_vertices_removed"] == 25  # the seam's 25
 
 
