@@ -86,3 +86,18 @@ extern "C" __global__ void vertex_quadrics(const double* __restrict__ X,
       for (int j = 0; j < 10; ++j) atomicAdd(Q + 10 * corner[k] + j, K[j]);
   }
 }
+
+// decimate.rank_keys: int64 keys ordering the costs as floats (NaN as +inf), their last
+// tie_bits bits replaced by a multiplicative hash of the edge id
+extern "C" __global__ void rank_keys(const double* __restrict__ cost,
+                                     const long long* __restrict__ edge, int tie_bits,
+                                     long long k, long long* __restrict__ key) {
+  FOR_EACH(i, k) {
+    const double c = isnan(cost[i]) ? INFINITY : cost[i];
+    long long bits = __double_as_longlong(c);
+    if (bits < 0) bits ^= 0x7FFFFFFFFFFFFFFFLL;
+    const unsigned long long h =
+        ((unsigned long long)edge[i] * 0x9E3779B97F4A7C15ULL) >> (64 - tie_bits);
+    key[i] = (bits & ~((1LL << tie_bits) - 1)) | (long long)h;
+  }
+}

@@ -19,6 +19,7 @@ from workers.engine.dynamic.quadrics import (
     segment_points,
     vertex_quadrics,
 )
+from workers.engine.ops.decimate import rank_keys
 
 
 def _decimate(m: TriMesh, **params: object) -> tuple[TriMesh, dict]:
@@ -360,3 +361,47 @@ def test_texture_quadrics_on_the_gpu_as_on_the_twin() -> None:
         assert shift["gpu", 0.01] <= 1.25 * shift["cpu", 0.01]
         tex = [r.steps[-1].report["texture"]["after"]["stretch_p95"] for r in runs.values()]
         assert tex[3] == pytest.approx(tex[1], rel=0.05)
+
+
+def _tie_costs() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    cost = np.concatenate(
+        [
+            rng.random(500) * 10.0 ** rng.integers(-20, 3, 500),
+            np.zeros(300),  # flat parts: exact ties
+            np.full(100, 1.0) + np.arange(100) * 2.0**-52,  # ties within the last bits
+            [-0.0, -1e-18, -2.0, np.inf, np.nan, 1e-300],
+        ]
+    )
+    return cost, rng.permutation(cost.shape[0]).astype(np.int64) * 7919
+
+
+def test_rank_keys_order_costs_and_spread_ties() -> None:
+    """Keys order the costs as floats (NaN last, with infinity), except within their last
+    TIE_BITS bits: those ties go in a hash order of the edges, not in edge or index order."""
+    cost, edge = _tie_costs()
+    key = rank_keys(np, cost, edge)
+    order = np.argsort(key, kind="stable")
+    pos = np.empty_like(order)
+    pos[order] = np.arange(order.shape[0])
+    ranked = cost[order]
+    finite = ranked[:-2]
+    assert np.isfinite(finite).all() and not np.isfinite(ranked[-2:]).any()
+    assert (np.diff(finite) >= -(2.0**-40) * np.abs(finite[1:])).all()  # cost order, ties aside
+    assert ranked[0] == -2.0
+    zeros = np.flatnonzero(cost == 0.0)
+    assert pos[zeros].max() - pos[zeros].min() == zeros.shape[0] - 1  # one group, together
+    assert not (np.diff(order[pos[zeros].min() : pos[zeros].max() + 1]) > 0).all()
+    near_one = np.flatnonzero((cost >= 1.0) & (cost < 1.0 + 2.0**-40))
+    assert near_one.shape[0] == 100
+    assert pos[near_one].max() - pos[near_one].min() == 99
+    assert not (np.diff(pos[near_one]) > 0).all()  # not in the order of their exact costs
+
+
+@pytest.mark.gpu
+def test_rank_keys_on_the_gpu_as_on_the_twin() -> None:
+    import cupy as cp
+
+    cost, edge = _tie_costs()
+    got = cp.asnumpy(rank_keys(cp, cp.asarray(cost), cp.asarray(edge)))
+    np.testing.assert_array_equal(got, rank_keys(np, cost, edge))
