@@ -93,7 +93,8 @@ def main() -> None:
                             timed(fn, V, F, arg)
                             warm.add(op)
                         runs = [timed(fn, V, F, arg) for _ in range(a.repeat)]
-                        secs = float(np.median([r[0] for r in runs]))
+                        each = [round(r[0], 4) for r in runs]
+                        secs = float(np.median(each))
                         out = runs[-1][1]
                     else:
                         secs, out = timed(fn, V, F, arg)
@@ -102,6 +103,8 @@ def main() -> None:
                     continue
                 Vo, Fo = (np.asarray(x) for x in out[:2])
                 row = {"op": op, "faces": int(len(F)), "tool": tool, "seconds": secs}
+                if ours and not is_twin:
+                    row["runs"] = each
                 row["out_faces"] = int(len(Fo))
                 if op == "isotropic_remesh":
                     q = measure(Vo, Fo, L)

@@ -45,6 +45,67 @@ __device__ __forceinline__ bool face_has(const long long* __restrict__ F, long l
   return F[3 * f] == x || F[3 * f + 1] == x || F[3 * f + 2] == x;
 }
 
+// the distinct neighbours of a (the corners of a's faces vf[a0..a1)) that are also corners of
+// b's faces (vf[b0..b1)), a and b not counted. a's neighbours go into a short list first (up to
+// LINK_LIST), and each corner of b's faces marks its entry there; a longer ring takes the walk
+// that looks each neighbour up in the faces again, some 500 reads a candidate at valence 6
+#define LINK_LIST 32
+__device__ long long common_neighbours(const long long* __restrict__ F,
+                                       const long long* __restrict__ vf, long long a, long long b,
+                                       long long a0, long long a1, long long b0, long long b1) {
+  long long ring[LINK_LIST];
+  int n_ring = 0;
+  bool spill = false;
+  for (long long r = a0; r < a1 && !spill; ++r) {
+    const long long f = vf[r];
+    for (int j = 0; j < 3; ++j) {
+      const long long x = F[3 * f + j];
+      if (x == a || x == b) continue;
+      bool seen = false;
+      for (int t = 0; t < n_ring && !seen; ++t) seen = ring[t] == x;
+      if (seen) continue;
+      if (n_ring == LINK_LIST) {
+        spill = true;
+        break;
+      }
+      ring[n_ring++] = x;
+    }
+  }
+  if (!spill) {
+    unsigned int hit = 0u;
+    for (long long r = b0; r < b1; ++r) {
+      const long long f = vf[r];
+      for (int j = 0; j < 3; ++j) {
+        const long long x = F[3 * f + j];
+        if (x == a || x == b) continue;
+        for (int t = 0; t < n_ring; ++t) {
+          if (ring[t] == x) {
+            hit |= 1u << t;
+            break;
+          }
+        }
+      }
+    }
+    return __popc(hit);
+  }
+  long long common = 0;
+  for (long long r = a0; r < a1; ++r) {
+    const long long f = vf[r];
+    for (int j = 0; j < 3; ++j) {
+      const long long x = F[3 * f + j];
+      if (x == a || x == b) continue;
+      bool seen = false;
+      for (int j2 = 0; j2 < j && !seen; ++j2) seen = F[3 * f + j2] == x;
+      for (long long r2 = a0; r2 < r && !seen; ++r2) seen = face_has(F, vf[r2], x);
+      if (seen) continue;
+      bool of_b = false;
+      for (long long r3 = b0; r3 < b1 && !of_b; ++r3) of_b = face_has(F, vf[r3], x);
+      common += of_b;
+    }
+  }
+  return common;
+}
+
 extern "C" __global__ void collapse_check(
     const double* __restrict__ X, const long long* __restrict__ F,
     const long long* __restrict__ vf_off, const long long* __restrict__ vf,
@@ -61,21 +122,7 @@ extern "C" __global__ void collapse_check(
     const long long a0 = vf_off[a], a1 = vf_off[a + 1], b0 = vf_off[b], b1 = vf_off[b + 1];
 
     // -- link: the distinct neighbours of a that are neighbours of b
-    long long common = 0;
-    for (long long r = a0; r < a1; ++r) {
-      const long long f = vf[r];
-      for (int j = 0; j < 3; ++j) {
-        const long long x = F[3 * f + j];
-        if (x == a || x == b) continue;
-        bool seen = false;
-        for (int j2 = 0; j2 < j && !seen; ++j2) seen = F[3 * f + j2] == x;
-        for (long long r2 = a0; r2 < r && !seen; ++r2) seen = face_has(F, vf[r2], x);
-        if (seen) continue;
-        bool of_b = false;
-        for (long long r3 = b0; r3 < b1 && !of_b; ++r3) of_b = face_has(F, vf[r3], x);
-        common += of_b;
-      }
-    }
+    const long long common = common_neighbours(F, vf, a, b, a0, a1, b0, b1);
     bool link = pre[i] != 0 || common != expected[i];
 
     // -- the surviving faces: repeated-face test; the changed ones before and after

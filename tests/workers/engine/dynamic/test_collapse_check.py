@@ -88,14 +88,33 @@ def test_a_sharper_turn_limit_rejects_more() -> None:
     assert _reason(g, 6, 7, p, Rules(math.cos(math.radians(45)))) == "fold"
 
 
+def _bipyramid(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two apexes of valence ``k`` over a ring of ``k`` vertices: rings longer than the kernel's
+    list of neighbours (``LINK_LIST`` 32 in ``kernels/collapse.cu``) at the apexes."""
+    t = 2 * np.pi * np.arange(k) / k
+    ring = np.stack([np.cos(t), np.sin(t), 0.1 * np.sin(3 * t)], axis=1)
+    X = np.concatenate([[[0.0, 0.0, 0.7], [0.0, 0.0, -0.6]], ring])
+    i = np.arange(k)
+    j = (i + 1) % k
+    F = np.concatenate([np.stack([np.zeros(k, int), 2 + i, 2 + j], 1),
+                        np.stack([np.ones(k, int), 2 + j, 2 + i], 1)])  # fmt: skip
+    return X, F.astype(np.int64)
+
+
+BIPYRAMIDS = {f"bipyramid {k}": k for k in (31, 33, 34, 70)}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", SHARED)
+@pytest.mark.parametrize("name", SHARED + list(BIPYRAMIDS))
 def test_the_kernel_gives_the_array_codes_reasons(name: str) -> None:
     import cupy as cp
 
-    m = welded(name)
-    X = np.asarray(m.V, np.float64)
-    F = np.asarray(m.F, np.int64)
+    if name in BIPYRAMIDS:
+        X, F = _bipyramid(BIPYRAMIDS[name])
+    else:
+        m = welded(name)
+        X = np.asarray(m.V, np.float64)
+        F = np.asarray(m.F, np.int64)
     rng = np.random.default_rng(7)
     a, b, p, expected, opp, pre = _candidates(X, F, rng)
     vf = _vf(F, len(X))
