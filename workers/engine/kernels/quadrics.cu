@@ -93,7 +93,7 @@ extern "C" __global__ void rank_keys(const double* __restrict__ cost,
                                      const long long* __restrict__ edge, int tie_bits,
                                      long long k, long long* __restrict__ key) {
   FOR_EACH(i, k) {
-    const double c = isnan(cost[i]) ? INFINITY : cost[i];
+    const double c = isnan(cost[i]) ? __longlong_as_double(0x7FF0000000000000LL) : cost[i];
     long long bits = __double_as_longlong(c);
     if (bits < 0) bits ^= 0x7FFFFFFFFFFFFFFFLL;
     const unsigned long long h =
