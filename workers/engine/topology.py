@@ -141,6 +141,54 @@ class Topology:
         topo._cache["efc"] = efc
         return topo
 
+    def after_collapses(self, F: Any, keep: Any, edge: Any, b: Any) -> Topology:
+        """The topology of ``F``, the mesh after a round of edge collapses on this one: the
+        faces ``keep`` (increasing) of this topology's, where each collapsed edge ``edge[i]``
+        lost its faces and its end ``b[i]`` was renamed to the other; the collapses' cavities
+        are disjoint and pass the link condition (so an edge ``b-c`` merges with ``a-c`` only
+        where ``c`` is the collapsed edge's opposite vertex). The same arrays as :meth:`build`
+        of ``F``. On the GPU derived from this one (``kernels/topology.cu``): the sides of the
+        removed faces tell which edges merge, each edge's row is renumbered through the faces
+        kept (their order kept, the rows stay sorted), the surviving edges are numbered by
+        their first side with one prefix sum; no hash table and no atomics. Elsewhere
+        :meth:`build`."""
+        xp = self.xp
+        n_new = int(F.shape[0])
+        if xp.__name__ != "cupy" or n_new == 0 or self.n_faces == 0:
+            return Topology.build(F, self.n_vertices)
+        i64 = xp.int64
+        run = partial(topology_kernel, op="topology")
+        n_e, k = self.n_edges, int(edge.shape[0])
+        F_old = xp.ascontiguousarray(self.F, dtype=i64)
+        FE = xp.ascontiguousarray(self.FE, dtype=xp.int32)
+        off = xp.ascontiguousarray(self.ef_offsets, dtype=i64)
+        sides = xp.ascontiguousarray(self.ef_sides, dtype=i64)
+        Fn = xp.ascontiguousarray(F, dtype=i64)
+        newface = xp.full(self.n_faces, -1, dtype=i64)
+        newface[keep] = xp.arange(n_new, dtype=i64)
+        merge_from = xp.full(n_e, -1, dtype=i64)
+        gone = xp.zeros(n_e, dtype=xp.uint8)
+        e64, b64 = xp.ascontiguousarray(edge, dtype=i64), xp.ascontiguousarray(b, dtype=i64)
+        run("merge_edges", k, e64, b64, i64(k), F_old, FE, off, sides, merge_from, gone)
+        count, first = xp.empty(n_e, dtype=i64), xp.empty(n_e, dtype=i64)
+        head = xp.zeros(3 * n_new, dtype=i64)
+        run("survivors", n_e, off, sides, newface, merge_from, gone, i64(n_e), count, first, head)
+        heads = xp.cumsum(head)
+        n_edges = int(heads[-1])
+        new_of_old = xp.empty(n_e, dtype=i64)
+        EV = xp.empty((n_edges, 2), dtype=xp.int32)
+        efc = xp.empty(n_edges, dtype=i64)
+        run("renumber_edges", n_e, count, first, heads, Fn, i64(n_e), new_of_old, EV, efc)
+        ef_offsets = xp.zeros(n_edges + 1, dtype=i64)
+        xp.cumsum(efc, out=ef_offsets[1:])
+        ef_sides = xp.empty(3 * n_new, dtype=i64)
+        FE_new = xp.empty(3 * n_new, dtype=xp.int32)
+        args = (off, sides, newface, merge_from, count, new_of_old, Fn, ef_offsets, i64(n_e))
+        run("edge_rows", n_e, *args, ef_sides, FE_new)
+        topo = Topology(self.n_vertices, F, EV, FE_new.reshape(-1, 3), ef_offsets, ef_sides)
+        topo._cache["efc"] = efc
+        return topo
+
     @classmethod
     def _build_numpy(cls, F: Any, n_vertices: int) -> Topology:
         """:meth:`build` on NumPy, the same arrays without a comparison sort: three stable

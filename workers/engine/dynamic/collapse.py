@@ -98,6 +98,18 @@ class CollapseState:
     seam_lines: bool = False
     U: Any = None
     C: Any = None
+    #: ``(topology, keep, edge, b)`` of the round that made this state (:func:`apply_collapses`),
+    #: from which :meth:`topology` derives this state's
+    made_by: Any = field(default=None, repr=False)
+
+    def topology(self) -> Topology:
+        """The topology of ``F``: derived from the last round's
+        (:meth:`~workers.engine.topology.Topology.after_collapses`) when this state came from
+        one, else built."""
+        if self.made_by is not None:
+            topo, keep, edge, b = self.made_by
+            return topo.after_collapses(self.F, keep, edge, b)
+        return Topology.build(self.F, self.n_vertices)
 
     @property
     def xp(self) -> ModuleType:
@@ -387,8 +399,9 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
         lo, hi = remap[seams >> SHIFT], remap[seams & ((1 << SHIFT) - 1)]
         seams = xp.unique(edge_keys(xp, lo[lo != hi], hi[lo != hi]))
     return CollapseState(
-        X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines, U, C
-    )
+        X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines, U, C,
+        made_by=(topo, keep, c.edge, c.b),
+    )  # fmt: skip
 
 
 def edge_faces_mask(topo: Topology, edge: Any, n_faces: int) -> Any:

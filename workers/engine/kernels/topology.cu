@@ -195,3 +195,137 @@ extern "C" __global__ void fan_walk(const long long* __restrict__ F, const int* 
     several[v] = (ok && seen == fv) ? 0 : 1;
   }
 }
+
+// ---- Topology.after_collapses: the topology after a round of collapses, from the one before.
+// Collapse i removes the faces of edge[i] and renames B[i] to its survivor; in each removed face
+// the edge at B[i] (b-c) merges into the other one (a-c). Faces are renumbered by newface (-1:
+// removed), which keeps their order, so a row's surviving sides stay in increasing order.
+
+// merge_from[e_ac] = e_bc and gone[e_bc] = 1 for each removed face (F, FE: before the round)
+extern "C" __global__ void merge_edges(const long long* __restrict__ edge,
+                                       const long long* __restrict__ B, long long k,
+                                       const long long* __restrict__ F, const int* __restrict__ FE,
+                                       const long long* __restrict__ off,
+                                       const long long* __restrict__ sides,
+                                       long long* __restrict__ merge_from,
+                                       unsigned char* __restrict__ gone) {
+  FOR_EACH(i, k) {
+    const long long e = edge[i], b = B[i];
+    for (long long r = off[e]; r < off[e + 1]; ++r) {
+      const long long g = sides[r] / 3;
+      long long e_b = -1, e_a = -1;
+      for (int j = 0; j < 3; ++j) {
+        const long long x = (long long)(FE[3 * g + j] >> 1);
+        if (x == e) continue;
+        if (F[3 * g + j] == b || F[3 * g + (j + 1) % 3] == b) e_b = x;
+        else e_a = x;
+      }
+      if (e_a >= 0 && e_b >= 0) {
+        merge_from[e_a] = e_b;
+        gone[e_b] = 1;
+      }
+    }
+  }
+}
+
+// the surviving sides of row r0..r1, renumbered, appended to out (cap entries at most)
+__device__ __forceinline__ int renumbered(const long long* __restrict__ sides,
+                                          const long long* __restrict__ newface, long long r0,
+                                          long long r1, long long* out, int n, int cap) {
+  for (long long r = r0; r < r1 && n < cap; ++r) {
+    const long long nf = newface[sides[r] / 3];
+    if (nf >= 0) out[n++] = 3 * nf + sides[r] % 3;
+  }
+  return n;
+}
+
+// per edge before the round: its number of sides after it and the smallest (head[first] = 1)
+extern "C" __global__ void survivors(const long long* __restrict__ off,
+                                     const long long* __restrict__ sides,
+                                     const long long* __restrict__ newface,
+                                     const long long* __restrict__ merge_from,
+                                     const unsigned char* __restrict__ gone, long long n_e,
+                                     long long* __restrict__ count, long long* __restrict__ first,
+                                     long long* __restrict__ head) {
+  FOR_EACH(e, n_e) {
+    long long cnt = 0, lo = -1;
+    if (!gone[e]) {
+      const long long e2 = merge_from[e];
+      for (int part = 0; part < 2; ++part) {
+        const long long x = part == 0 ? e : e2;
+        if (x < 0) break;
+        for (long long r = off[x]; r < off[x + 1]; ++r) {
+          const long long nf = newface[sides[r] / 3];
+          if (nf < 0) continue;
+          const long long s = 3 * nf + sides[r] % 3;
+          lo = cnt == 0 || s < lo ? s : lo;
+          ++cnt;
+        }
+      }
+    }
+    count[e] = cnt;
+    first[e] = lo;
+    if (cnt) head[lo] = 1;
+  }
+}
+
+// a surviving edge's new number (heads: inclusive prefix sum of head), ends and side count
+extern "C" __global__ void renumber_edges(const long long* __restrict__ count,
+                                          const long long* __restrict__ first,
+                                          const long long* __restrict__ heads,
+                                          const long long* __restrict__ Fn, long long n_e,
+                                          long long* __restrict__ new_of_old, int* __restrict__ EV,
+                                          long long* __restrict__ efc) {
+  FOR_EACH(e, n_e) {
+    if (!count[e]) continue;
+    const long long s = first[e], en = heads[s] - 1;
+    const long long u = Fn[s], v = Fn[3 * (s / 3) + (s % 3 + 1) % 3];
+    new_of_old[e] = en;
+    EV[2 * en] = (int)(u < v ? u : v);
+    EV[2 * en + 1] = (int)(u < v ? v : u);
+    efc[en] = count[e];
+  }
+}
+
+// a surviving edge's row (its sides and the merged edge's, in increasing order) and FE of them
+extern "C" __global__ void edge_rows(const long long* __restrict__ off,
+                                     const long long* __restrict__ sides,
+                                     const long long* __restrict__ newface,
+                                     const long long* __restrict__ merge_from,
+                                     const long long* __restrict__ count,
+                                     const long long* __restrict__ new_of_old,
+                                     const long long* __restrict__ Fn,
+                                     const long long* __restrict__ off_new, long long n_e,
+                                     long long* __restrict__ sides_new, int* __restrict__ FE) {
+  FOR_EACH(e, n_e) {
+    if (!count[e]) continue;
+    const long long en = new_of_old[e], e2 = merge_from[e];
+    long long* row = sides_new + off_new[en];
+    int n = 0;
+    if (e2 < 0) {  // one row, already in order (of any length: non-manifold edges too)
+      for (long long r = off[e]; r < off[e + 1]; ++r) {
+        const long long nf = newface[sides[r] / 3];
+        if (nf >= 0) row[n++] = 3 * nf + sides[r] % 3;
+      }
+    } else {  // two manifold rows: at most four sides, merged by insertion
+      long long tmp[4];
+      int m = renumbered(sides, newface, off[e], off[e + 1], tmp, 0, 4);
+      m = renumbered(sides, newface, off[e2], off[e2 + 1], tmp, m, 4);
+      for (int i = 1; i < m; ++i) {
+        const long long v = tmp[i];
+        int j = i - 1;
+        while (j >= 0 && tmp[j] > v) {
+          tmp[j + 1] = tmp[j];
+          --j;
+        }
+        tmp[j + 1] = v;
+      }
+      for (int i = 0; i < m; ++i) row[n++] = tmp[i];
+    }
+    for (int i = 0; i < n; ++i) {
+      const long long s = row[i];
+      const long long u = Fn[s], v = Fn[3 * (s / 3) + (s % 3 + 1) % 3];
+      FE[s] = (int)(2 * en + (u > v ? 1 : 0));
+    }
+  }
+}

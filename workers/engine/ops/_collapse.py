@@ -104,10 +104,7 @@ def run_rounds(
         else:
             done = progress.rounds_done(r, max_rounds, first, rest)
         progress.report(done, f"round {r + 1}, {state.n_faces} faces")
-        if r == 0 and topology is not None:
-            topo = topology
-        else:
-            topo = Topology.build(state.F, state.n_vertices)
+        topo = topology if r == 0 and topology is not None else state.topology()
         state, n_acc, n_valid = collapse_round(
             state,
             plan,

@@ -116,3 +116,42 @@ def test_ranked_candidates_give_the_round_that_ranks_them_itself(name: str) -> N
             assert 2 * n1 <= budget < v1  # the budget and the focus cut the round
         np.testing.assert_array_equal(s1.F, s2.F)
         np.testing.assert_array_equal(s1.X, s2.X)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", SHARED)
+def test_the_topology_derived_after_a_round_is_the_one_built(name: str) -> None:
+    """Rounds of midpoint collapses in a random order, with the boundary kept and without: the
+    topology each round derives from the last (Topology.after_collapses: merged edges, rows
+    renumbered, no hash) against Topology.build of the new faces, array for array."""
+    import cupy as cp
+
+    m = welded(name)
+    rng = np.random.default_rng(2)
+    checked = 0
+    for preserve in (True, False):
+        state, topo = _state(cp, m)
+
+        def plan(st, tp, el):
+            c = _midpoints(cp, st, el)
+            c.priority = cp.asarray(rng.random(len(c)))
+            return c
+
+        for _ in range(5):
+            state, n_acc, _ = collapse_round(
+                state, plan, RoundLog(), preserve_boundary=preserve, topo=topo
+            )
+            if n_acc == 0:
+                break
+            assert state.made_by is not None
+            topo = state.topology()
+            want = Topology.build(state.F, state.n_vertices)
+            for f in ("EV", "FE", "ef_offsets", "ef_sides"):
+                g, w = getattr(topo, f), getattr(want, f)
+                assert g.dtype == w.dtype, f
+                np.testing.assert_array_equal(cp.asnumpy(g), cp.asnumpy(w), err_msg=f)
+            np.testing.assert_array_equal(
+                cp.asnumpy(topo.edge_face_count), cp.asnumpy(want.edge_face_count)
+            )
+            checked += 1
+    assert checked >= 1  # rx-diamond (two faces) has one round in it
