@@ -3,8 +3,9 @@
 For each size (the Stanford bunny welded and midpoint-subdivided, as ``python -m bench`` makes
 its meshes): ``decimate`` to 10 % and ``isotropic_remesh`` (5 iterations, L = the input's mean
 edge length, feature angle 45°) on the GPU, timed as a whole operation from host arrays to host
-arrays (upload, topology, every round, download; kernels compiled by a warm-up run on the first
-size), against the CPU libraries on the same host: fast-simplification and pyfqmr for decimation
+arrays (upload, topology, every round, download; the median of ``--repeat`` runs, each listed,
+after one untimed run of that size: kernels compiled and the memory pool grown as a worker's is
+after its first job of the size), against the CPU libraries on the same host: fast-simplification and pyfqmr for decimation
 (``bench.decimate_quality``'s tools), gpytoolbox's ``remesh_botsch`` for remeshing
 (``bench.remesh_quality``'s). A library is timed only up to ``--lib-max-faces``; our NumPy twin
 up to ``--twin-max-faces``. Every output's face count and, for remeshing, its quality figures are
