@@ -62,19 +62,41 @@ def face_angles(xp: ModuleType, V: Any, F: Any) -> Any:
     return xp.degrees(xp.stack(out, axis=1))
 
 
+class _Tables:
+    """The edge table of the last face array asked for, kept while that array is the one asked
+    for: a sliver round's needle pass, sliver count and cap pass often see one array (a pass
+    that changes nothing returns it), and each built its own table."""
+
+    def __init__(self, xp: ModuleType) -> None:
+        self.xp = xp
+        self.F: Any = None
+        self.E: Any = None
+
+    def __call__(self, F: Any) -> Any:
+        if F is not self.F:
+            self.F, self.E = F, edge_table(self.xp, F)
+        return self.E
+
+
 def sliver_faces(
-    xp: ModuleType, V: Any, F: Any, sliver_angle: float, feature_angle: float = 0.0
+    xp: ModuleType,
+    V: Any,
+    F: Any,
+    sliver_angle: float,
+    feature_angle: float = 0.0,
+    tables: Any = None,
 ) -> Any:
     """(m,) bool: faces whose smallest angle is below ``sliver_angle`` degrees and, with a
     ``feature_angle`` above 0, that have an edge whose dihedral angle exceeds it (the slivers
-    whose vertices a feature detection would lock)."""
+    whose vertices a feature detection would lock). ``tables``: F -> its edge table (a
+    :class:`_Tables`), else built."""
     m = int(F.shape[0])
     if sliver_angle <= 0.0 or m == 0:
         return xp.zeros(m, dtype=bool)
     thin = face_angles(xp, V, F).min(axis=1) < sliver_angle
     if feature_angle <= 0.0:
         return thin
-    E = edge_table(xp, F)
+    E = edge_table(xp, F) if tables is None else tables(F)
     two = xp.nonzero(E.count == 2)[0]
     f0, f1 = E.s0[two] // 3, E.s1[two] // 3
     N = xp.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
@@ -86,9 +108,9 @@ def sliver_faces(
     return thin & marked
 
 
-def _needle_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int]:
+def _needle_round(xp: ModuleType, S: Surface, sliver: Any, tables: _Tables) -> tuple[Surface, int]:
     """Collapse the shortest edge of every needle (disjoint cavities, thinnest first)."""
-    E = edge_table(xp, S.F)
+    E = tables(S.F)
     side = xp.arange(3 * S.n_faces, dtype=xp.int64).reshape(-1, 3)
     a, b = E.EV[:, 0], E.EV[:, 1]
     length = xp.linalg.norm(S.V[a] - S.V[b], axis=1)
@@ -105,14 +127,14 @@ def _needle_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int
     return collapse_edges(xp, S, E, cand, level, math.inf, max_turn=MAX_TURN)
 
 
-def _cap_round(xp: ModuleType, S: Surface, sliver: Any) -> tuple[Surface, int]:
+def _cap_round(xp: ModuleType, S: Surface, sliver: Any, tables: _Tables) -> tuple[Surface, int]:
     """Flip the longest edge of every cap where the flip is proper and better."""
     V, F = S.V, S.F
     ang = face_angles(xp, V, F)
     cap = xp.nonzero(sliver & (ang.max(axis=1) > CAP_ANGLE))[0]
     if cap.shape[0] == 0:
         return S, 0
-    E = edge_table(xp, F)
+    E = tables(F)
     # the longest side faces the largest angle: side (k + 1) % 3 runs opposite corner k
     k = xp.argmax(ang[cap], axis=1)
     edges = xp.unique(E.of_side[3 * cap + (k + 1) % 3])
@@ -158,16 +180,18 @@ def remove_slivers(
     move nor disappear; ``S.seam`` edges are never flipped. Returns the surface and ``{"before",
     "after", "collapses", "flips"}`` (slivers before and after)."""
 
+    tables = _Tables(xp)
+
     def slivers() -> Any:
-        return sliver_faces(xp, S.V, S.F, sliver_angle, feature_angle)
+        return sliver_faces(xp, S.V, S.F, sliver_angle, feature_angle, tables)
 
     sliver = slivers()
     out = {"before": int(sliver.sum()), "after": 0, "collapses": 0, "flips": 0}
     for _ in range(max_rounds if out["before"] else 0):
-        S, kc = _needle_round(xp, S, sliver)
+        S, kc = _needle_round(xp, S, sliver, tables)
         if kc:
             sliver = slivers()
-        S, kf = _cap_round(xp, S, sliver)
+        S, kf = _cap_round(xp, S, sliver, tables)
         if kf:
             sliver = slivers()
         out["collapses"] += kc
