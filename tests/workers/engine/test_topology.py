@@ -252,19 +252,28 @@ def _find(parent: dict[int, int], x: int) -> int:
     return x
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_fans_and_orientation_on_damaged_meshes(seed: int) -> None:
+def _pinched(seed: int, flip_share: float, repeated: bool = False) -> tuple[TriMesh, np.ndarray]:
+    """rx-sphere3 with holes, some vertices pinched together (bow-ties, non-manifold edges) and
+    ``flip_share`` of the faces flipped; the faces left with a repeated vertex dropped unless
+    ``repeated``."""
     rng = np.random.default_rng(seed)
     m = welded("rx-sphere3.obj")
     F = np.asarray(m.F)
     F = F[rng.random(F.shape[0]) > 0.3]  # holes
     merge = np.arange(m.n_vertices)
     a, b = rng.integers(0, m.n_vertices, (2, 8))
-    merge[a] = b  # pinch some vertices together: bow-ties and non-manifold edges
+    merge[a] = b
     F = merge[F]
-    F = F[(F[:, 0] != F[:, 1]) & (F[:, 1] != F[:, 2]) & (F[:, 2] != F[:, 0])]
-    flip = rng.random(F.shape[0]) < (0.1 if seed % 2 else 0.0)  # even seeds stay consistent
+    if not repeated:
+        F = F[(F[:, 0] != F[:, 1]) & (F[:, 1] != F[:, 2]) & (F[:, 2] != F[:, 0])]
+    flip = rng.random(F.shape[0]) < flip_share
     F[flip] = F[flip, ::-1]
+    return m, F
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fans_and_orientation_on_damaged_meshes(seed: int) -> None:
+    m, F = _pinched(seed, 0.1 if seed % 2 else 0.0)  # even seeds stay consistent
     topo = mesh(m.V, F).topology
     np.testing.assert_array_equal(np.asarray(topo.vertex_fans()), _brute_fans(F, m.n_vertices))
     # consistency by brute force: every two-face edge is walked both ways
@@ -334,18 +343,8 @@ def test_the_gpu_hashed_edge_table_gives_the_sorted_table(name: str) -> None:
 
 def _fan_cases() -> dict[str, np.ndarray]:
     cases = {name: np.asarray(make().F) for name, make in SMALL.items()}
-    for seed in range(4):  # holes, pinched vertices, flipped faces (as the damaged meshes above)
-        rng = np.random.default_rng(seed)
-        m = welded("rx-sphere3.obj")
-        F = np.asarray(m.F)
-        F = F[rng.random(F.shape[0]) > 0.3]
-        merge = np.arange(m.n_vertices)
-        a, b = rng.integers(0, m.n_vertices, (2, 8))
-        merge[a] = b
-        F = merge[F]
-        flip = rng.random(F.shape[0]) < 0.1
-        F[flip] = F[flip, ::-1]
-        cases[f"damaged {seed}"] = F  # faces with a repeated vertex kept
+    for seed in range(4):  # faces with a repeated vertex kept
+        cases[f"damaged {seed}"] = _pinched(seed, 0.1, repeated=True)[1]
     t = np.asarray(tetrahedron().F)
     cases["two tetrahedra at a vertex"] = np.concatenate([t, np.where(t == 0, 0, t + 3)])
     return cases
