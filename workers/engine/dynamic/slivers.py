@@ -84,19 +84,19 @@ def sliver_faces(
     F: Any,
     sliver_angle: float,
     feature_angle: float = 0.0,
-    tables: Any = None,
+    tables: _Tables | None = None,
 ) -> Any:
     """(m,) bool: faces whose smallest angle is below ``sliver_angle`` degrees and, with a
     ``feature_angle`` above 0, that have an edge whose dihedral angle exceeds it (the slivers
-    whose vertices a feature detection would lock). ``tables``: F -> its edge table (a
-    :class:`_Tables`), else built."""
+    whose vertices a feature detection would lock). ``tables``: the edge tables already built
+    (:class:`_Tables`)."""
     m = int(F.shape[0])
     if sliver_angle <= 0.0 or m == 0:
         return xp.zeros(m, dtype=bool)
     thin = face_angles(xp, V, F).min(axis=1) < sliver_angle
     if feature_angle <= 0.0:
         return thin
-    E = edge_table(xp, F) if tables is None else tables(F)
+    E = (tables or _Tables(xp))(F)
     two = xp.nonzero(E.count == 2)[0]
     f0, f1 = E.s0[two] // 3, E.s1[two] // 3
     N = xp.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])

@@ -49,7 +49,7 @@ _KERNELS: dict[tuple[Any, ...], Any] = {}
 def load_kernel(stem: str, name: str, **defines: int | float) -> Any:
     """The ``cupy.RawKernel`` ``name`` from ``kernels/<stem>.cu`` on the current device."""
     cp = cupy_module()
-    consts = tuple(sorted(defines.items())) if defines else ()
+    consts = tuple(sorted(defines.items()))
     key = (stem, name, consts, cp.cuda.runtime.getDevice())
     kernel = _KERNELS.get(key)
     if kernel is None:
