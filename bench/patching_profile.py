@@ -20,6 +20,7 @@ STAGES = (
     "morton_rank",
     "_run_roots",
     "face_adjacency",
+    "_piece_pairs",
     "_merge_small",
     "_rows_device",
     "_rows",

@@ -335,6 +335,9 @@ def test_ctrl_c_stops_api_then_workers_then_redis_quietly(tmp_path, grace, secon
     and a few seconds, with a few lines and no traceback; the next `tessera up` finishes it."""
     port, data = _free_port(), tmp_path / "data"
     env = {"TESSERA_SHUTDOWN_GRACE_SECONDS": str(grace), "TESSERA_WARM_UP": "false"}
+    # a CPU worker, also on a GPU host: a cold GPU compiles the job's kernels (the statistics
+    # after its steps included) for 20 s and more, which is not what the grace is about
+    env["CUDA_VISIBLE_DEVICES"] = ""
     proc = _up(port, data, env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -347,9 +350,9 @@ def test_ctrl_c_stops_api_then_workers_then_redis_quietly(tmp_path, grace, secon
         }
         with httpx.Client(base_url=base, timeout=30) as c:
             url = c.post("/v1/jobs", json=job_spec).json()["url"]
-            deadline = time.time() + 30
-            while c.get(url).json()["state"] != "running":
-                assert time.time() < deadline, "the job never started"
+            deadline = time.time() + 30  # the sleep step under way
+            while not (c.get(url).json()["stage"] or "").startswith("sleep"):
+                assert time.time() < deadline, "the job's sleep step never started"
                 time.sleep(0.1)
         time.sleep(0.5)
         t0 = time.monotonic()

@@ -428,24 +428,25 @@ def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any,
     neighbour (:func:`_merge_small`). No piece ever exceeds ``patch_size``, so nothing is cut
     afterwards. Patches are numbered in Morton order of their first face. No iteration over
     rings, hence fast (and on a GPU two kernels, :func:`_run_roots`); patches are less round
-    than Lloyd's (more ribbon). Returns labels, the pieces merged, 0."""
+    than Lloyd's (more ribbon). Returns labels, the pieces merged, 0 and each patch's number of
+    faces."""
     m = mesh.n_faces
     if m == 0:
-        return xp.zeros(0, dtype=xp.int64), 0, 0
+        return xp.zeros(0, dtype=xp.int64), 0, 0, xp.zeros(0, dtype=xp.int64)
     order, rank = morton_rank(xp, mesh)
-    src, dst = face_adjacency(xp, mesh.topology)
-    root = _run_roots(xp, mesh, order, rank, patch_size, src, dst)  # per Morton position
+    root, size_at = _run_roots(xp, mesh, order, rank, patch_size)  # per Morton position
     is_root = root == xp.arange(m, dtype=xp.int64)
     piece_of_pos = xp.cumsum(is_root) - 1
     label = xp.empty(m, dtype=xp.int64)
     label[order] = piece_of_pos[root]
     first = xp.nonzero(is_root)[0]  # each piece's first Morton position, ascending
-    sizes = xp.bincount(label, minlength=first.shape[0])
-    # merging works on pieces: the pairs of pieces across the face pairs that leave a small
-    # piece (pieces only grow, so the small ones of later rounds are among these)
-    a = label[src]
-    leaving = (sizes < patch_size // 4)[a]
-    pa, pb = a[leaving], label[dst[leaving]]
+    sizes = xp.bincount(label, minlength=first.shape[0]) if size_at is None else size_at[first]
+    # merging works on pieces: the pairs of different pieces across an edge that leave a small
+    # piece (pieces only grow, so the small ones of later rounds are among these; a pair
+    # within one piece never merges anything, and most pairs are such)
+    pa, pb = _piece_pairs(xp, mesh.topology, label)
+    leaving = (sizes < patch_size // 4)[pa]
+    pa, pb = pa[leaving], pb[leaving]
     piece = xp.arange(first.shape[0], dtype=xp.int64)  # each first piece's piece now
     merges = 0
     for _ in range(MERGE_ROUNDS):
@@ -454,7 +455,17 @@ def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any,
             break
         piece = new[piece]
         merges += merged
-    return piece[label], merges, 0
+    return piece[label], merges, 0, sizes
+
+
+def _piece_pairs(xp: ModuleType, topo: Topology, label: Any) -> tuple[Any, Any]:
+    """``(a, b)``: the pieces of the faces of :func:`face_adjacency`'s pairs where they differ,
+    both ways."""
+    s, t = topo.ef_pairs()
+    a, b = label[s // 3], label[t // 3]
+    keep = a != b
+    a, b = a[keep], b[keep]
+    return xp.concatenate([a, b]), xp.concatenate([b, a])
 
 
 #: rounds of merging pieces below a quarter of the patch size into a neighbour (Morton patching)
@@ -463,12 +474,12 @@ MERGE_ROUNDS = 3
 RUN_KERNEL_MAX = 4096
 
 
-def _run_roots(
-    xp: ModuleType, mesh: TriMesh, order: Any, rank: Any, size: int, src: Any, dst: Any
-) -> Any:
+def _run_roots(xp: ModuleType, mesh: TriMesh, order: Any, rank: Any, size: int) -> tuple[Any, Any]:
     """Per Morton position, the position of the first face of its piece: faces joined through
-    the face graph (``src``, ``dst`` from :func:`face_adjacency`; the kernel walks the same
-    pairs in the topology) only within their run of ``size`` positions."""
+    the face graph (:func:`face_adjacency`; the kernel walks the same pairs in the topology)
+    only within their run of ``size`` positions. With it, from the kernel, per position the
+    number of faces of the piece whose first position it is (other positions unset), or None
+    (the array code: the caller counts the labels)."""
     topo = mesh.topology
     m = mesh.n_faces
     if xp.__name__ == "cupy" and size <= RUN_KERNEL_MAX:
@@ -476,6 +487,7 @@ def _run_roots(
 
         cp = xp
         root = cp.empty(m, dtype=cp.int64)
+        size_at = cp.empty(m, dtype=cp.int64)
         kern = load_kernel("patching", "run_pieces")
         runs = (m + size - 1) // size
         kern(
@@ -490,16 +502,18 @@ def _run_roots(
                 cp.ascontiguousarray(topo.ef_offsets, dtype=cp.int64),
                 cp.ascontiguousarray(topo.ef_sides, dtype=cp.int64),
                 root,
+                size_at,
             ),
-            shared_mem=4 * size,
+            shared_mem=8 * size,
         )
-        return root
+        return root, size_at
+    src, dst = face_adjacency(xp, topo)
     run = rank // size
     same = run[src] == run[dst]
     comp = connected_components(xp, m, src[same], dst[same])
     first = xp.full(m, m, dtype=xp.int64)
     scatter_min(xp, first, comp, rank)
-    return first[comp][order]
+    return first[comp][order], None
 
 
 def _merge_small(
@@ -614,8 +628,9 @@ def build_patches(
     _check_valence(mesh, shared_bytes)
     topo = mesh.topology
     m = mesh.n_faces
+    sizes = None  # faces per patch, where the partition counted them
     if method == "morton":
-        label, iterations, cuts = morton_patches(xp, mesh, patch_size)
+        label, iterations, cuts, sizes = morton_patches(xp, mesh, patch_size)
     elif method == "lloyd":
         label, iterations, cuts = lloyd_patches(
             xp, topo, patch_size, seed=seed, max_iterations=max_iterations
@@ -623,9 +638,12 @@ def build_patches(
     else:
         raise ValueError(f"unknown patching method {method!r}")
     t_partition = time.perf_counter() - t0
-    k = int(label.max()) + 1 if m else 0
+    if sizes is None:
+        sizes = xp.bincount(label) if m else xp.zeros(0, dtype=xp.int64)
+    k = int(sizes.shape[0])
 
-    rows = _rows_device(mesh, label, k) if xp.__name__ == "cupy" and ROWS_ON_DEVICE else None
+    on_device = xp.__name__ == "cupy" and ROWS_ON_DEVICE
+    rows = _rows_device(mesh, label, k, sizes) if on_device else None
     if rows is None:
         rows = _rows(xp, mesh, label, k)
     too_big = rows.pop("too_big")
@@ -640,14 +658,14 @@ def build_patches(
     patches.seconds = time.perf_counter() - t0
     patches.method = method
     patches.partition_seconds = t_partition
-    if too_big or int(xp.max(patches.shared_bytes())) > shared_bytes:
+    patches.stats = patches.summary()
+    if too_big or patches.stats["shared_bytes_max"] > shared_bytes:
         raise PatchingError(
             "patches do not fit the shared-memory budget",
             code="mesh.patching_failed",
             patch_size=patch_size,
             shared_bytes=shared_bytes,
         )
-    patches.stats = patches.summary()
     return patches
 
 
@@ -657,8 +675,11 @@ def _owners(xp: ModuleType, topo: Topology, label: Any) -> tuple[Any, Any, Any]:
     an unused vertex has owner -1."""
     vf_off, vf_faces = topo.vf()
     used = vf_off[1:] > vf_off[:-1]
-    vertex_owner = xp.full(used.shape[0], -1, dtype=xp.int64)
-    vertex_owner[used] = label[vf_faces[vf_off[:-1][used]]]
+    if vf_faces.shape[0]:  # no mask: an unused vertex reads some row's face, then -1
+        first = vf_faces[xp.minimum(vf_off[:-1], vf_faces.shape[0] - 1)]
+        vertex_owner = xp.where(used, label[first].astype(xp.int64), -1)
+    else:
+        vertex_owner = xp.full(used.shape[0], -1, dtype=xp.int64)
     edge_owner = label[topo.ef_sides[topo.ef_offsets[:-1]] // 3].astype(xp.int64)
     return vertex_owner, edge_owner, used
 
@@ -748,12 +769,12 @@ ROW_THREADS = 512
 ROW_POOL = (1.75, 4.5)
 
 
-def _rows_device(mesh: TriMesh, label: Any, k: int) -> dict[str, Any] | None:
+def _rows_device(mesh: TriMesh, label: Any, k: int, sizes: Any) -> dict[str, Any] | None:
     """:func:`_rows` on a GPU, the same arrays: one block per patch gathers, sorts and
     de-duplicates its rows in shared memory and writes them to a pool, each patch where an
     atomic counter puts it; a second kernel copies them to their offsets in patch order
     (``kernels/patching.cu``). None when some patch overflows the buffers or the pools (the
-    caller runs the array code)."""
+    caller runs the array code). ``sizes``: each patch's number of faces."""
     import cupy as cp
 
     from .kernels.loader import load_kernel
@@ -765,7 +786,7 @@ def _rows_device(mesh: TriMesh, label: Any, k: int) -> dict[str, Any] | None:
     i64, i32, u64 = cp.int64, cp.int32, np.uint64
     fsorted = order_by(cp, label, k)  # owned faces by patch, then id
     own_off = cp.zeros(k + 1, dtype=i64)
-    own_off[1:] = cp.cumsum(cp.bincount(label, minlength=k))
+    own_off[1:] = cp.cumsum(sizes)
     vf_off, vf_faces = topo.vf()
     vf_off = cp.ascontiguousarray(vf_off, dtype=i64)
     vf_faces = cp.ascontiguousarray(vf_faces, dtype=i64)

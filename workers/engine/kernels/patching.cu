@@ -4,7 +4,9 @@
 // run_pieces: one block per run of S consecutive faces in Morton order; the run's faces are
 //   joined through the face graph (faces consecutive around an edge, as face_adjacency chains
 //   them) in a lock-free union-find in shared memory, larger roots hooked under smaller ones, so
-//   every piece's root is its first face in Morton order. Out: that root's rank, per position.
+//   every piece's root is its first face in Morton order. Out: that root's rank, per position,
+//   and at each root's position the piece's number of faces (counted in shared memory: the
+//   array code's bincount of the labels is an atomic per face in global memory).
 // face_centroids, morton_keys: the Morton order's keys (patches.morton_rank): float32 centroids
 //   as the array code sums and divides them, then per face its code shifted above its id.
 // patch_rows: one block per patch; the patch's local faces (owned, then the ribbon: every other
@@ -51,12 +53,17 @@ extern "C" __global__ void run_pieces(const long long* __restrict__ order,
                                       const int* __restrict__ FE,
                                       const long long* __restrict__ ef_off,
                                       const long long* __restrict__ ef_sides,
-                                      long long* __restrict__ root_of_pos) {
-  extern __shared__ int parent[];
+                                      long long* __restrict__ root_of_pos,
+                                      long long* __restrict__ size_at_pos) {
+  extern __shared__ int parent[];  // S parents, then S counts
+  int* count = parent + S;
   const long long base = (long long)blockIdx.x * S;
   if (base >= m) return;
   const int n = (int)min((long long)S, m - base);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) parent[i] = i;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    parent[i] = i;
+    count[i] = 0;
+  }
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const long long f = order[base + i];
@@ -78,8 +85,14 @@ extern "C" __global__ void run_pieces(const long long* __restrict__ order,
     }
   }
   __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int r = find_root(parent, i);
+    root_of_pos[base + i] = base + r;
+    atomicAdd(count + r, 1);
+  }
+  __syncthreads();
   for (int i = threadIdx.x; i < n; i += blockDim.x)
-    root_of_pos[base + i] = base + find_root(parent, i);
+    if (parent[i] == i) size_at_pos[base + i] = count[i];
 }
 
 // -------------------------------------------------------------------------------- Morton keys
