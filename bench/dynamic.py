@@ -1,14 +1,14 @@
 """``python -m bench.dynamic``: speed of the topology-changing operations at millions of faces.
 
-For each size (the Stanford bunny welded and midpoint-subdivided, as ``python -m bench`` makes
-its meshes): ``decimate`` to 10 % and ``isotropic_remesh`` (5 iterations, L = the input's mean
-edge length, feature angle 45°) on the GPU, timed as a whole operation from host arrays to host
-arrays (upload, topology, every round, download; the median of ``--repeat`` runs, each listed,
-after one untimed run of that size: kernels compiled and the memory pool grown as a worker's is
-after its first job of the size), against the CPU libraries on the same host: fast-simplification and pyfqmr for decimation
-(``bench.decimate_quality``'s tools), gpytoolbox's ``remesh_botsch`` for remeshing
-(``bench.remesh_quality``'s). A library is timed only up to ``--lib-max-faces``; our NumPy twin
-up to ``--twin-max-faces``. Every output's face count and, for remeshing, its quality figures are
+For each size (the Stanford bunny welded and midpoint-subdivided, as ``python -m bench`` makes its
+meshes): ``decimate`` to 10 % and ``isotropic_remesh`` (5 iterations, L = the input's mean edge
+length, feature angle 45°) on the GPU, timed as a whole operation from host arrays to host arrays
+(upload, topology, every round, download; the median of ``--repeat`` runs, each listed, after one
+untimed run of that size: kernels compiled and the memory pool grown as a worker's is after its
+first job of the size), against the CPU libraries on the same host: fast-simplification and pyfqmr
+for decimation (``bench.decimate_quality``'s tools), gpytoolbox's ``remesh_botsch`` for remeshing
+(``bench.remesh_quality``'s). A library is timed only up to ``--lib-max-faces``; our NumPy twin up
+to ``--twin-max-faces``. Every output's face count and, for remeshing, its quality figures are
 printed beside the time, so a fast wrong answer shows. Writes JSON under ``$OUT`` (or ``--out``)
 and prints a Markdown table last.
 """
