@@ -228,13 +228,20 @@ extern "C" __global__ void merge_edges(const long long* __restrict__ edge,
   }
 }
 
+// side sides[r] after the round: its face renumbered, or -1 where the face is removed
+__device__ __forceinline__ long long new_side(const long long* __restrict__ sides,
+                                              const long long* __restrict__ newface, long long r) {
+  const long long nf = newface[sides[r] / 3];
+  return nf < 0 ? -1 : 3 * nf + sides[r] % 3;
+}
+
 // the surviving sides of row r0..r1, renumbered, appended to out (cap entries at most)
 __device__ __forceinline__ int renumbered(const long long* __restrict__ sides,
                                           const long long* __restrict__ newface, long long r0,
                                           long long r1, long long* out, int n, int cap) {
   for (long long r = r0; r < r1 && n < cap; ++r) {
-    const long long nf = newface[sides[r] / 3];
-    if (nf >= 0) out[n++] = 3 * nf + sides[r] % 3;
+    const long long s = new_side(sides, newface, r);
+    if (s >= 0) out[n++] = s;
   }
   return n;
 }
@@ -255,9 +262,8 @@ extern "C" __global__ void survivors(const long long* __restrict__ off,
         const long long x = part == 0 ? e : e2;
         if (x < 0) break;
         for (long long r = off[x]; r < off[x + 1]; ++r) {
-          const long long nf = newface[sides[r] / 3];
-          if (nf < 0) continue;
-          const long long s = 3 * nf + sides[r] % 3;
+          const long long s = new_side(sides, newface, r);
+          if (s < 0) continue;
           lo = cnt == 0 || s < lo ? s : lo;
           ++cnt;
         }
@@ -279,7 +285,8 @@ extern "C" __global__ void renumber_edges(const long long* __restrict__ count,
   FOR_EACH(e, n_e) {
     if (!count[e]) continue;
     const long long s = first[e], en = heads[s] - 1;
-    const long long u = Fn[s], v = Fn[3 * (s / 3) + (s % 3 + 1) % 3];
+    long long u, v;
+    side_ends(Fn, s, u, v);
     new_of_old[e] = en;
     EV[2 * en] = (int)(u < v ? u : v);
     EV[2 * en + 1] = (int)(u < v ? v : u);
@@ -303,10 +310,7 @@ extern "C" __global__ void edge_rows(const long long* __restrict__ off,
     long long* row = sides_new + off_new[en];
     int n = 0;
     if (e2 < 0) {  // one row, already in order (of any length: non-manifold edges too)
-      for (long long r = off[e]; r < off[e + 1]; ++r) {
-        const long long nf = newface[sides[r] / 3];
-        if (nf >= 0) row[n++] = 3 * nf + sides[r] % 3;
-      }
+      n = renumbered(sides, newface, off[e], off[e + 1], row, 0, (int)count[e]);
     } else {  // two manifold rows: at most four sides, merged by insertion
       long long tmp[4];
       int m = renumbered(sides, newface, off[e], off[e + 1], tmp, 0, 4);
@@ -324,7 +328,8 @@ extern "C" __global__ void edge_rows(const long long* __restrict__ off,
     }
     for (int i = 0; i < n; ++i) {
       const long long s = row[i];
-      const long long u = Fn[s], v = Fn[3 * (s / 3) + (s % 3 + 1) % 3];
+      long long u, v;
+      side_ends(Fn, s, u, v);
       FE[s] = (int)(2 * en + (u > v ? 1 : 0));
     }
   }
