@@ -39,6 +39,7 @@ from ._edges import (
     edge_keys,
     edge_lookup,
     edge_table,
+    float_priority,
     opposite_corner,
     side_ends,
     sin_min_angle,
@@ -297,3 +298,35 @@ def _valence_candidates_kernel(
     )
     launch(load_kernel("flip", "valence_flip_candidates"), n_e, args, op="flip")
     return cand.astype(bool), gain
+
+
+def angle_flip_round(
+    xp: ModuleType, V: Any, F: Any, feature: Any, bound: float, max_dihedral: float
+) -> tuple[Any, int]:
+    """One round of flips that raise the smallest angle of a quad whose smallest angle is below
+    ``bound`` degrees: an allowed flip of an edge that is not in ``feature`` (sorted edge keys)
+    and whose dihedral angle is at most ``max_dihedral`` degrees (a flip across a fold changes
+    the surface) is a candidate when the quad's smallest angle after it is larger and its four
+    vertices stay as near their valence targets as before (:func:`valence_flip_round`'s
+    deviation, boundary vertices aiming at 4, does not grow); candidates claim their four
+    vertices, worst quad first. Returns
+    ``(F, flips)``."""
+    E = edge_table(xp, F)
+    n = int(V.shape[0])
+    Q = flip_quads(xp, V, F, E, max_dihedral, feature)
+    Pa, Pb, Pc, Pd = V[Q.a], V[Q.b], V[Q.c], V[Q.d]
+    old = xp.minimum(sin_min_angle(xp, Pa, Pb, Pc), sin_min_angle(xp, Pb, Pa, Pd))
+    new = xp.minimum(sin_min_angle(xp, Pa, Pd, Pc), sin_min_angle(xp, Pb, Pc, Pd))
+    val = valence(xp, E, n)
+    target = xp.where(boundary_vertices(xp, E, n), 4, 6)
+
+    def dev(v: Any, delta: int) -> Any:
+        return xp.abs(val[v] + delta - target[v])
+
+    before = dev(Q.a, 0) + dev(Q.b, 0) + dev(Q.c, 0) + dev(Q.d, 0)
+    after = dev(Q.a, -1) + dev(Q.b, -1) + dev(Q.c, 1) + dev(Q.d, 1)
+    cand = (Q.reason == OK) & (old < math.sin(math.radians(bound))) & (new > old)
+    cand &= after <= before
+    priority = float_priority(xp, old, larger_first=False)
+    acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
+    return apply_flips(xp, F, Q, acc), int(acc.shape[0])
