@@ -125,8 +125,18 @@ def main() -> None:
         "--faces", default="0", help="midpoint-subdivide each mesh to at least this many faces"
     )
     ap.add_argument("--only", nargs="*", default=None, help="remeshers to run (default: all)")
+    ap.add_argument(
+        "--angle-passes",
+        type=int,
+        default=None,
+        help="our angle repair's passes (isotropic_remesh.ANGLE_PASSES; 0: none)",
+    )
     a = ap.parse_args()
     DEVICE["name"] = a.device
+    if a.angle_passes is not None:
+        from workers.engine.ops import isotropic_remesh
+
+        isotropic_remesh.ANGLE_PASSES = a.angle_passes
     from bench.meshes import bench_mesh
     from tests.conftest import MESHES
 
