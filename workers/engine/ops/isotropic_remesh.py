@@ -34,15 +34,15 @@ normal is unreliable, and the dihedral angles beside it used to lock its vertice
 scan's 0.044 degree sliver (rx-giraffe) came back unchanged; now the output's minimum angle is 3
 degrees. After the last iteration, faces whose smallest angle is below
 :data:`FINAL_SLIVER_ANGLE` go the same way (features, seams and the boundary kept): the last
-relaxation leaves caps beside locked vertices. Last, the faces still below
-:data:`ANGLE_BOUND` are repaired (:func:`_angle_repair`): flips that raise a quad's smallest
-angle while its vertices stay as near valence 6, and vertex moves toward the equilateral apexes
-over their faces' opposite sides, kept only where the vertex's worst face gets better. On the
-shared meshes (``python -m bench.remesh_quality``, development machine) the output's smallest
-angle went from 22.9 to 29.8 degrees on rx-bumpy-cube (input 35.3), 31.2 to 34.1 on rx-torus,
-10.9 to 11.5 on cheburashka, 25.0 to 27.5 on rx-cloth, up or equal on the rest, the mean
-smallest angle up or equal, the valence-6 share within 0.006 of what it was; alligator stays at
-22.2 (input 30.1: caps beside its locked boundary).
+relaxation leaves caps beside locked vertices. Last, the faces still below :data:`ANGLE_BOUND` are
+repaired (:func:`_angle_repair`): flips that raise a quad's smallest angle while its vertices'
+summed distance from valence 6 (4 on the boundary) does not grow, and vertex moves toward the
+equilateral apexes over their faces' opposite sides, kept only where the vertex's worst face gets
+better. On the shared meshes (``python -m bench.remesh_quality``, development machine) the output's
+smallest angle went from 22.9 to 29.8 degrees on rx-bumpy-cube (input 35.3), 31.2 to 34.1 on
+rx-torus, 10.9 to 11.5 on cheburashka, 25.0 to 27.45 on rx-cloth, up or equal on the rest, the mean
+smallest angle up or equal, the valence-6 share within 0.006 of what it was; alligator moves from
+22.14 to 22.19 only (input 30.1: caps beside its locked boundary).
 
 Preservation: boundary vertices, non-manifold vertices and the vertices of feature edges (dihedral
 angle above ``feature_angle``, measured after the sliver removal) are locked: they never move and
@@ -236,13 +236,18 @@ def _initial_surface(
 def _final_slivers(xp: ModuleType, S: Surface) -> tuple[Surface, dict[str, int]]:
     """The last relaxation's slivers removed (:func:`remove_slivers` with
     :data:`FINAL_SLIVER_ANGLE`): locked vertices stay, feature and seam edges are not flipped
-    (they are handed over as the edges never to flip)."""
-    T, done = remove_slivers(xp, replace(S, seam=S.feature), FINAL_SLIVER_ANGLE)
-    return replace(T, feature=S.feature, seam=S.seam), done
+    (the features, seams among them, are handed over as the edges never to flip). Both key sets
+    come back renumbered through the needle collapses: the removal renumbers its ``feature`` and
+    ``seam`` fields, so they go in swapped and come out swapped back (handing back the keys of
+    before left them naming the vertices before the collapses, and the angle repair then
+    flipped texture seams)."""
+    seam = S.seam if S.seam is not None else xp.zeros(0, dtype=xp.int64)
+    T, done = remove_slivers(xp, replace(S, feature=seam, seam=S.feature), FINAL_SLIVER_ANGLE)
+    return replace(T, feature=T.seam, seam=T.feature if S.seam is not None else None), done
 
 
-#: degrees: after the last iteration and the sliver removal, quads and faces whose smallest angle
-#: is below this are repaired (:func:`_angle_repair`)
+#: degrees: after the last iteration and the sliver removal, the free vertices of faces whose
+#: smallest angle is below this are moved (:func:`_angle_moves`)
 ANGLE_BOUND = 35.0
 #: degrees: the repair's flips take only quads whose smallest angle is below this (a flip for
 #: the angles may cost the valences what the valence flips gained)
@@ -287,8 +292,10 @@ def _angle_moves(
     :data:`ANGLE_BOUND`: each such vertex aims at the mean, over its faces, of the apex of the
     equilateral triangle on the face's opposite side (on the vertex's side, in the face's
     plane), a step of :data:`ANGLE_STEPS` of the way, tangentially (the vertex normal's part
-    removed), then onto the input surface. A move is kept only where it raises the smallest
-    angle of the vertex's faces and turns no face's normal by 60 degrees or more; the vertices
+    removed), then onto the input surface (with a projector; a move whose point finds no input
+    face within reach is not kept). A move is kept only where it raises the smallest angle of
+    the vertex's faces and turns no face's normal by 60 degrees or more (each face's own turn:
+    two faces of the vertex may turn apart); the vertices
     moved share no face (claimed worst first), so each check holds as made. Returns the
     surface and the moves."""
     V, F = S.V, S.F
@@ -328,11 +335,15 @@ def _angle_moves(
     size = xp.linalg.norm(Nf, axis=1)
     for step in ANGLE_STEPS:
         X = V[cand] + step * d
+        missed = None
         if projector is not None:
-            X = projector.nearest(X)[0]
+            X, _, _, found = projector.nearest(X)
+            missed = ~found[i]  # no input face within reach: the move is not kept
         Xc = X[i]
         n_new = xp.cross(P - Xc, Q - Xc)
         turned = (n_new * Nf).sum(axis=1) <= 0.5 * xp.linalg.norm(n_new, axis=1) * size
+        if missed is not None:
+            turned |= missed
         got = xp.full(c, 2.0)
         scatter_min(xp, got, i, xp.where(turned, -1.0, sin_min_angle(xp, Xc, P, Q)))
         better = got > best
@@ -515,11 +526,11 @@ OP = Operation(
     the last iteration the same removal runs once more on the faces whose smallest angle is
     below 20 degrees (features, seams and the boundary kept): the last relaxation can pull a
     vertex nearly onto the line of two locked neighbours. Then the faces still below 35 degrees
-    are repaired: flips that raise a quad's smallest angle without moving
-    its four vertices away from valence 6 (no feature or seam edge, no edge with a dihedral angle
-    above 30 degrees), and moves of their free vertices toward the equilateral apexes over their
-    faces' opposite sides, tangentially and back onto the input, kept only where the vertex's
-    worst face gets better.
+    are repaired: flips that raise a quad's smallest angle while the summed distance of its four
+    vertices' valences from 6 (4 on the boundary) does not grow (no feature or seam edge, no edge
+    with a dihedral angle above 30 degrees), and moves of their free vertices toward the
+    equilateral apexes over their faces' opposite sides, tangentially (and back onto the input
+    when ``project`` is set), kept only where the vertex's worst face gets better.
 
     Boundary vertices, non-manifold vertices and feature vertices (on edges with a dihedral
     angle above ``feature_angle``, measured after the sliver removal) never move or disappear;

@@ -219,3 +219,30 @@ def test_angle_moves_raise_each_moved_vertex_and_keep_locked_ones() -> None:
     whole = [sin_min_angle(np, X[F[:, 0]], X[F[:, 1]], X[F[:, 2]]).min() for X in (V, T.V)]
     assert whole[1] >= whole[0]
     assert np.allclose(T.V[:, 2], 0.0)  # a flat mesh stays flat (moves are tangential)
+
+
+def test_the_final_sliver_removal_hands_the_repair_renumbered_feature_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """rx-giraffe at a 20-degree feature angle: the last sliver removal collapses needles (the
+    vertices are renumbered); the feature keys the angle repair gets name edges of its surface,
+    and none of them is flipped away by it."""
+    import workers.engine.ops.isotropic_remesh as R
+    from workers.engine.dynamic._edges import edge_table
+
+    seen = []
+    repair = R._angle_repair
+
+    def watched(xp, S, projector):  # noqa: ANN001, ANN202
+        keys = S.feature.copy()
+        T, done = repair(xp, S, projector)
+        seen.append((keys, edge_table(np, S.F).key, edge_table(np, T.F).key))
+        return T, done
+
+    monkeypatch.setattr(R, "_angle_repair", watched)
+    _, rep = _remesh(welded("rx-giraffe.obj"), feature_angle=20.0)
+    assert rep["final_collapsed"] > 0 and rep["angle_flips"] > 0
+    keys, before, after = seen[0]
+    assert keys.shape[0] > 0
+    assert np.isin(keys, before).all()
+    assert np.isin(keys, after).all()
