@@ -212,14 +212,34 @@ def apply_flips(xp: ModuleType, F: Any, Q: Quads, edges: Any) -> Any:
     return F
 
 
+def quad_min_sines(xp: ModuleType, V: Any, Q: Quads) -> tuple[Any, Any]:
+    """``(old, new)`` (E,): the sine of the quad's smallest angle now and after a flip."""
+    Pa, Pb, Pc, Pd = V[Q.a], V[Q.b], V[Q.c], V[Q.d]
+    old = xp.minimum(sin_min_angle(xp, Pa, Pb, Pc), sin_min_angle(xp, Pb, Pa, Pd))
+    new = xp.minimum(sin_min_angle(xp, Pa, Pd, Pc), sin_min_angle(xp, Pb, Pc, Pd))
+    return old, new
+
+
 def keeps_angles(xp: ModuleType, V: Any, Q: Quads, sin_bound: float) -> Any:
     """(E,) bool: the flip leaves the quad's smallest angle at least ``min(before, bound)``
     (``sin_bound``: the sine of the bound), so a flip never makes a sliver out of a good quad
     nor a worse sliver out of a bad one."""
-    Pa, Pb, Pc, Pd = V[Q.a], V[Q.b], V[Q.c], V[Q.d]
-    old = xp.minimum(sin_min_angle(xp, Pa, Pb, Pc), sin_min_angle(xp, Pb, Pa, Pd))
-    new = xp.minimum(sin_min_angle(xp, Pa, Pd, Pc), sin_min_angle(xp, Pb, Pc, Pd))
+    old, new = quad_min_sines(xp, V, Q)
     return new >= xp.minimum(old, sin_bound)
+
+
+def valence_deviations(xp: ModuleType, Q: Quads, val: Any, on_boundary: Any) -> tuple[Any, Any]:
+    """``(before, after)`` (E,): the summed distance of the quad's four valences from their
+    targets (6 inside, 4 on the boundary) now and after a flip (``a``, ``b`` lose an edge,
+    ``c``, ``d`` gain one)."""
+    target = xp.where(on_boundary, 4, 6)
+
+    def dev(v: Any, delta: int) -> Any:
+        return xp.abs(val[v] + delta - target[v])
+
+    before = dev(Q.a, 0) + dev(Q.b, 0) + dev(Q.c, 0) + dev(Q.d, 0)
+    after = dev(Q.a, -1) + dev(Q.b, -1) + dev(Q.c, 1) + dev(Q.d, 1)
+    return before, after
 
 
 def valence_flip_round(
@@ -258,13 +278,7 @@ def _valence_candidates(
     kernel thread per edge (``kernels/flip.cu``), the same candidates and gains."""
     if xp.__name__ == "cupy":
         return _valence_candidates_kernel(xp, V, E, Q, feature, val, on_boundary, sin_bound)
-    target = xp.where(on_boundary, 4, 6)
-
-    def dev(v: Any, delta: int) -> Any:
-        return xp.abs(val[v] + delta - target[v])
-
-    before = dev(Q.a, 0) + dev(Q.b, 0) + dev(Q.c, 0) + dev(Q.d, 0)
-    after = dev(Q.a, -1) + dev(Q.b, -1) + dev(Q.c, 1) + dev(Q.d, 1)
+    before, after = valence_deviations(xp, Q, val, on_boundary)
     gain = before - after
     is_feature = edge_lookup(xp, feature, E.key)[0]
     cand = (Q.reason == OK) & ~is_feature & (gain > 0)
@@ -309,22 +323,12 @@ def angle_flip_round(
     the surface) is a candidate when the quad's smallest angle after it is larger and its four
     vertices stay as near their valence targets as before (:func:`valence_flip_round`'s
     deviation, boundary vertices aiming at 4, does not grow); candidates claim their four
-    vertices, worst quad first. Returns
-    ``(F, flips)``."""
+    vertices, worst quad first. Returns ``(F, flips)``."""
     E = edge_table(xp, F)
     n = int(V.shape[0])
     Q = flip_quads(xp, V, F, E, max_dihedral, feature)
-    Pa, Pb, Pc, Pd = V[Q.a], V[Q.b], V[Q.c], V[Q.d]
-    old = xp.minimum(sin_min_angle(xp, Pa, Pb, Pc), sin_min_angle(xp, Pb, Pa, Pd))
-    new = xp.minimum(sin_min_angle(xp, Pa, Pd, Pc), sin_min_angle(xp, Pb, Pc, Pd))
-    val = valence(xp, E, n)
-    target = xp.where(boundary_vertices(xp, E, n), 4, 6)
-
-    def dev(v: Any, delta: int) -> Any:
-        return xp.abs(val[v] + delta - target[v])
-
-    before = dev(Q.a, 0) + dev(Q.b, 0) + dev(Q.c, 0) + dev(Q.d, 0)
-    after = dev(Q.a, -1) + dev(Q.b, -1) + dev(Q.c, 1) + dev(Q.d, 1)
+    old, new = quad_min_sines(xp, V, Q)
+    before, after = valence_deviations(xp, Q, valence(xp, E, n), boundary_vertices(xp, E, n))
     cand = (Q.reason == OK) & (old < math.sin(math.radians(bound))) & (new > old)
     cand &= after <= before
     priority = float_priority(xp, old, larger_first=False)

@@ -246,12 +246,9 @@ def _final_slivers(xp: ModuleType, S: Surface) -> tuple[Surface, dict[str, int]]
     return replace(T, feature=T.seam, seam=T.feature if S.seam is not None else None), done
 
 
-#: degrees: after the last iteration and the sliver removal, the free vertices of faces whose
-#: smallest angle is below this are moved (:func:`_angle_moves`)
+#: degrees: after the last iteration and the sliver removal, quads whose smallest angle is below
+#: this are flipped and the free vertices of such faces moved (:func:`_angle_repair`)
 ANGLE_BOUND = 35.0
-#: degrees: the repair's flips take only quads whose smallest angle is below this (a flip for
-#: the angles may cost the valences what the valence flips gained)
-ANGLE_FLIP_BOUND = 35.0
 #: passes of :func:`_angle_repair` at most (a round of flips and a round of moves each). One: on
 #: the shared meshes a second pass raised no smallest angle by more than 0.4 degrees (rx-torus
 #: 34.1 with one, 34.5 with five), and five passes cost 15 % of a remesh's time at 4.4M faces
@@ -274,9 +271,7 @@ def _angle_repair(
     the surface and ``{"flips", "moves"}``."""
     done = {"flips": 0, "moves": 0}
     for _ in range(ANGLE_PASSES):
-        S.F, flips = angle_flip_round(
-            xp, S.V, S.F, S.feature, ANGLE_FLIP_BOUND, ANGLE_FLIP_DIHEDRAL
-        )
+        S.F, flips = angle_flip_round(xp, S.V, S.F, S.feature, ANGLE_BOUND, ANGLE_FLIP_DIHEDRAL)
         S, moves = _angle_moves(xp, S, projector)
         done["flips"] += flips
         done["moves"] += moves
@@ -335,17 +330,15 @@ def _angle_moves(
     size = xp.linalg.norm(Nf, axis=1)
     for step in ANGLE_STEPS:
         X = V[cand] + step * d
-        missed = None
         if projector is not None:
             X, _, _, found = projector.nearest(X)
-            missed = ~found[i]  # no input face within reach: the move is not kept
         Xc = X[i]
         n_new = xp.cross(P - Xc, Q - Xc)
-        turned = (n_new * Nf).sum(axis=1) <= 0.5 * xp.linalg.norm(n_new, axis=1) * size
-        if missed is not None:
-            turned |= missed
+        refused = (n_new * Nf).sum(axis=1) <= 0.5 * xp.linalg.norm(n_new, axis=1) * size
+        if projector is not None:
+            refused |= ~found[i]  # no input face within reach: the move is not kept
         got = xp.full(c, 2.0)
-        scatter_min(xp, got, i, xp.where(turned, -1.0, sin_min_angle(xp, Xc, P, Q)))
+        scatter_min(xp, got, i, xp.where(refused, -1.0, sin_min_angle(xp, Xc, P, Q)))
         better = got > best
         best = xp.where(better, got, best)
         best_at = xp.where(better[:, None], X, best_at)
