@@ -425,7 +425,7 @@ def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any,
     """Face → patch labels by space-filling curve: faces in Morton order (:func:`morton_rank`)
     cut into runs of ``patch_size``, each run split into its edge-connected pieces (a run of a
     Z-order curve may touch several pieces of surface), then small pieces merged into a
-    neighbour (:func:`_merge_small`). No piece ever exceeds ``patch_size``, so nothing is cut
+    neighbour (:func:`_merge_pieces`). No piece ever exceeds ``patch_size``, so nothing is cut
     afterwards. Patches are numbered in Morton order of their first face. No iteration over
     rings, hence fast (and on a GPU two kernels, :func:`_run_roots`); patches are less round
     than Lloyd's (more ribbon). Returns labels, the pieces merged, 0 and each patch's number of
@@ -446,15 +446,7 @@ def morton_patches(xp: ModuleType, mesh: TriMesh, patch_size: int) -> tuple[Any,
     # within one piece never merges anything, and most pairs are such)
     pa, pb = _piece_pairs(xp, mesh.topology, label)
     leaving = (sizes < patch_size // 4)[pa]
-    pa, pb = pa[leaving], pb[leaving]
-    piece = xp.arange(first.shape[0], dtype=xp.int64)  # each first piece's piece now
-    merges = 0
-    for _ in range(MERGE_ROUNDS):
-        new, sizes, first, merged = _merge_small(xp, sizes, first, piece[pa], piece[pb], patch_size)
-        if not merged:
-            break
-        piece = new[piece]
-        merges += merged
+    piece, merges, sizes = _merge_pieces(xp, sizes, pa[leaving], pb[leaving], patch_size)
     return piece[label], merges, 0, sizes
 
 
@@ -516,53 +508,61 @@ def _run_roots(xp: ModuleType, mesh: TriMesh, order: Any, rank: Any, size: int) 
     return first[comp][order], None
 
 
-def _merge_small(
-    xp: ModuleType, sizes: Any, first: Any, a: Any, b: Any, limit: int
-) -> tuple[Any, Any, Any, int]:
-    """One round of merging pieces (``sizes`` faces each, first Morton positions ``first``,
-    ascending; ``a[i]`` and ``b[i]`` pieces that share an edge): every piece of fewer than
+def _merge_pieces(xp: ModuleType, sizes: Any, a: Any, b: Any, limit: int) -> tuple[Any, int, Any]:
+    """Merge small pieces into their neighbours: pieces numbered in the order of their first
+    Morton position with ``sizes`` faces each, ``a[i]`` and ``b[i]`` pieces that share an edge.
+    Each of :data:`MERGE_ROUNDS` rounds: every piece of fewer than
     ``limit // 4`` faces picks the smallest-numbered neighbouring piece of at least that size
     with which it fits ``limit``; the pieces that picked one piece join it in the order of their
     numbers while the total fits (the rest wait for the next round). Pieces stay connected (they
-    join across an edge a piece that does not move) and within ``limit``; the merged pieces are
-    numbered by their first position. Returns the new number of each piece, the new sizes and
-    first positions, and the pieces merged (0: nothing changed)."""
-    k = int(first.shape[0])
-    small = sizes < limit // 4
-    pick = small[a] & ~small[b]
-    a, b = a[pick], b[pick]
-    fits = sizes[a] + sizes[b] <= limit
-    target = xp.full(k, k, dtype=xp.int64)
-    scatter_min(xp, target, a[fits], b[fits])
-    movers = xp.nonzero(target < k)[0]
-    if movers.shape[0] == 0:
-        return None, sizes, first, 0
-    # per target, its movers in order of number; admitted while the running total fits
-    t = target[movers]
-    o = xp.argsort(t * k + movers)
-    movers, t = movers[o], t[o]
-    sz = sizes[movers]
-    total = xp.cumsum(sz)
-    head = xp.ones(movers.shape[0], dtype=bool)
-    head[1:] = t[1:] != t[:-1]
-    group = xp.cumsum(head) - 1
-    before = (total - sz)[head][group]  # the total of earlier targets' movers
-    admit = sizes[t] + (total - before) <= limit
-    n_moved = int(admit.sum())
-    if n_moved == 0:
-        return None, sizes, first, 0
-    new = xp.arange(k, dtype=xp.int64)
-    new[movers[admit]] = t[admit]
-    new_first = first.copy()
-    scatter_min(xp, new_first, new, first)
-    kept = xp.nonzero(new == xp.arange(k, dtype=xp.int64))[0]
-    by_first = xp.argsort(new_first[kept])
-    renumber = xp.empty(k, dtype=xp.int64)
-    renumber[kept[by_first]] = xp.arange(kept.shape[0], dtype=xp.int64)
-    new = renumber[new]
-    new_sizes = xp.zeros(kept.shape[0], dtype=xp.int64)
-    scatter_add(xp, new_sizes, new, sizes)
-    return new, new_sizes, new_first[kept][by_first], n_moved
+    join across an edge a piece that does not move) and within ``limit``; merged pieces are
+    numbered by their first position. Returns each piece's merged piece, the pieces merged and
+    the merged pieces' sizes.
+
+    Written for the GPU without host round trips: a merged piece goes by the smallest number
+    among its pieces (whose order is the order of the first positions), so every round works on
+    arrays over the first pieces, with masks instead of compaction, and the numbering is made
+    once at the end (one transfer for the whole merge; a round with nothing to merge changes
+    nothing)."""
+    k = int(sizes.shape[0])
+    i64 = xp.int64
+    ids = xp.arange(k, dtype=i64)
+    group = ids.copy()  # each piece's merged piece: the smallest piece number in it
+    sizes = sizes.astype(i64)  # by merged piece; 0 where a piece joined another
+    alive = xp.ones(k, dtype=bool)
+    moved = xp.zeros(1, dtype=i64)
+    quarter = limit // 4
+    for _ in range(MERGE_ROUNDS):
+        ga, gb = group[a], group[b]
+        small = alive & (sizes < quarter)
+        ok = small[ga] & ~small[gb] & (sizes[ga] + sizes[gb] <= limit)
+        target = xp.full(k, k, dtype=i64)
+        scatter_min(xp, target, ga, xp.where(ok, gb, k))
+        mover = target < k
+        # movers by target, then number; each admitted while its target's total fits: its own
+        # running total is the sum over movers so far less that of the earlier targets' movers
+        o = xp.argsort(xp.where(mover, target, k) * k + ids)
+        t = target[o]
+        sz = xp.where(mover, sizes, 0)[o]
+        per_target = xp.zeros(k + 1, dtype=i64)
+        scatter_add(xp, per_target, t, sz)
+        earlier = xp.cumsum(per_target) - per_target
+        tc = xp.minimum(t, k - 1)
+        admit = (t < k) & (sizes[tc] + xp.cumsum(sz) - earlier[t] <= limit)
+        new = ids.copy()
+        scatter_min(xp, new, xp.where(admit, tc, 0), xp.where(admit, o, k))
+        new[o] = xp.where(admit, new[tc], new[o])
+        group = new[group]
+        merged_sizes = xp.zeros(k, dtype=i64)
+        scatter_add(xp, merged_sizes, new, sizes)
+        sizes = merged_sizes
+        alive &= new == ids
+        moved += admit.sum()
+    number = xp.cumsum(alive) - 1
+    n_pieces, merges = (int(x) for x in xp.concatenate([number[-1:] + 1, moved]).tolist())
+    out = xp.zeros(n_pieces + 1, dtype=i64)
+    out[xp.where(alive, number, n_pieces)] = sizes
+    return number[group], merges, out[:n_pieces]
 
 
 # --------------------------------------------------------------------------------- structure

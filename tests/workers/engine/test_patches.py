@@ -158,16 +158,35 @@ def test_gpu_rows_that_overflow_the_kernel_buffers_fall_back_to_the_array_code(m
 def test_small_pieces_join_in_order_of_number_while_the_total_fits():
     """Three small pieces (under a quarter of 128 faces) next to one big piece: the first fits
     (100 + 20), the second would not (+ 30), and the third waits behind it (the running total
-    counts the second); the merged pieces are renumbered by their first Morton position."""
-    from workers.engine.patches import _merge_small
+    counts the second), and in later rounds neither fits the grown piece; a small piece that
+    joins a bigger one of a larger number gives the merged piece its own number (pieces are
+    numbered by their first Morton position)."""
+    from workers.engine.patches import MERGE_ROUNDS, _merge_pieces
 
     sizes = np.array([100, 20, 30, 10])
-    first = np.array([0, 5, 3, 9])  # first Morton positions of the pieces
     a, b = np.array([1, 2, 3, 0, 0, 0]), np.array([0, 0, 0, 1, 2, 3])  # pieces across edges
-    new, sizes2, first2, moved = _merge_small(np, sizes, first, a, b, 128)
+    piece, moved, sizes2 = _merge_pieces(np, sizes, a, b, 128)
     assert moved == 1
-    np.testing.assert_array_equal(new, [0, 0, 1, 2])
+    np.testing.assert_array_equal(piece, [0, 0, 1, 2])
     np.testing.assert_array_equal(sizes2, [120, 30, 10])
-    np.testing.assert_array_equal(first2, [0, 3, 9])
-    # a round with nothing that fits changes nothing
-    assert _merge_small(np, sizes2, first2, np.array([1, 2]), np.array([0, 0]), 128)[3] == 0
+    # nothing fits: nothing changes
+    piece, moved, sizes2 = _merge_pieces(
+        np, np.array([120, 30, 10]), np.array([1, 2]), np.array([0, 0]), 128
+    )
+    assert moved == 0
+    np.testing.assert_array_equal(piece, [0, 1, 2])
+    # piece 0 joins piece 1 and piece 3 joins piece 2, in one round
+    sizes = np.array([10, 100, 50, 5])
+    a, b = np.array([0, 1, 3, 2]), np.array([1, 0, 2, 3])
+    piece, moved, sizes2 = _merge_pieces(np, sizes, a, b, 128)
+    np.testing.assert_array_equal(piece, [0, 0, 1, 1])
+    np.testing.assert_array_equal(sizes2, [110, 55])
+    assert moved == 2
+    # piece 0 touches only the small piece 1, which joins piece 2 first: piece 0 follows in
+    # the next round, into the merged piece (numbered by its first piece, 1)
+    assert MERGE_ROUNDS >= 2
+    a, b = np.array([0, 1, 1, 2]), np.array([1, 0, 2, 1])
+    piece, moved, sizes2 = _merge_pieces(np, np.array([10, 20, 90]), a, b, 128)
+    np.testing.assert_array_equal(piece, [0, 0, 0])
+    np.testing.assert_array_equal(sizes2, [120])
+    assert moved == 2
