@@ -474,7 +474,7 @@ def _run_roots(xp: ModuleType, mesh: TriMesh, order: Any, rank: Any, size: int) 
     (the array code: the caller counts the labels)."""
     topo = mesh.topology
     m = mesh.n_faces
-    if xp.__name__ == "cupy" and size <= RUN_KERNEL_MAX:
+    if xp.__name__ == "cupy" and size <= RUN_KERNEL_MAX and 3 * m < 2**31:
         from .kernels.loader import load_kernel
 
         cp = xp
@@ -482,17 +482,18 @@ def _run_roots(xp: ModuleType, mesh: TriMesh, order: Any, rank: Any, size: int) 
         size_at = cp.empty(m, dtype=cp.int64)
         kern = load_kernel("patching", "run_pieces")
         runs = (m + size - 1) // size
+        i32 = cp.int32
         kern(
             (runs,),
             (min(256, -(-size // 32) * 32),),
             (
                 order,
-                rank,
+                cp.ascontiguousarray(rank, dtype=i32),
                 cp.int64(m),
-                cp.int32(size),
-                cp.ascontiguousarray(topo.FE, dtype=cp.int32),
-                cp.ascontiguousarray(topo.ef_offsets, dtype=cp.int64),
-                cp.ascontiguousarray(topo.ef_sides, dtype=cp.int64),
+                i32(size),
+                cp.ascontiguousarray(topo.FE, dtype=i32),
+                cp.ascontiguousarray(topo.ef_offsets, dtype=i32),
+                cp.ascontiguousarray(topo.ef_sides, dtype=i32),
                 root,
                 size_at,
             ),
@@ -781,18 +782,20 @@ def _rows_device(mesh: TriMesh, label: Any, k: int, sizes: Any) -> dict[str, Any
 
     topo = mesh.topology
     m, n, ne = mesh.n_faces, mesh.n_vertices, topo.n_edges
-    if k == 0 or max(m, n, ne) >= 2**31 - 1:
+    if k == 0 or max(3 * m, n, ne) >= 2**31 - 1:
         return None
     i64, i32, u64 = cp.int64, cp.int32, np.uint64
     fsorted = order_by(cp, label, k)  # owned faces by patch, then id
     own_off = cp.zeros(k + 1, dtype=i64)
     own_off[1:] = cp.cumsum(sizes)
-    vf_off, vf_faces = topo.vf()
-    vf_off = cp.ascontiguousarray(vf_off, dtype=i64)
-    vf_faces = cp.ascontiguousarray(vf_faces, dtype=i64)
     vertex_owner, edge_owner, _ = _owners(cp, topo, label)
-    ef_off = cp.ascontiguousarray(topo.ef_offsets, dtype=i64)
-    ef_sides = cp.ascontiguousarray(topo.ef_sides, dtype=i64)
+    # the gathered index arrays as 32-bit copies (kernels/patching.cu says why)
+    vf_off, vf_faces = (cp.ascontiguousarray(a, dtype=i32) for a in topo.vf())
+    ef_off = cp.ascontiguousarray(topo.ef_offsets, dtype=i32)
+    ef_sides = cp.ascontiguousarray(topo.ef_sides, dtype=i32)
+    label32, vo32, eo32 = (
+        cp.ascontiguousarray(a, dtype=i32) for a in (label, vertex_owner, edge_owner)
+    )
     F = cp.ascontiguousarray(mesh.F, dtype=i32)
     FE = cp.ascontiguousarray(topo.FE, dtype=i32)
     EV = cp.ascontiguousarray(topo.EV, dtype=i32)
@@ -815,8 +818,8 @@ def _rows_device(mesh: TriMesh, label: Any, k: int, sizes: Any) -> dict[str, Any
         kern(
             (k,),
             (ROW_THREADS,),
-            (i64(k), fsorted, own_off, label, F, FE, EV, vf_off, vf_faces, ef_off, ef_sides)
-            + (vertex_owner, edge_owner, counts, overflow, pool, u64(cap32), used[0:1], pool16)
+            (i64(k), fsorted, own_off, label32, F, FE, EV, vf_off, vf_faces, ef_off, ef_sides)
+            + (vo32, eo32, counts, overflow, pool, u64(cap32), used[0:1], pool16)
             + (u64(cap16), used[1:2], base, rows["face_local"], rows["vertex_local"])
             + (rows["edge_local"],),
             shared_mem=smem,

@@ -1,5 +1,7 @@
 // patching.cu: the two kernels of patching on the GPU (workers/engine/patches.py), each the same
-// result as the array code it replaces, bit for bit.
+// result as the array code it replaces, bit for bit. The index arrays they gather from at random
+// (ranks, labels, owners, the VF and EF rows) come as 32-bit copies: on a shuffled mesh the
+// gathers miss the cache, and half the bytes keep more of them in L2.
 //
 // run_pieces: one block per run of S consecutive faces in Morton order; the run's faces are
 //   joined through the face graph (faces consecutive around an edge, as face_adjacency chains
@@ -49,10 +51,9 @@ __device__ __forceinline__ void unite(int* parent, int a, int b) {
 }
 
 extern "C" __global__ void run_pieces(const long long* __restrict__ order,
-                                      const long long* __restrict__ rank, long long m, int S,
-                                      const int* __restrict__ FE,
-                                      const long long* __restrict__ ef_off,
-                                      const long long* __restrict__ ef_sides,
+                                      const int* __restrict__ rank, long long m, int S,
+                                      const int* __restrict__ FE, const int* __restrict__ ef_off,
+                                      const int* __restrict__ ef_sides,
                                       long long* __restrict__ root_of_pos,
                                       long long* __restrict__ size_at_pos) {
   extern __shared__ int parent[];  // S parents, then S counts
@@ -218,11 +219,11 @@ __device__ __forceinline__ int lower_bound(const unsigned* keys, int n, unsigned
 // ---------------------------------------------------------------------------------- patch rows
 extern "C" __global__ void patch_rows(
     long long n_patches, const long long* __restrict__ fsorted,
-    const long long* __restrict__ own_off, const long long* __restrict__ label,
+    const long long* __restrict__ own_off, const int* __restrict__ label,
     const int* __restrict__ F, const int* __restrict__ FE, const int* __restrict__ EV,
-    const long long* __restrict__ vf_off, const long long* __restrict__ vf_faces,
-    const long long* __restrict__ ef_off, const long long* __restrict__ ef_sides,
-    const long long* __restrict__ vertex_owner, const long long* __restrict__ edge_owner,
+    const int* __restrict__ vf_off, const int* __restrict__ vf_faces,
+    const int* __restrict__ ef_off, const int* __restrict__ ef_sides,
+    const int* __restrict__ vertex_owner, const int* __restrict__ edge_owner,
     long long* __restrict__ counts, int* __restrict__ overflow, unsigned* __restrict__ pool,
     unsigned long long pool_cap, unsigned long long* pool_used,
     unsigned short* __restrict__ pool16, unsigned long long pool16_cap,
