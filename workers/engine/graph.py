@@ -185,9 +185,27 @@ def label_propagation(xp: ModuleType, n: int, i: Any, j: Any) -> Any:
             parent = grand
 
 
+#: flips the 63 low bits of a negative float64's pattern: the signed integers then order as
+#: the floats do (:func:`scatter_min`)
+_LOW63 = (1 << 63) - 1
+
+
 def scatter_min(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
     """``out[idx[k]] = min(out[idx[k]], val[k])`` in place, repeated indices included. ``out``
-    must be a 32- or 64-bit type (CuPy refuses int8, bool...)."""
+    must be a 32- or 64-bit type (CuPy refuses int8, bool...).
+
+    On CuPy a float64 ``out`` goes through int64 keys that order as the floats do (the bit
+    pattern, its low bits flipped where negative), the same values as NumPy's: CuPy's own
+    float64 scatter-min came back rounded to float32 (differences of 3e-8 in sines of angles,
+    which made a comparison for equality with the values scattered fail on the GPU only)."""
+    if xp.__name__ == "cupy" and out.dtype == xp.float64:
+        key = xp.ascontiguousarray(out).view(xp.int64)
+        key = xp.where(key < 0, key ^ _LOW63, key)
+        v = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(val, dtype=xp.float64), idx.shape))
+        v = v.view(xp.int64)
+        scatter_min(xp, key, idx, xp.where(v < 0, v ^ _LOW63, v))
+        out[...] = xp.where(key < 0, key ^ _LOW63, key).view(xp.float64)
+        return
     at = getattr(xp.minimum, "at", None)
     if at is not None:  # NumPy, and CuPy from version 14
         at(out, idx, val)

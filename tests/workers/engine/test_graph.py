@@ -269,6 +269,45 @@ def test_counts_on_the_gpu_is_bincount(case: int) -> None:
     np.testing.assert_array_equal(got, np.bincount(x, minlength=n), err_msg=name)
 
 
+def _scatter_min_case() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """float64 values of both signs, many of them within a float32 rounding of each other, into
+    few slots (repeated indices), and a start with infinities and zeros of both signs."""
+    rng = np.random.default_rng(11)
+    val = rng.normal(size=200_000) * 10.0 ** rng.integers(-12, 12, 200_000)
+    val[::7] = 0.5 + rng.integers(0, 50, val[::7].shape[0]) * 1e-12  # float32 cannot tell them
+    idx = rng.integers(0, 1000, 200_000)
+    out = np.full(1003, np.inf)
+    out[::5] = np.resize([-np.inf, 0.0, -0.0, 1e300, -1e-300], out[::5].shape[0])
+    return out, idx, val
+
+
+def test_scatter_min_is_minimum_at() -> None:
+    out, idx, val = _scatter_min_case()
+    want = out.copy()
+    np.minimum.at(want, idx, val)
+    graph.scatter_min(np, out, idx, val)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.gpu
+def test_scatter_min_on_the_gpu_keeps_float64_exact() -> None:
+    """The GPU's float64 scatter-min equals NumPy's bit for bit (CuPy's own rounded to float32),
+    and an integer one is unchanged."""
+    import cupy as cp
+
+    out, idx, val = _scatter_min_case()
+    want = out.copy()
+    np.minimum.at(want, idx, val)
+    got = cp.asarray(out)
+    graph.scatter_min(cp, got, cp.asarray(idx), cp.asarray(val))
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
+    ints = cp.full(1000, 1 << 40, dtype=cp.int64)
+    graph.scatter_min(cp, ints, cp.asarray(idx), cp.asarray(np.arange(200_000) - 7))
+    want_i = np.full(1000, 1 << 40, dtype=np.int64)
+    np.minimum.at(want_i, idx, np.arange(200_000) - 7)
+    np.testing.assert_array_equal(cp.asnumpy(ints), want_i)
+
+
 N_ENDS = 5000
 
 
