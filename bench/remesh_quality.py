@@ -2,7 +2,8 @@
 
 Same input, same target edge length L (``--relative`` times the input's mean edge length), same
 number of iterations, same feature angle; for each remesher: faces, edge length mean/L and
-coefficient of variation, minimum angle, mean per-face minimum angle, fraction of interior vertices
+coefficient of variation, minimum angle, mean per-face minimum angle, share of faces whose smallest
+angle is below 30 degrees, fraction of interior vertices
 at valence 6, Euler characteristic, edges with more than two faces, and wall time (best of
 ``--repeat``). Quality figures are measured by one function (``ops.isotropic_remesh.quality``) on
 every output. The libraries are used when they import; a missing one is skipped with a note. Writes
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from workers.engine.dynamic._edges import edge_table
+from workers.engine.dynamic._edges import edge_table, sin_min_angle
 from workers.engine.mesh import TriMesh
 from workers.engine.ops.isotropic_remesh import quality
 
@@ -106,6 +107,7 @@ def measure(V: np.ndarray, F: np.ndarray, L: float) -> dict[str, Any]:
         "edge_length_cv": q["edge_length_cv"],
         "min_angle": q["min_angle"],
         "mean_min_angle": q["mean_min_angle"],
+        "below_30": float(np.mean(sin_min_angle(np, *(V[F[:, k]] for k in range(3))) < 0.5)),
         "valence_6": q["valence_6_fraction"],
         "euler": int(used.sum()) - E.n_edges + len(F),
         "nonmanifold_edges": int((np.asarray(E.count) > 2).sum()),
@@ -165,7 +167,7 @@ def main() -> None:
                 rows.append({"mesh": name, "remesher": lib, "skipped": refused})
                 continue
             rows.append({"mesh": name, "remesher": lib, "seconds": best, **measure(*out, L)})
-    cols = ["faces", "mean_over_L", "edge_length_cv", "min_angle", "mean_min_angle"]
+    cols = ["faces", "mean_over_L", "edge_length_cv", "min_angle", "mean_min_angle", "below_30"]
     cols += ["valence_6", "euler", "nonmanifold_edges", "seconds"]
     head = "| mesh | remesher | " + " | ".join(cols) + " |"
     lines = [head, "|" + "---|" * (len(cols) + 2)]

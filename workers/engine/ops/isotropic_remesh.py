@@ -35,14 +35,18 @@ scan's 0.044 degree sliver (rx-giraffe) came back unchanged; now the output's mi
 degrees. After the last iteration, faces whose smallest angle is below
 :data:`FINAL_SLIVER_ANGLE` go the same way (features, seams and the boundary kept): the last
 relaxation leaves caps beside locked vertices. Last, the faces still below :data:`ANGLE_BOUND` are
-repaired (:func:`_angle_repair`): flips that raise a quad's smallest angle while its vertices'
-summed distance from valence 6 (4 on the boundary) does not grow, and vertex moves toward the
-equilateral apexes over their faces' opposite sides, kept only where the vertex's worst face gets
-better. On the shared meshes (``python -m bench.remesh_quality``, development machine) the output's
-smallest angle went from 22.9 to 29.8 degrees on rx-bumpy-cube (input 35.3), 31.2 to 34.1 on
-rx-torus, 10.9 to 11.5 on cheburashka, 25.0 to 27.45 on rx-cloth, up or equal on the rest, the mean
-smallest angle up or equal, the valence-6 share within 0.006 of what it was; alligator moves from
-22.14 to 22.19 only (input 30.1: caps beside its locked boundary).
+repaired (:func:`_angle_repair`), in up to :data:`ANGLE_PASSES` passes: flips that raise a quad's
+smallest angle while its vertices' summed distance from valence 6 (4 on the boundary) does not
+grow, and vertex moves, each vertex to the best of nine points (toward the mean equilateral apex
+over its faces' opposite sides, the apex over its worst face's, and its ring's centre, three step
+lengths each), kept only where the vertex's worst face gets better. On the shared meshes
+(``python -m bench.remesh_quality``, development machine), against one pass toward the mean apex
+alone: the output's smallest angle 22.2 -> 29.2 degrees on alligator (input 30.1), 29.8 -> 35.0 on
+rx-bumpy-cube (input 35.3), 27.5 -> 33.5 on rx-cloth, 13.4 -> 16.1 on spot, 7.8 -> 9.2 on teapot,
+34.1 -> 35.1 on rx-torus, up or equal on the rest; fewer faces below 30 degrees (cow 7.5 -> 6.5 %,
+rx-dragon 4.0 -> 2.7 %), for a mean smallest angle lower by up to 0.7 degrees (rx-dragon 49.9 ->
+49.3: a move raises its vertex's worst face at the others' expense) and the valence-6 share as it
+was.
 
 Preservation: boundary vertices, non-manifold vertices and the vertices of feature edges (dihedral
 angle above ``feature_angle``, measured after the sliver removal) are locked: they never move and
@@ -249,11 +253,11 @@ def _final_slivers(xp: ModuleType, S: Surface) -> tuple[Surface, dict[str, int]]
 #: degrees: after the last iteration and the sliver removal, quads whose smallest angle is below
 #: this are flipped and the free vertices of such faces moved (:func:`_angle_repair`)
 ANGLE_BOUND = 35.0
-#: passes of :func:`_angle_repair` at most (a round of flips and a round of moves each). One: on
-#: the shared meshes a second pass raised no smallest angle by more than 0.4 degrees (rx-torus
-#: 34.1 with one, 34.5 with five), and five passes cost 15 % of a remesh's time at 4.4M faces
-#: on an H100 (five passes: 1.85-1.95 s against 1.60-1.65 s without, 03fe0a6)
-ANGLE_PASSES = 1
+#: passes of :func:`_angle_repair` at most (a round of flips and a round of moves each): the
+#: moves of one pass share no face, so a vertex beside a moved one waits for the next; smallest
+#: angle on the shared meshes after one, two and three passes: alligator 22.4, 28.3, 29.2
+#: degrees, rx-bumpy-cube 31.0, 33.8, 35.0, rx-cloth 29.8, 33.2, 33.5
+ANGLE_PASSES = 3
 #: degrees: the repair flips no edge whose dihedral angle is larger (the surface would change)
 ANGLE_FLIP_DIHEDRAL = 30.0
 #: the steps tried toward a vertex's target (fractions of the way), the best one kept
@@ -284,11 +288,13 @@ def _angle_moves(
     xp: ModuleType, S: Surface, projector: SurfaceProjector | None
 ) -> tuple[Surface, int]:
     """One round of moves of the free vertices of faces whose smallest angle is below
-    :data:`ANGLE_BOUND`: each such vertex aims at the mean, over its faces, of the apex of the
-    equilateral triangle on the face's opposite side (on the vertex's side, in the face's
-    plane), a step of :data:`ANGLE_STEPS` of the way, tangentially (the vertex normal's part
-    removed), then onto the input surface (with a projector; a move whose point finds no input
-    face within reach is not kept). A move is kept only where it raises the smallest angle of
+    :data:`ANGLE_BOUND`: each such vertex tries three targets, the mean over its faces of the
+    apex of the equilateral triangle on the face's opposite side (on the vertex's side, in the
+    face's plane), that apex for its worst face alone, and the mean of the opposite sides'
+    midpoints (the ring's centre), each a step of :data:`ANGLE_STEPS` of the way, tangentially
+    (the vertex normal's part removed), then onto the input surface (with a projector; a point
+    that finds no input face within reach is not kept), and takes the point whose worst face is
+    best. A move is kept only where it raises the smallest angle of
     the vertex's faces and turns no face's normal by 60 degrees or more (each face's own turn:
     two faces of the vertex may turn apart); the vertices
     moved share no face (claimed worst first), so each check holds as made. Returns the
@@ -318,30 +324,41 @@ def _angle_moves(
     perp /= xp.maximum(xp.linalg.norm(perp, axis=1), 1e-300)[:, None]
     side = xp.where(((V[Fr[corner]] - mid) * perp).sum(axis=1) < 0, -1.0, 1.0)
     apex = mid + (side * (math.sqrt(3.0) / 2.0) * xp.linalg.norm(e, axis=1))[:, None] * perp
-    target = xp.stack([sums(xp, i, apex[:, j], c) for j in range(3)], axis=1)
-    target /= counts(xp, i, c)[:, None]
-    nv = xp.stack([sums(xp, i, Nf[:, j], c) for j in range(3)], axis=1)
-    nv /= xp.maximum(xp.linalg.norm(nv, axis=1), 1e-300)[:, None]
-    d = target - V[cand]
-    d -= (d * nv).sum(axis=1)[:, None] * nv
+    n_faces = counts(xp, i, c)[:, None]
     old = xp.full(c, 2.0)
     scatter_min(xp, old, i, smin[f])
-    best, best_at = old, V[cand]
+    # the targets: the mean apex, the apex over the worst face's opposite side (the first such
+    # corner where several faces tie) and the mean of the opposite sides' midpoints (the ring's
+    # centre)
+    worst = xp.full(c, corner.shape[0], dtype=xp.int64)
+    at = xp.arange(corner.shape[0], dtype=xp.int64)
+    scatter_min(xp, worst, i, xp.where(smin[f] == old[i], at, corner.shape[0]))
+
+    def mean(x: Any) -> Any:
+        return xp.stack([sums(xp, i, x[:, j], c) for j in range(3)], axis=1) / n_faces
+
+    targets = (mean(apex), apex[worst], mean(mid))
+    nv = xp.stack([sums(xp, i, Nf[:, j], c) for j in range(3)], axis=1)
+    nv /= xp.maximum(xp.linalg.norm(nv, axis=1), 1e-300)[:, None]
     size = xp.linalg.norm(Nf, axis=1)
-    for step in ANGLE_STEPS:
-        X = V[cand] + step * d
-        if projector is not None:
-            X, _, _, found = projector.nearest(X)
-        Xc = X[i]
-        n_new = xp.cross(P - Xc, Q - Xc)
-        refused = (n_new * Nf).sum(axis=1) <= 0.5 * xp.linalg.norm(n_new, axis=1) * size
-        if projector is not None:
-            refused |= ~found[i]  # no input face within reach: the move is not kept
-        got = xp.full(c, 2.0)
-        scatter_min(xp, got, i, xp.where(refused, -1.0, sin_min_angle(xp, Xc, P, Q)))
-        better = got > best
-        best = xp.where(better, got, best)
-        best_at = xp.where(better[:, None], X, best_at)
+    best, best_at = old, V[cand]
+    for target in targets:
+        d = target - V[cand]
+        d -= (d * nv).sum(axis=1)[:, None] * nv
+        for step in ANGLE_STEPS:
+            X = V[cand] + step * d
+            if projector is not None:
+                X, _, _, found = projector.nearest(X)
+            Xc = X[i]
+            n_new = xp.cross(P - Xc, Q - Xc)
+            refused = (n_new * Nf).sum(axis=1) <= 0.5 * xp.linalg.norm(n_new, axis=1) * size
+            if projector is not None:
+                refused |= ~found[i]  # no input face within reach: the move is not kept
+            got = xp.full(c, 2.0)
+            scatter_min(xp, got, i, xp.where(refused, -1.0, sin_min_angle(xp, Xc, P, Q)))
+            better = got > best
+            best = xp.where(better, got, best)
+            best_at = xp.where(better[:, None], X, best_at)
     ok = best > old
     take = ok[i]
     won = claim_pairs(xp, i[take], f[take], float_priority(xp, old, larger_first=False), m)
