@@ -21,7 +21,7 @@ STAGES = (
     "_run_roots",
     "face_adjacency",
     "_piece_pairs",
-    "_merge_small",
+    "_merge_pieces",
     "_rows_device",
     "_rows",
 )
