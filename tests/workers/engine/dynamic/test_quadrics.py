@@ -15,6 +15,8 @@ from workers.engine.dynamic.quadrics import (
     attribute_reduced,
     evaluate,
     face_gradients,
+    tip_quadrics,
+    vertex_quadrics,
 )
 
 
@@ -183,3 +185,45 @@ def test_vertex_quadrics_on_the_gpu_equal_the_twin(name: str) -> None:
     scale = np.abs(want).max()
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13 * scale)
     assert (np.abs(want).max(axis=1) > 0).sum() > 0.9 * X.shape[0]  # not trivially zero rows
+
+
+def _cone(k: int, height: float) -> tuple[np.ndarray, np.ndarray]:
+    """A closed cone turned and moved off the origin: apex 0 on the axis ``R[:, 2]``, ``k``
+    base vertices on the unit circle, the base's centre last; ``(X, F, R)``."""
+    t = 2 * np.pi * np.arange(k) / k
+    X = np.concatenate(
+        [[[0.0, 0.0, height]], np.stack([np.cos(t), np.sin(t), np.zeros(k)], 1), [[0.0, 0.0, 0.0]]]
+    )
+    i = np.arange(k)
+    side = np.stack([np.zeros(k, int), 1 + i, 1 + (i + 1) % k], 1)
+    base = np.stack([np.full(k, k + 1), 1 + (i + 1) % k, 1 + i], 1)
+    R = random_rotation(np.random.default_rng(3))
+    return X @ R.T + [1.0, -2.0, 0.5], np.concatenate([side, base]), R
+
+
+@pytest.mark.parametrize("height", [0.5, 4.0])
+def test_tip_quadrics_hold_a_cone_apex_along_its_axis(height: float) -> None:
+    """The tip plane of a cone's apex lies across the axis, weighted ``weight k f (2 - f)``
+    (``k`` faces, ``f`` the apex's angle deficit over 2 pi), so moving the apex along the axis
+    costs that times the squared step and moving it across costs nothing. On a smooth cone
+    ``f = 1 - sin θ`` (``θ`` the half-angle) while the faces' own planes charge ``k sin^2 θ``
+    along the axis: with weight 1 the two make about ``k``, a squared step per face. The flat
+    base centre gets no plane, nor a skipped vertex."""
+    k, weight, step = 48, 3.0, 0.1
+    X, F, R = _cone(k, height)
+    n = X.shape[0]
+    Q = tip_quadrics(np, X, F, n, weight)
+    axis = R[:, 2]
+    u, v = X[F[:k, 1]] - X[0], X[F[:k, 2]] - X[0]
+    cos = (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
+    f = 1.0 - np.arccos(cos).sum() / (2 * np.pi)
+    along = evaluate(np, Q[:1], X[:1] + step * axis)[0]
+    assert along == pytest.approx(weight * k * f * (2.0 - f) * step**2, rel=1e-9)
+    assert evaluate(np, Q[:1], X[:1] + step * R[:, 0])[0] == pytest.approx(0.0, abs=1e-12)
+    faces = evaluate(np, vertex_quadrics(np, X, F, n)[:1], X[:1] + step * axis)[0]
+    one = evaluate(np, tip_quadrics(np, X, F, n, 1.0)[:1], X[:1] + step * axis)[0]
+    assert faces + one == pytest.approx(k * step**2, rel=0.01)
+    np.testing.assert_array_equal(Q[n - 1], 0.0)  # the base's centre is flat
+    skip = np.zeros(n, bool)
+    skip[0] = True
+    np.testing.assert_array_equal(tip_quadrics(np, X, F, n, weight, skip)[0], 0.0)

@@ -218,6 +218,37 @@ def test_quadrics_measure_squared_distances() -> None:
     assert cost[0] == pytest.approx(0.0, abs=1e-15) and p[0, 2] == 0.0
 
 
+def _angle_deficits(V: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Each vertex's angle deficit: 2 pi less the angles of its faces there."""
+    ang = np.zeros(V.shape[0])
+    for k in range(3):
+        u, v = V[F[:, (k + 1) % 3]] - V[F[:, k]], V[F[:, (k + 2) % 3]] - V[F[:, k]]
+        cos = (u * v).sum(1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
+        np.add.at(ang, F[:, k], np.arccos(np.clip(cos, -1.0, 1.0)))
+    return 2 * np.pi - ang
+
+
+def test_tip_planes_keep_the_horn_tips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cow's sharpest vertices are its horn tips: their faces' planes lie nearly along the
+    horn, so without the tip planes (:func:`~workers.engine.dynamic.quadrics.tip_quadrics`)
+    the rounds shorten a horn cheaply. With them the sharp vertices (angle deficit above 2
+    radians) stay less than half as far from the result, and the whole result's sampled
+    Hausdorff error is smaller too."""
+    import workers.engine.ops.decimate as op
+
+    m = welded("cow.obj")
+    V, F = _arrays(m)
+    sharp = V[_angle_deficits(V, F) > 2.0]
+    out, rep = _decimate(m, target_ratio=0.1)
+    assert rep["stopped"] == "target" and sharp.shape[0] > 0
+    monkeypatch.setattr(op, "TIP_WEIGHT", 0.0)
+    plain, _ = _decimate(m, target_ratio=0.1)
+    kept = surface_distance(sharp, *_arrays(out)).max()
+    assert kept < 0.5 * surface_distance(sharp, *_arrays(plain)).max()
+    h = hausdorff(V, F, *_arrays(out), samples=5000)["hausdorff"]
+    assert h < hausdorff(V, F, *_arrays(plain), samples=5000)["hausdorff"]
+
+
 @pytest.mark.parametrize(
     ("params", "code"),
     [
@@ -286,10 +317,15 @@ def test_texture_quadrics_keep_a_curved_texture_in_place() -> None:
     assert ru["seam_vertices_locked"] + ru["seam_vertices_removed"] == 25  # the seam's 25
 
 
-def test_texture_quadrics_on_spot_move_the_texture_less() -> None:
+def test_texture_quadrics_on_spot_move_the_texture_less(monkeypatch: pytest.MonkeyPatch) -> None:
     """Spot's own atlas at 20 %: the texture moves less for a little more geometric error
     (measured: shift mean 1.83e-3 without, 1.61e-3 with; mean distance 8.3e-4 and 8.7e-4 of
-    the diagonal)."""
+    the diagonal). Both without the tip planes, which the texture balance was tuned without
+    (they hold only where there is no texture error; with them the shift without texture error
+    is 1.71e-3)."""
+    import workers.engine.ops.decimate as op
+
+    monkeypatch.setattr(op, "TIP_WEIGHT", 0.0)
     m = TriMesh.load(mesh_path("spot.obj"))
     plain, _ = _textured(m, 0.2, 0.0)
     uvq, rep = _textured(m, 0.2, 0.01)
