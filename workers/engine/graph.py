@@ -197,7 +197,9 @@ def scatter_min(xp: ModuleType, out: Any, idx: Any, val: Any) -> None:
     On CuPy a float64 ``out`` goes through int64 keys that order as the floats do (the bit
     pattern, its low bits flipped where negative), the same values as NumPy's: CuPy's own
     float64 scatter-min came back rounded to float32 (differences of 3e-8 in sines of angles,
-    which made a comparison for equality with the values scattered fail on the GPU only)."""
+    which made a comparison for equality with the values scattered fail on the GPU only).
+    Where they differ: a NaN loses to every number there (NumPy's minimum keeps it), and -0.0
+    counts below 0.0."""
     if xp.__name__ == "cupy" and out.dtype == xp.float64:
         key = xp.ascontiguousarray(out).view(xp.int64)
         key = xp.where(key < 0, key ^ _LOW63, key)

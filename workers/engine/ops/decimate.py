@@ -191,7 +191,8 @@ class Params(OpParams):
         le=1.0,
         description="Never collapse an edge whose quadric error (the square root: a distance) "
         "exceeds this fraction of the bounding-box diagonal, even if the target is not reached. "
-        "None: no bound.",
+        "The error counts the planes that hold sharp tips too, so near them it stops earlier "
+        "than the distance alone would. None: no bound.",
     )
     max_rounds: int = Field(
         500, ge=1, le=100_000, description="Stop after this many rounds of parallel collapses."
@@ -462,7 +463,8 @@ OP = Operation(
     ``preserve_boundary`` the boundary is unchanged; the target may therefore be out of reach
     (a closed mesh keeps at least a tetrahedron per component). Non-manifold parts are left
     alone. ``max_error`` stops collapses whose error (square root of the cost) exceeds that
-    fraction of the bounding-box diagonal (with texture error, of the summed cost).
+    fraction of the bounding-box diagonal (with texture error, of the summed cost; the tip
+    planes count, so the bound is conservative beside sharp tips).
 
     With texture coordinates (the corner attribute ``uv``) and ``uv_weight`` above 0, the cost
     also counts how far the merged vertex's texture coordinates fall from the linear texture
