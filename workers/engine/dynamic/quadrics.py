@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from ..geometry import scatter_rows
+from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
 
 #: relative determinant below which the 3x3 system is ill-conditioned (a flat or cylindrical
 #: neighbourhood: the optimum is a line or a plane, not a point)
@@ -92,18 +92,10 @@ def tip_quadrics(xp: ModuleType, X: Any, F: Any, n: int, weight: float, skip: An
     The missing ``faces * (1 - sin^2 θ)`` is the plane's weight, times ``weight``. On cow at
     10 % a horn tip went 0.024 of the diagonal off (fast-simplification 0.019, median of three
     vertex orders); with the planes (weight 6) 0.010."""
-    P = X[F]  # (m, 3 corners, 3)
-    cr = xp.cross(P[:, 1] - P[:, 0], P[:, 2] - P[:, 0])
-    ang = []
-    for k in range(3):  # each face's angle at corner k (the three corners, not the elements)
-        u, v = P[:, (k + 1) % 3] - P[:, k], P[:, (k + 2) % 3] - P[:, k]
-        ang.append(xp.arctan2(xp.linalg.norm(xp.cross(u, v), axis=1), (u * v).sum(axis=1)))
     idx = F.ravel()
-    deficit = 2.0 * xp.pi - scatter_rows(xp, idx, xp.stack(ang, axis=1).ravel(), n)
+    deficit = 2.0 * xp.pi - scatter_rows(xp, idx, corner_angles64(xp, X, F).ravel(), n)
     faces = scatter_rows(xp, idx, xp.ones(idx.shape[0], dtype=xp.float64), n)
-    N = scatter_rows(xp, idx, xp.repeat(cr, 3, axis=0), n)
-    ln = xp.linalg.norm(N, axis=1)
-    N = N / xp.where(ln > 0, ln, 1.0)[:, None]
+    N = unitize(xp, scatter_rows(xp, idx, xp.repeat(face_cross64(xp, X, F), 3, axis=0), n))
     f = xp.clip(deficit / (2.0 * xp.pi), 0.0, 1.0)
     w = weight * faces * f * (2.0 - f)
     if skip is not None:

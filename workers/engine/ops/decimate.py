@@ -387,7 +387,7 @@ def decimate(mesh: TriMesh, p: Params) -> OpResult:
         texture_quadrics(mesh, state, p.uv_weight)
     if TIP_WEIGHT > 0 and state.U is None:  # the texture balance was tuned without
         bnd = topo.boundary_vertices
-        state.Q = Q + tip_quadrics(xp, state.X, state.F, state.n_vertices, TIP_WEIGHT, bnd)
+        state.Q = state.Q + tip_quadrics(xp, state.X, state.F, state.n_vertices, TIP_WEIGHT, bnd)
     max_cost = None if p.max_error is None else (p.max_error * diag) ** 2
     planner = _Planner(max_cost, free_boundary=not p.preserve_boundary)
 

@@ -220,12 +220,10 @@ def test_quadrics_measure_squared_distances() -> None:
 
 def _angle_deficits(V: np.ndarray, F: np.ndarray) -> np.ndarray:
     """Each vertex's angle deficit: 2 pi less the angles of its faces there."""
-    ang = np.zeros(V.shape[0])
-    for k in range(3):
-        u, v = V[F[:, (k + 1) % 3]] - V[F[:, k]], V[F[:, (k + 2) % 3]] - V[F[:, k]]
-        cos = (u * v).sum(1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
-        np.add.at(ang, F[:, k], np.arccos(np.clip(cos, -1.0, 1.0)))
-    return 2 * np.pi - ang
+    from workers.engine.geometry import corner_angles64
+
+    angles = np.bincount(F.ravel(), corner_angles64(np, V, F).ravel(), minlength=V.shape[0])
+    return 2 * np.pi - angles
 
 
 def test_tip_planes_keep_the_horn_tips(monkeypatch: pytest.MonkeyPatch) -> None:
