@@ -334,11 +334,11 @@ def _angle_moves(
     at = xp.arange(corner.shape[0], dtype=xp.int64)
     scatter_min(xp, worst, i, xp.where(smin[f] == old[i], at, corner.shape[0]))
 
-    def mean(x: Any) -> Any:
-        return xp.stack([sums(xp, i, x[:, j], c) for j in range(3)], axis=1) / n_faces
+    def total(x: Any) -> Any:  # per aimed vertex, the sum over its corners' rows
+        return xp.stack([sums(xp, i, x[:, j], c) for j in range(3)], axis=1)
 
-    targets = (mean(apex), apex[worst], mean(mid))
-    nv = xp.stack([sums(xp, i, Nf[:, j], c) for j in range(3)], axis=1)
+    targets = (total(apex) / n_faces, apex[worst], total(mid) / n_faces)
+    nv = total(Nf)
     nv /= xp.maximum(xp.linalg.norm(nv, axis=1), 1e-300)[:, None]
     size = xp.linalg.norm(Nf, axis=1)
     best, best_at = old, V[cand]
@@ -536,11 +536,12 @@ OP = Operation(
     the last iteration the same removal runs once more on the faces whose smallest angle is
     below 20 degrees (features, seams and the boundary kept): the last relaxation can pull a
     vertex nearly onto the line of two locked neighbours. Then the faces still below 35 degrees
-    are repaired: flips that raise a quad's smallest angle while the summed distance of its four
-    vertices' valences from 6 (4 on the boundary) does not grow (no feature or seam edge, no edge
-    with a dihedral angle above 30 degrees), and moves of their free vertices toward the
-    equilateral apexes over their faces' opposite sides, tangentially (and back onto the input
-    when ``project`` is set), kept only where the vertex's worst face gets better.
+    are repaired in up to three passes: flips that raise a quad's smallest angle while the summed
+    distance of its four vertices' valences from 6 (4 on the boundary) does not grow (no feature
+    or seam edge, no edge with a dihedral angle above 30 degrees), and moves of their free
+    vertices toward the equilateral apexes over their faces' opposite sides or the ring's centre,
+    tangentially (and back onto the input when ``project`` is set), kept only where the vertex's
+    worst face gets better.
 
     Boundary vertices, non-manifold vertices and feature vertices (on edges with a dihedral
     angle above ``feature_angle``, measured after the sliver removal) never move or disappear;
