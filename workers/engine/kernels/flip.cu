@@ -129,3 +129,163 @@ extern "C" __global__ void valence_flip_candidates(
     cand[e] = ok;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Delaunay flips inside patches (workers/engine/dynamic/patched_flip.py, whose array code this
+// mirrors expression for expression): one block per patch; the patch's faces (global vertex
+// ids), the twin of each of its sides (local side or -1) and the round's claims live in shared
+// memory; rounds of claim, check and apply run here until a round finds no candidate or
+// max_rounds have run. Claims: the two faces (shared memory) and the new edge's inner end x
+// (global memory; no other patch touches an inner vertex).
+#define NO_KEY 0xFFFFFFFFFFFFFFFFull
+
+__device__ __forceinline__ double angle_at(D3 p, D3 q, D3 r) {
+  const D3 u = sub(q, p), w = sub(r, p);
+  return atan2(norm(cross(u, w)), dot(u, w));
+}
+
+// the flip of the edge of local sides j < t: its key (priority << 32 | j), or NO_KEY when it
+// does not run this round; x: the new edge's claimed inner end
+__device__ unsigned long long flip_wanted(
+    const double* __restrict__ V, const int* Fl, int nf, int j, int t,
+    const unsigned char* __restrict__ inner, int use_feature, double lim, double limit,
+    long long* x_out) {
+  const int f = j / 3, k = j % 3, g = t / 3, h = t % 3;
+  const long long a = Fl[3 * f + k], b = Fl[3 * f + (k + 1) % 3], c = Fl[3 * f + (k + 2) % 3];
+  const long long p = Fl[3 * g + h], q = Fl[3 * g + (h + 1) % 3], d = Fl[3 * g + (h + 2) % 3];
+  if (!(p == b && q == a && c != d)) return NO_KEY;
+  const D3 Pa = ld(V, a), Pb = ld(V, b), Pc = ld(V, c), Pd = ld(V, d);
+  const double old = angle_at(Pc, Pa, Pb) + angle_at(Pd, Pa, Pb);
+  if (!(old > limit)) return NO_KEY;  // most edges are Delaunay: the cheapest refusal first
+  const bool ic = inner[c], id = inner[d];
+  if (!(ic || id)) return NO_KEY;
+  const long long x = (ic && id) ? (c < d ? c : d) : (ic ? c : d);
+  const double nw = angle_at(Pa, Pc, Pd) + angle_at(Pb, Pc, Pd);
+  if (!(nw < old)) return NO_KEY;
+  const D3 n0 = cross(sub(Pb, Pa), sub(Pc, Pa));
+  const D3 n1 = cross(sub(Pa, Pb), sub(Pd, Pb));
+  if (use_feature) {
+    const double norms = norm(n0) * norm(n1);
+    if (dot(n0, n1) < lim * norms) return NO_KEY;
+  }
+  const D3 m0 = cross(sub(Pd, Pa), sub(Pc, Pa));
+  const D3 m1 = cross(sub(Pc, Pb), sub(Pd, Pb));
+  const D3 cdv = sub(Pc, Pd), da = sub(Pd, Pa), ca = sub(Pc, Pa), cb = sub(Pc, Pb),
+           db = sub(Pd, Pb);
+  const double cd2 = dot(cdv, cdv);
+  const double longest0 = fmax(fmax(dot(da, da), dot(ca, ca)), cd2);
+  const double longest1 = fmax(fmax(dot(cb, cb), dot(db, db)), cd2);
+  if (!(norm(m0) > 1e-10 * longest0 && norm(m1) > 1e-10 * longest1)) return NO_KEY;
+  if (!(dot(m0, n0) > 0 && dot(m0, n1) > 0 && dot(m1, n0) > 0 && dot(m1, n1) > 0)) return NO_KEY;
+  // the new edge c-d must not exist: every face at x is in this patch
+  const long long y = x == c ? d : c;
+  for (int i = 0; i < nf; ++i) {
+    const long long u0 = Fl[3 * i], u1 = Fl[3 * i + 1], u2 = Fl[3 * i + 2];
+    if ((u0 == x || u1 == x || u2 == x) && (u0 == y || u1 == y || u2 == y)) return NO_KEY;
+  }
+  // float_priority(old - pi, larger_first=True)
+  const float excess = (float)fmax(old - 3.141592653589793, 0.0);
+  const long long prio = 2147483647LL - (long long)__float_as_int(excess);
+  *x_out = x;
+  return ((unsigned long long)prio << 32) | (unsigned long long)j;
+}
+
+extern "C" __global__ void patched_delaunay_flips(
+    const double* __restrict__ V, const long long* __restrict__ F,
+    const long long* __restrict__ faces, const long long* __restrict__ offsets,
+    const long long* __restrict__ twin_in, const unsigned char* __restrict__ inner,
+    int use_feature, double lim, double limit, int max_rounds, int cap,
+    long long* __restrict__ F_out, unsigned long long* __restrict__ vclaim,
+    long long* __restrict__ flips_out, long long* __restrict__ rounds_out) {
+  extern __shared__ unsigned long long smem_u64[];
+  unsigned long long* ck = smem_u64;      // 3 cap: each side's key this round
+  unsigned long long* fc = ck + 3 * cap;  // cap: each face's claim
+  int* Fl = (int*)(fc + cap);             // 3 cap: the faces (global vertex ids)
+  int* tw = Fl + 3 * cap;                 // 3 cap: twin side or -1
+  int* tw2 = tw + 3 * cap;                // 3 cap: the twins after the round
+  int* mv = tw2 + 3 * cap;                // 3 cap: where each side goes (-1: gone)
+  __shared__ int n_won;
+  const long long p = blockIdx.x;
+  const long long base = offsets[p];
+  const int nf = (int)(offsets[p + 1] - base), ns = 3 * nf;
+  for (int j = threadIdx.x; j < ns; j += blockDim.x) {
+    Fl[j] = (int)F[3 * faces[base + j / 3] + j % 3];
+    const long long t = twin_in[3 * base + j];
+    tw[j] = t < 0 ? -1 : (int)(t - 3 * base);
+  }
+  long long flips = 0, rounds = 0;
+  for (int r = 0; r < max_rounds; ++r) {
+    if (threadIdx.x == 0) n_won = 0;
+    for (int i = threadIdx.x; i < nf; i += blockDim.x) fc[i] = NO_KEY;
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) mv[j] = j;
+    __syncthreads();
+    // candidates: each edge by its first side; reset the claimed inner vertices
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) {
+      unsigned long long key = NO_KEY;
+      const int t = tw[j];
+      long long x = -1;
+      if (t > j) key = flip_wanted(V, Fl, nf, j, t, inner, use_feature, lim, limit, &x);
+      if (key != NO_KEY) vclaim[x] = NO_KEY;
+      ck[j] = key;
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) {
+      const unsigned long long key = ck[j];
+      if (key == NO_KEY) continue;
+      const int t = tw[j];
+      const long long c = Fl[3 * (j / 3) + (j % 3 + 2) % 3], d = Fl[3 * (t / 3) + (t % 3 + 2) % 3];
+      const bool ic = inner[c], id = inner[d];
+      const long long x = (ic && id) ? (c < d ? c : d) : (ic ? c : d);
+      atomicMin(&fc[j / 3], key);
+      atomicMin(&fc[t / 3], key);
+      atomicMin(&vclaim[x], key);
+    }
+    __syncthreads();
+    // winners: both faces and x hold their key; rewrite the two faces and say where sides go
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) {
+      const unsigned long long key = ck[j];
+      if (key == NO_KEY) continue;
+      const int t = tw[j], f = j / 3, k = j % 3, g = t / 3, h = t % 3;
+      if (fc[f] != key || fc[g] != key) continue;
+      const int a = Fl[3 * f + k], b = Fl[3 * f + (k + 1) % 3], c = Fl[3 * f + (k + 2) % 3];
+      const int d = Fl[3 * g + (h + 2) % 3];
+      const bool ic = inner[c], id = inner[d];
+      const long long x = (ic && id) ? (c < d ? c : d) : (ic ? c : d);
+      if (vclaim[x] != key) continue;
+      mv[3 * f + (k + 1) % 3] = 3 * g;
+      mv[3 * f + (k + 2) % 3] = 3 * f + 2;
+      mv[3 * g + (h + 1) % 3] = 3 * f;
+      mv[3 * g + (h + 2) % 3] = 3 * g + 2;
+      mv[j] = -1;
+      mv[t] = -1;
+      tw2[3 * f + 1] = 3 * g + 1;
+      tw2[3 * g + 1] = 3 * f + 1;
+      Fl[3 * f] = a;
+      Fl[3 * f + 1] = d;
+      Fl[3 * f + 2] = c;
+      Fl[3 * g] = b;
+      Fl[3 * g + 1] = c;
+      Fl[3 * g + 2] = d;
+      atomicAdd(&n_won, 1);
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) {
+      const int to = mv[j];
+      if (to < 0) continue;
+      const int t = tw[j];
+      tw2[to] = t < 0 ? -1 : mv[t];
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < ns; j += blockDim.x) tw[j] = tw2[j];
+    const int won = n_won;
+    __syncthreads();
+    if (won == 0) break;
+    flips += won;
+    rounds += 1;
+  }
+  for (int j = threadIdx.x; j < ns; j += blockDim.x) F_out[3 * faces[base + j / 3] + j % 3] = Fl[j];
+  if (threadIdx.x == 0) {
+    flips_out[p] = flips;
+    rounds_out[p] = rounds;
+  }
+}

@@ -1,0 +1,177 @@
+"""Delaunay flips inside patches (``dynamic.patched_flip``): the side adjacency updated in place
+equals one rebuilt from the faces, patches are independent (all at once equals one by one, which
+is what lets the kernel run a block per patch), only edges inside a patch change, and the
+kernel equals the array code on the GPU bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.workers.engine.shapes import SHARED, grid, stats, welded
+from workers.engine.dynamic._edges import edge_keys, edge_table
+from workers.engine.dynamic.patched_flip import (
+    PatchSides,
+    _apply,
+    _candidates,
+    flip_in_patches,
+    patch_sides,
+)
+from workers.engine.mesh import TriMesh
+from workers.engine.ops.delaunay_flip import Params, delaunay
+from workers.engine.patches import morton_patches
+
+LIMIT = math.pi + 1e-9
+#: shared meshes with non-Delaunay edges, and a planar grid with many
+FLIPPY = ["beetle.obj", "cow.obj", "rx-dragon.obj", "rx-giraffe.obj", "rx-torus.obj", "teapot.obj"]
+
+
+def _mesh(name: str) -> TriMesh:
+    return grid(40, jitter=0.24, seed=5) if name == "grid" else welded(name)
+
+
+def _sides(xp, m: TriMesh, size: int = 128) -> tuple[np.ndarray, np.ndarray, PatchSides]:
+    V = xp.asarray(m.V, dtype=xp.float64)
+    F = xp.asarray(m.F, dtype=xp.int64)
+    label, _, _, sizes = morton_patches(xp, m, size)
+    P = patch_sides(xp, F, edge_table(xp, F), label, int(sizes.shape[0]), m.n_vertices)
+    return V, F, P
+
+
+def _cross_patch_edges(F: np.ndarray, label: np.ndarray) -> set[tuple[int, int]]:
+    """Edges whose faces lie in more than one patch, as vertex pairs."""
+    a, b = F.ravel(), F[:, [1, 2, 0]].ravel()
+    key = edge_keys(np, a, b)
+    lab = np.repeat(label, 3)
+    order = np.lexsort([lab, key])
+    k, lo = key[order], lab[order]
+    out = set()
+    same_key = k[1:] == k[:-1]
+    for i in np.nonzero(same_key & (lo[1:] != lo[:-1]))[0]:
+        out.add((int(k[i] >> 32), int(k[i] & 0xFFFFFFFF)))
+    return out
+
+
+@pytest.mark.parametrize("name", [*FLIPPY, "grid"])
+def test_twins_updated_in_place_equal_the_rebuilt_ones(name: str) -> None:
+    m = _mesh(name)
+    V, F, P = _sides(np, m)
+    label = np.empty(m.n_faces, dtype=np.int64)
+    for p in range(P.n_patches):
+        label[P.faces[P.offsets[p] : P.offsets[p + 1]]] = p
+    Fl, twin = F[P.faces], P.twin.copy()
+    sides = np.arange(twin.shape[0])
+    flipped = 0
+    for _ in range(4):
+        s0 = np.nonzero(twin > sides)[0]
+        s1 = twin[s0]
+        ok, _, _ = _candidates(np, V, Fl, s0, s1, P.inner, LIMIT, 180.0)
+        # every other wanted flip: disjoint by construction of the test, no claims needed
+        pick = np.nonzero(ok)[0]
+        used = np.zeros(Fl.shape[0], dtype=bool)
+        take = []
+        for i in pick:
+            f, g = s0[i] // 3, s1[i] // 3
+            if not used[f] and not used[g]:
+                used[f] = used[g] = True
+                take.append(i)
+        take = np.asarray(take[::2], dtype=np.int64)
+        if take.shape[0] == 0:
+            break
+        Fl, twin = _apply(np, Fl, twin, s0[take], s1[take])
+        flipped += int(take.shape[0])
+        F2 = F.copy()
+        F2[P.faces] = Fl
+        rebuilt = patch_sides(np, F2, edge_table(np, F2), label, P.n_patches, m.n_vertices)
+        np.testing.assert_array_equal(rebuilt.faces, P.faces)
+        np.testing.assert_array_equal(twin, rebuilt.twin)
+        np.testing.assert_array_equal(rebuilt.inner, P.inner)
+    assert flipped > 0
+
+
+@pytest.mark.parametrize("name", ["cow.obj", "rx-dragon.obj", "grid"])
+def test_patches_all_at_once_equal_patches_one_by_one(name: str) -> None:
+    """The array code runs every patch's rounds together; the kernel runs each patch alone in
+    its block. Running each patch alone here (the other patches' sides masked out) and putting
+    the results together gives the same faces."""
+    m = _mesh(name)
+    V, F, P = _sides(np, m)
+    together, flips, rounds = flip_in_patches(np, V, F, P, LIMIT, 45.0)
+    assert flips > 0 and rounds > 0
+    alone = F.copy()
+    total = 0
+    for p in range(P.n_patches):
+        lo, hi = int(P.offsets[p]), int(P.offsets[p + 1])
+        twin = np.full_like(P.twin, -1)
+        twin[3 * lo : 3 * hi] = P.twin[3 * lo : 3 * hi]
+        one = PatchSides(P.offsets, P.faces, twin, P.inner, P.cap)
+        out, k, _ = flip_in_patches(np, V, F, one, LIMIT, 45.0)
+        rows = P.faces[lo:hi]
+        alone[rows] = out[rows]
+        total += k
+    np.testing.assert_array_equal(together, alone)
+    assert total == flips
+
+
+@pytest.mark.parametrize("name", [*FLIPPY, "grid"])
+def test_only_edges_inside_patches_change_and_the_mesh_stays_valid(name: str) -> None:
+    m = _mesh(name)
+    V, F, P = _sides(np, m)
+    label = np.empty(m.n_faces, dtype=np.int64)
+    for p in range(P.n_patches):
+        label[P.faces[P.offsets[p] : P.offsets[p + 1]]] = p
+    out, flips, _ = flip_in_patches(np, V, F, P, LIMIT, 45.0)
+    assert flips > 0
+    assert _cross_patch_edges(out, label) == _cross_patch_edges(F, label)
+    s0, s1 = stats(m), stats(TriMesh(m.V, out.astype(np.int32)))
+    for k in ("edges", "euler_characteristic", "boundary_edges", "non_manifold_edges"):
+        assert s1[k] == s0[k], k
+    assert s1["consistently_oriented"] == s0["consistently_oriented"]
+    assert s1["degenerate_faces"] == 0 and s1["duplicate_faces"] == s0["duplicate_faces"]
+
+
+@pytest.mark.parametrize("name", FLIPPY)
+def test_the_op_with_and_without_patches_ends_alike(name: str) -> None:
+    m = welded(name)
+    a = delaunay(m, Params(), patched=False)
+    b = delaunay(m, Params(), patched=True)
+    ra, rb = a.report, b.report
+    assert rb["patch_flips"] > 0.5 * ra["flips"]
+    assert rb["patch_flips"] <= rb["flips"]
+    assert ra["non_delaunay_before"] == rb["non_delaunay_before"]
+    assert rb["unresolved"] == 0
+    assert rb["non_delaunay_after"] <= ra["non_delaunay_after"] + 2
+    assert rb["rounds"] <= ra["rounds"]
+    sa, sb = stats(a.mesh), stats(b.mesh)
+    for k in ("edges", "euler_characteristic", "non_manifold_edges", "degenerate_faces"):
+        assert sa[k] == sb[k], k
+
+
+def test_seam_edges_are_not_flipped_inside_patches() -> None:
+    m = grid(24, jitter=0.24, seed=2)
+    F = np.asarray(m.F, dtype=np.int64)
+    E = edge_table(np, F)
+    interior = np.nonzero(E.count == 2)[0]
+    seams = np.sort(E.key[interior[::3]])
+    label, _, _, sizes = morton_patches(np, m, 128)
+    P = patch_sides(np, F, E, label, int(sizes.shape[0]), m.n_vertices, seams)
+    out, flips, _ = flip_in_patches(np, np.asarray(m.V, np.float64), F, P, LIMIT, 180.0)
+    assert flips > 0
+    kept = np.unique(edge_keys(np, out.ravel(), out[:, [1, 2, 0]].ravel()))
+    assert np.isin(seams, kept).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("feature", [45.0, 180.0])
+@pytest.mark.parametrize("name", [*SHARED, "grid"])
+def test_the_kernel_equals_the_array_code_on_the_gpu(name: str, feature: float) -> None:
+    import cupy as cp
+
+    m = _mesh(name).to("cupy")
+    V, F, P = _sides(cp, m, 512)
+    want, wflips, wrounds = flip_in_patches(cp, V, F, P, LIMIT, feature, kernel=False)
+    got, flips, rounds = flip_in_patches(cp, V, F, P, LIMIT, feature, kernel=True)
+    np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
+    assert (flips, rounds) == (wflips, wrounds)
