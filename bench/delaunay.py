@@ -38,6 +38,11 @@ def main() -> None:
     ap.add_argument("--jitter", type=float, default=0.3, help="of the mean edge length")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--device", default="gpu", choices=["cpu", "gpu"])
+    ap.add_argument(
+        "--profile",
+        default="",
+        help="GPU: instead, the stages of one run per set of patch passes, e.g. '512;512,384;'",
+    )
     a = ap.parse_args()
     from bench.meshes import bench_mesh
     from tests.conftest import MESHES
@@ -51,6 +56,24 @@ def main() -> None:
 
             cp.cuda.Device().synchronize()
 
+    if a.profile:
+        for size in [int(float(s)) for s in a.sizes.split(",") if s]:
+            mesh = jittered(bench_mesh(MESHES / "stanford-bunny.obj", size), a.jitter)
+            mesh = mesh.to(backend)
+            for spec in a.profile.split(";"):
+                passes = tuple(int(x) for x in spec.split(",") if x)
+                for _ in range(2):  # the first compiles and grows the pool
+                    stages = profile(mesh, passes)
+                total = sum(
+                    v
+                    for k, v in stages.items()
+                    if k not in ("rounds",) and not k.startswith("flips")
+                )
+                print(
+                    json.dumps({"faces": mesh.n_faces, "passes": passes, "total": total} | stages),
+                    flush=True,
+                )
+        return
     rows: list[dict[str, Any]] = []
     for size in [int(float(s)) for s in a.sizes.split(",") if s]:
         mesh = jittered(bench_mesh(MESHES / "stanford-bunny.obj", size), a.jitter).to(backend)
@@ -94,3 +117,59 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def profile(mesh: Any, sizes: tuple[int, ...]) -> dict[str, float]:
+    """The op's stages, the device synchronised around each: patch passes of the given patch
+    sizes (Morton patches, the sides, the kernel), then the rounds over the whole mesh."""
+    import math
+
+    import cupy as cp
+
+    from workers.engine.dynamic._edges import edge_table, float_priority
+    from workers.engine.dynamic.flip import (
+        BOUNDARY,
+        apply_flips,
+        flip_quads,
+        opposite_angle_sums,
+        select_flips,
+    )
+    from workers.engine.dynamic.patched_flip import flip_in_patches, patch_sides
+    from workers.engine.patches import morton_patches
+
+    out: dict[str, float] = {}
+
+    def stage(name: str, fn: Any, *args: Any) -> Any:
+        cp.cuda.Device().synchronize()
+        t = time.perf_counter()
+        r = fn(*args)
+        cp.cuda.Device().synchronize()
+        out[name] = out.get(name, 0.0) + time.perf_counter() - t
+        return r
+
+    xp = cp
+    V = mesh.V.astype(xp.float64)
+    F = mesh.F.astype(xp.int64)
+    n, m = mesh.n_vertices, mesh.n_faces
+    limit = math.pi + 1e-9
+    E = stage("edge table", edge_table, xp, F)
+    for size in sizes:
+        label, _, _, counts = stage(f"morton {size}", morton_patches, xp, mesh, size)
+        P = stage(f"sides {size}", patch_sides, xp, F, E, label, int(counts.shape[0]), n, None)
+        F, k, _ = stage(f"kernel {size}", flip_in_patches, xp, V, F, P, limit, 45.0)
+        out[f"flips {size}"] = k
+        E = stage("edge table", edge_table, xp, F)
+    rounds = 0
+    while True:
+        Q = stage("quads", flip_quads, xp, V, F, E, 45.0, None)
+        old, new = stage("sums", opposite_angle_sums, xp, V, Q)
+        ok = (Q.reason != BOUNDARY) & (old > limit) & (Q.reason == 0) & (new < old)
+        if int(ok.sum()) == 0 or rounds >= 100:
+            break
+        pr = float_priority(xp, old - math.pi, larger_first=True)
+        acc = stage("select", select_flips, xp, Q, ok, pr, m, n)
+        F = stage("apply", apply_flips, xp, F, Q, acc)
+        E = stage("edge table", edge_table, xp, F)
+        rounds += 1
+    out["rounds"] = rounds
+    return {k: round(v, 4) for k, v in out.items()}
