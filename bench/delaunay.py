@@ -115,10 +115,6 @@ def main() -> None:
         )
 
 
-if __name__ == "__main__":
-    main()
-
-
 def profile(mesh: Any, sizes: tuple[int, ...]) -> dict[str, float]:
     """The op's stages, the device synchronised around each: patch passes of the given patch
     sizes (Morton patches, the sides, the kernel), then the rounds over the whole mesh."""
@@ -173,3 +169,7 @@ def profile(mesh: Any, sizes: tuple[int, ...]) -> dict[str, float]:
         rounds += 1
     out["rounds"] = rounds
     return {k: round(v, 4) for k, v in out.items()}
+
+
+if __name__ == "__main__":
+    main()
