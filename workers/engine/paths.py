@@ -33,10 +33,15 @@ def mode() -> str:
     return value if value in MODES else "auto"
 
 
+def wants_patches(op: str) -> bool:
+    """Whether ``op`` takes its patched path (``TESSERA_GPU_PATH``, else :data:`PATCHED`)."""
+    m = mode()
+    return m == "patched" or (m == "auto" and op in PATCHED)
+
+
 def patches_for(mesh: TriMesh, op: str) -> Patches | None:
     """The (cached) patches when ``op`` should run patched on ``mesh``, else None (also when the
     mesh cannot be patched: the global kernels handle every mesh)."""
-    m = mode()
-    if m == "global" or (m == "auto" and op not in PATCHED):
+    if not wants_patches(op):
         return None
     return cached_patches(mesh)

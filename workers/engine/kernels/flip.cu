@@ -289,3 +289,17 @@ extern "C" __global__ void patched_delaunay_flips(
     rounds_out[p] = rounds;
   }
 }
+
+// the opposite-angle sums of every edge's quad now (at c and d) and after a flip (at a and b)
+// (flip.py: opposite_angle_sums_array, expression for expression)
+extern "C" __global__ void opposite_angle_sums(
+    const double* __restrict__ V, const long long* __restrict__ A,
+    const long long* __restrict__ B, const long long* __restrict__ C,
+    const long long* __restrict__ Dd, long long n_edges, double* __restrict__ old_sum,
+    double* __restrict__ new_sum) {
+  FOR_EACH(e, n_edges) {
+    const D3 Pa = ld(V, A[e]), Pb = ld(V, B[e]), Pc = ld(V, C[e]), Pd = ld(V, Dd[e]);
+    old_sum[e] = angle_at(Pc, Pa, Pb) + angle_at(Pd, Pa, Pb);
+    new_sum[e] = angle_at(Pa, Pc, Pd) + angle_at(Pb, Pc, Pd);
+  }
+}

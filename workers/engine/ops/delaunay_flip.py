@@ -14,6 +14,11 @@ flip at once. On a non-planar quad the flipped edge can be non-Delaunay again, a
 are not guaranteed to terminate on curved surfaces; requiring the sum to drop rules out flipping
 an edge back and forth, and ``max_rounds`` bounds the rest.
 
+The patched path (GPU, ``TESSERA_GPU_PATH=patched``; :mod:`workers.engine.dynamic.patched_flip`)
+first flips inside patches, all rounds of every patch in one kernel, then runs the rounds above
+for what crosses the patches. It is not the default: the rounds that follow cost what they cost
+before (bench/RESULTS.md, "Delaunay flips inside patches").
+
 Alternatives: a sequential queue (geometry-central) flips one edge at a time; intrinsic
 triangulations (Sharp et al.) always terminate but change the mesh into a different data structure.
 
@@ -28,7 +33,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .. import progress
+from .. import paths, progress
 from ..dynamic._edges import edge_table, float_priority
 from ..dynamic.flip import (
     BOUNDARY,
@@ -67,13 +72,14 @@ class Params(OpParams):
 
 def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResult:
     """The op; ``patched``: flip inside patches first (:mod:`~..dynamic.patched_flip`), else
-    only rounds over the whole mesh. By default on the GPU only: there the patches' rounds are
-    one kernel; on the CPU their array code does more work than the rounds it saves
-    (``python -m bench.delaunay --sizes 7e4 --repeat 1 --device cpu``: 7.0 s against 2.5 s at
-    278K faces on the development machine)."""
+    only rounds over the whole mesh. By default the GPU's path choice
+    (:func:`~..paths.wants_patches`: global unless ``TESSERA_GPU_PATH=patched``, the measured
+    reasons in :data:`~..paths.PATCHED`); the CPU never, where the patches' array code does
+    more work than the rounds it saves (``python -m bench.delaunay --sizes 7e4 --repeat 1
+    --device cpu``: 7.0 s against 2.5 s at 278K faces, development machine)."""
     xp = mesh.xp
     if patched is None:
-        patched = xp.__name__ == "cupy"
+        patched = xp.__name__ == "cupy" and paths.wants_patches("delaunay_flip")
     V = mesh.V.astype(xp.float64)
     F = mesh.F.astype(xp.int64)
     n, m = mesh.n_vertices, mesh.n_faces
@@ -131,6 +137,7 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
         "blocked": blocked,
         "unresolved": int(flippable.sum()),
         "seam_edges": int(seams.shape[0]),
+        "execution": {"path": "patched" if patched else "global"},
     }
     return OpResult(out, report)
 
@@ -179,6 +186,11 @@ OP = Operation(
     would not lower the sum), ``unresolved`` (still flippable when ``max_rounds`` ran out) and
     ``seam_edges`` (the texture seam edges kept).
     Boundary and non-manifold edges are not counted (they have no Delaunay condition).
+    ``patch_flips`` and ``patch_rounds``: the flips made inside patches and the most rounds a
+    patch ran, on the GPU's patched path (``execution.path``: ``patched`` or ``global``; zero on
+    the global path): one kernel, a block per patch, flips an edge there when both its faces are
+    in the patch and one end of the new edge has all its faces there; the rounds over the whole
+    mesh do the rest.
     """,
     kind=OpKind.dynamic,
     params=Params,
@@ -186,7 +198,8 @@ OP = Operation(
     cupy=_cupy,
     reports="flips, rounds, interior_edges, non_delaunay_before, non_delaunay_after, blocked "
     "(per reason: feature, exists, fold, seam, no_improvement), unresolved (flippable edges left "
-    "when max_rounds ran out), seam_edges",
+    "when max_rounds ran out), seam_edges, patch_flips, patch_rounds, execution (path: patched "
+    "or global)",
     test_variants=(
         {},
         {"feature_angle": 180.0, "max_rounds": 3},

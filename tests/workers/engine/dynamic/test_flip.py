@@ -14,6 +14,8 @@ from workers.engine.dynamic.flip import (
     _valence_candidates,
     angle_flip_round,
     flip_quads,
+    opposite_angle_sums,
+    opposite_angle_sums_array,
 )
 
 MESHES = ["spot.obj", "fandisk.obj", "beetle.obj", "rx-cloth.obj", "teapot.obj"]
@@ -114,3 +116,31 @@ def test_angle_flips_on_the_gpu_are_the_twins(name: str) -> None:
         assert (got != want).any(axis=1).sum() <= 2 * (1 + k // 50)
         assert _smallest_sine(V, got) >= _smallest_sine(V, F) - 1e-12
         F = want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [*MESHES, "rx-dragon.obj"])
+def test_opposite_angle_sums_kernel_equals_the_array_code(name: str) -> None:
+    import cupy as cp
+
+    m = welded(name)
+    V = cp.asarray(np.asarray(m.V, dtype=np.float64))
+    F = cp.asarray(np.asarray(m.F, dtype=np.int64))
+    Q = flip_quads(cp, V, F, edge_table(cp, F), 45.0)
+    got = opposite_angle_sums(cp, V, Q)
+    want = opposite_angle_sums_array(cp, V, Q)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(g), cp.asnumpy(w))
+    # and the NumPy twin's within rounding of the arctangent
+    ref = opposite_angle_sums(
+        np,
+        np.asarray(m.V, np.float64),
+        flip_quads(
+            np,
+            np.asarray(m.V, np.float64),
+            np.asarray(m.F, np.int64),
+            edge_table(np, np.asarray(m.F, np.int64)),
+            45.0,
+        ),
+    )
+    np.testing.assert_allclose(cp.asnumpy(got[0]), ref[0], rtol=0, atol=1e-12)

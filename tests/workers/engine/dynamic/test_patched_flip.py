@@ -175,3 +175,29 @@ def test_the_kernel_equals_the_array_code_on_the_gpu(name: str, feature: float) 
     got, flips, rounds = flip_in_patches(cp, V, F, P, LIMIT, feature, kernel=True)
     np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
     assert (flips, rounds) == (wflips, wrounds)
+
+
+def test_the_cpu_takes_the_global_path_whatever_the_gpu_path_says(monkeypatch) -> None:
+    monkeypatch.setenv("TESSERA_GPU_PATH", "patched")
+    rep = delaunay(welded("cow.obj"), Params()).report
+    assert rep["execution"]["path"] == "global" and rep["patch_flips"] == 0
+    assert rep["flips"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", FLIPPY)
+def test_the_gpu_paths_end_alike(name: str, monkeypatch) -> None:
+    m = welded(name).to("cupy")
+    monkeypatch.setenv("TESSERA_GPU_PATH", "global")
+    a = delaunay(m, Params())
+    monkeypatch.setenv("TESSERA_GPU_PATH", "patched")
+    b = delaunay(m, Params())
+    ra, rb = a.report, b.report
+    assert ra["execution"]["path"] == "global" and rb["execution"]["path"] == "patched"
+    assert ra["patch_flips"] == 0 and rb["patch_flips"] > 0.5 * ra["flips"]
+    assert ra["non_delaunay_before"] == rb["non_delaunay_before"]
+    assert rb["unresolved"] == 0
+    assert rb["non_delaunay_after"] <= ra["non_delaunay_after"] + 2
+    sa, sb = stats(a.mesh.to("numpy")), stats(b.mesh.to("numpy"))
+    for k in ("edges", "euler_characteristic", "non_manifold_edges", "degenerate_faces"):
+        assert sa[k] == sb[k], k
