@@ -162,9 +162,10 @@ def _flip_quads_kernel(
 def opposite_angle_sums(xp: ModuleType, V: Any, Q: Quads) -> tuple[Any, Any]:
     """``(old, new)`` (E,): the angles facing the edge now (at ``c`` and ``d``) and after a flip
     (at ``a`` and ``b``); an edge is locally Delaunay when ``old <= pi``. On the GPU one kernel
-    thread per edge (``kernels/flip.cu``), the same sums bit for bit: the array code's eight
-    cross products, norms and arctangents over every edge took 44 ms a round at 17.8M faces
-    (``python -m bench.delaunay --profile``, H100), most of a round's time."""
+    thread per edge (``kernels/flip.cu``), equal to the array code but in the last bit (3-5 % of
+    the edges differ by an ulp: CuPy's norm and cross round otherwise): the array code's eight
+    cross products, norms and arctangents over every edge took 44 ms a round at 17.8M faces, the
+    kernel 1-2 ms (``python -m bench.delaunay --profile``, H100)."""
     if xp.__name__ == "cupy":
         from ..kernels.loader import launch, load_kernel
 

@@ -30,8 +30,11 @@ twin's new slot (:func:`_apply`). A patch stops after a round without candidates
 
 Patches never read or write each other's faces or claims, so running the rounds of all patches at
 once as array code (:func:`flip_in_patches`, NumPy or CuPy) gives what the kernel gives
-(``kernels/flip.cu``: ``patched_delaunay_flips``) bit for bit on the same device (the same
-floating-point expressions, compiled without FMA contraction): the GPU test compares the two.
+(``kernels/flip.cu``: ``patched_delaunay_flips``), the same expressions compiled without FMA
+contraction: the GPU test finds the same faces, flips and rounds on every shared mesh and a
+jittered grid. An angle sum may still differ from CuPy's array code in its last bit (CuPy's
+norm rounds otherwise, see :func:`.flip.opposite_angle_sums`), which would change a decision
+only at an exact tie.
 """
 
 from __future__ import annotations

@@ -129,18 +129,12 @@ def test_opposite_angle_sums_kernel_equals_the_array_code(name: str) -> None:
     Q = flip_quads(cp, V, F, edge_table(cp, F), 45.0)
     got = opposite_angle_sums(cp, V, Q)
     want = opposite_angle_sums_array(cp, V, Q)
+    # the last bit may differ from CuPy's array code (its norm and cross reduce otherwise): a
+    # few parts in 1e16 on 3-5 % of the edges, measured on the H100
     for g, w in zip(got, want, strict=True):
-        np.testing.assert_array_equal(cp.asnumpy(g), cp.asnumpy(w))
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=2e-15, atol=0)
     # and the NumPy twin's within rounding of the arctangent
-    ref = opposite_angle_sums(
-        np,
-        np.asarray(m.V, np.float64),
-        flip_quads(
-            np,
-            np.asarray(m.V, np.float64),
-            np.asarray(m.F, np.int64),
-            edge_table(np, np.asarray(m.F, np.int64)),
-            45.0,
-        ),
-    )
-    np.testing.assert_allclose(cp.asnumpy(got[0]), ref[0], rtol=0, atol=1e-12)
+    Vn, Fn = np.asarray(m.V, np.float64), np.asarray(m.F, np.int64)
+    ref = opposite_angle_sums(np, Vn, flip_quads(np, Vn, Fn, edge_table(np, Fn), 45.0))
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_allclose(cp.asnumpy(g), r, rtol=0, atol=1e-12)
