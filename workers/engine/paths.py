@@ -23,7 +23,13 @@ from .patches import Patches, cached_patches
 #: frontier schedule (propagation.propagate_frontier), which updates only the vertices that
 #: read a released change, and needs no patches. A cheap test of the element order that
 #: predicts the crossover was tried (index jumps between consecutive faces) and rejected: real
-#: meshes in file order jump as far as shuffled ones by that measure.
+#: meshes in file order jump as far as shuffled ones by that measure. ``delaunay_flip`` has a
+#: patched path too (its flips inside patches, one kernel: ``dynamic.patched_flip``) and stays
+#: global: the kernel makes 86-89 % of the flips (27 ms for 2.4M flips at 17.8M faces), but the
+#: rounds over the whole mesh that must follow for the edges across patches rebuild the edge
+#: table each round as before (most of their time), so the op took 0.038 s against 0.029 s at
+#: 1.1M faces, 0.077 against 0.054 s at 4.4M and 0.264 against 0.240 s at 17.8M
+#: (``python -m bench.delaunay``, H100, 63fd0fc; bench/RESULTS.md).
 PATCHED: frozenset[str] = frozenset()
 MODES = ("auto", "patched", "global")
 
