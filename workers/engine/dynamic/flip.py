@@ -105,6 +105,16 @@ def flip_quads(
         reason = xp.where((reason == OK) & feature, FEATURE, reason)
     found, _ = edge_lookup(xp, E.key, edge_keys(xp, c, d))
     reason = xp.where((reason == OK) & found, EXISTS, reason)
+    reason = xp.where((reason == OK) & quad_folds(xp, Pa, Pb, Pc, Pd, n0, n1), FOLD, reason)
+    f0 = xp.where(interior, s0 // 3, -1)
+    f1 = xp.where(interior, s1 // 3, -1)
+    return Quads(a, b, c, d, f0, f1, reason)
+
+
+def quad_folds(xp: ModuleType, Pa: Any, Pb: Any, Pc: Any, Pd: Any, n0: Any, n1: Any) -> Any:
+    """(k,) bool: the flip's new faces ``(a, d, c)``, ``(b, c, d)`` are degenerate (area below
+    ``1e-10`` of the longest side squared) or turned against either old normal ``n0``, ``n1``
+    (``kernels/flip.cu``: ``quad_folds``, the same expressions)."""
     m0 = xp.cross(Pd - Pa, Pc - Pa)  # (a, d, c)
     m1 = xp.cross(Pc - Pb, Pd - Pb)  # (b, c, d)
     cd2 = ((Pc - Pd) ** 2).sum(axis=1)
@@ -123,10 +133,7 @@ def flip_quads(
         | ((m1 * n0).sum(axis=1) <= 0)
         | ((m1 * n1).sum(axis=1) <= 0)
     )
-    reason = xp.where((reason == OK) & (degenerate | against), FOLD, reason)
-    f0 = xp.where(interior, s0 // 3, -1)
-    f1 = xp.where(interior, s1 // 3, -1)
-    return Quads(a, b, c, d, f0, f1, reason)
+    return degenerate | against
 
 
 def _flip_quads_kernel(

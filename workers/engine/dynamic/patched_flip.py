@@ -46,6 +46,7 @@ from typing import Any
 
 from ..graph import counts, scatter_min
 from ._edges import EdgeTable, angle_at, claim, edge_keys, edge_lookup, float_priority
+from .flip import quad_folds
 
 #: faces per patch at most: 48 bytes of faces and side adjacency, 24 of candidate keys and 8 of
 #: claims per face in shared memory, 40 KiB at 512
@@ -190,24 +191,7 @@ def _candidates(
         lim = math.cos(math.radians(feature_angle))
         norms = xp.linalg.norm(n0, axis=1) * xp.linalg.norm(n1, axis=1)
         sel &= ~((n0 * n1).sum(axis=1) < lim * norms)
-    m0 = xp.cross(Pd - Pa, Pc - Pa)
-    m1 = xp.cross(Pc - Pb, Pd - Pb)
-    cd2 = ((Pc - Pd) ** 2).sum(axis=1)
-    longest0 = xp.maximum(
-        xp.maximum(((Pd - Pa) ** 2).sum(axis=1), ((Pc - Pa) ** 2).sum(axis=1)), cd2
-    )
-    longest1 = xp.maximum(
-        xp.maximum(((Pc - Pb) ** 2).sum(axis=1), ((Pd - Pb) ** 2).sum(axis=1)), cd2
-    )
-    sel &= (xp.linalg.norm(m0, axis=1) > 1e-10 * longest0) & (
-        xp.linalg.norm(m1, axis=1) > 1e-10 * longest1
-    )
-    sel &= (
-        ((m0 * n0).sum(axis=1) > 0)
-        & ((m0 * n1).sum(axis=1) > 0)
-        & ((m1 * n0).sum(axis=1) > 0)
-        & ((m1 * n1).sum(axis=1) > 0)
-    )
+    sel &= ~quad_folds(xp, Pa, Pb, Pc, Pd, n0, n1)
     # the new edge must not exist: every edge at x is in the patch's faces
     present = xp.unique(edge_keys(xp, Fl.ravel(), Fl[:, [1, 2, 0]].ravel()))
     sel &= ~edge_lookup(xp, present, edge_keys(xp, c, d))[0]

@@ -50,6 +50,22 @@ __device__ double sin_min_angle(D3 p, D3 q, D3 r) {
   return den > 0 ? two_area / den : 0.0;
 }
 
+// a flip's new faces (a, d, c) and (b, c, d) degenerate (area below 1e-10 of the longest side
+// squared) or turned against either old normal n0, n1 (flip.py: quad_folds)
+__device__ bool quad_folds(D3 Pa, D3 Pb, D3 Pc, D3 Pd, D3 n0, D3 n1) {
+  const D3 m0 = cross(sub(Pd, Pa), sub(Pc, Pa));
+  const D3 m1 = cross(sub(Pc, Pb), sub(Pd, Pb));
+  const D3 cdv = sub(Pc, Pd), da = sub(Pd, Pa), ca = sub(Pc, Pa), cb = sub(Pc, Pb),
+           db = sub(Pd, Pb);
+  const double cd2 = dot(cdv, cdv);
+  const double longest0 = fmax(fmax(dot(da, da), dot(ca, ca)), cd2);
+  const double longest1 = fmax(fmax(dot(cb, cb), dot(db, db)), cd2);
+  const bool degenerate = norm(m0) <= 1e-10 * longest0 || norm(m1) <= 1e-10 * longest1;
+  const bool against = dot(m0, n0) <= 0 || dot(m0, n1) <= 0 || dot(m1, n0) <= 0 ||
+                       dot(m1, n1) <= 0;
+  return degenerate || against;
+}
+
 extern "C" __global__ void flip_quads(
     const double* __restrict__ V, const long long* __restrict__ F,
     const long long* __restrict__ key, const long long* __restrict__ count,
@@ -76,17 +92,7 @@ extern "C" __global__ void flip_quads(
       if (r == R_OK && cosang < lim * norms) r = R_FEATURE;
     }
     if (r == R_OK && has_key(key, n_edges, edge_key(c, d))) r = R_EXISTS;
-    const D3 m0 = cross(sub(Pd, Pa), sub(Pc, Pa));
-    const D3 m1 = cross(sub(Pc, Pb), sub(Pd, Pb));
-    const D3 cdv = sub(Pc, Pd), da = sub(Pd, Pa), ca = sub(Pc, Pa), cb = sub(Pc, Pb),
-             db = sub(Pd, Pb);
-    const double cd2 = dot(cdv, cdv);
-    const double longest0 = fmax(fmax(dot(da, da), dot(ca, ca)), cd2);
-    const double longest1 = fmax(fmax(dot(cb, cb), dot(db, db)), cd2);
-    const bool degenerate = norm(m0) <= 1e-10 * longest0 || norm(m1) <= 1e-10 * longest1;
-    const bool against = dot(m0, n0) <= 0 || dot(m0, n1) <= 0 || dot(m1, n0) <= 0 ||
-                         dot(m1, n1) <= 0;
-    if (r == R_OK && (degenerate || against)) r = R_FOLD;
+    if (r == R_OK && quad_folds(Pa, Pb, Pc, Pd, n0, n1)) r = R_FOLD;
     A[e] = a;
     B[e] = b;
     C[e] = c;
@@ -168,15 +174,7 @@ __device__ unsigned long long flip_wanted(
     const double norms = norm(n0) * norm(n1);
     if (dot(n0, n1) < lim * norms) return NO_KEY;
   }
-  const D3 m0 = cross(sub(Pd, Pa), sub(Pc, Pa));
-  const D3 m1 = cross(sub(Pc, Pb), sub(Pd, Pb));
-  const D3 cdv = sub(Pc, Pd), da = sub(Pd, Pa), ca = sub(Pc, Pa), cb = sub(Pc, Pb),
-           db = sub(Pd, Pb);
-  const double cd2 = dot(cdv, cdv);
-  const double longest0 = fmax(fmax(dot(da, da), dot(ca, ca)), cd2);
-  const double longest1 = fmax(fmax(dot(cb, cb), dot(db, db)), cd2);
-  if (!(norm(m0) > 1e-10 * longest0 && norm(m1) > 1e-10 * longest1)) return NO_KEY;
-  if (!(dot(m0, n0) > 0 && dot(m0, n1) > 0 && dot(m1, n0) > 0 && dot(m1, n1) > 0)) return NO_KEY;
+  if (quad_folds(Pa, Pb, Pc, Pd, n0, n1)) return NO_KEY;
   // the new edge c-d must not exist: every face at x is in this patch
   const long long y = x == c ? d : c;
   for (int i = 0; i < nf; ++i) {

@@ -40,6 +40,14 @@ def _sides(xp, m: TriMesh, size: int = 128) -> tuple[np.ndarray, np.ndarray, Pat
     return V, F, P
 
 
+def _labels(P: PatchSides, m: int) -> np.ndarray:
+    """Each face's patch, from the grouped faces."""
+    label = np.empty(m, dtype=np.int64)
+    for p in range(P.n_patches):
+        label[P.faces[P.offsets[p] : P.offsets[p + 1]]] = p
+    return label
+
+
 def _cross_patch_edges(F: np.ndarray, label: np.ndarray) -> set[tuple[int, int]]:
     """Edges whose faces lie in more than one patch, as vertex pairs."""
     a, b = F.ravel(), F[:, [1, 2, 0]].ravel()
@@ -58,9 +66,7 @@ def _cross_patch_edges(F: np.ndarray, label: np.ndarray) -> set[tuple[int, int]]
 def test_twins_updated_in_place_equal_the_rebuilt_ones(name: str) -> None:
     m = _mesh(name)
     V, F, P = _sides(np, m)
-    label = np.empty(m.n_faces, dtype=np.int64)
-    for p in range(P.n_patches):
-        label[P.faces[P.offsets[p] : P.offsets[p + 1]]] = p
+    label = _labels(P, m.n_faces)
     Fl, twin = F[P.faces], P.twin.copy()
     sides = np.arange(twin.shape[0])
     flipped = 0
@@ -119,9 +125,7 @@ def test_patches_all_at_once_equal_patches_one_by_one(name: str) -> None:
 def test_only_edges_inside_patches_change_and_the_mesh_stays_valid(name: str) -> None:
     m = _mesh(name)
     V, F, P = _sides(np, m)
-    label = np.empty(m.n_faces, dtype=np.int64)
-    for p in range(P.n_patches):
-        label[P.faces[P.offsets[p] : P.offsets[p + 1]]] = p
+    label = _labels(P, m.n_faces)
     out, flips, _ = flip_in_patches(np, V, F, P, LIMIT, 45.0)
     assert flips > 0
     assert _cross_patch_edges(out, label) == _cross_patch_edges(F, label)
