@@ -32,9 +32,10 @@ Patches never read or write each other's faces or claims, so running the rounds 
 once as array code (:func:`flip_in_patches`, NumPy or CuPy) gives what the kernel gives
 (``kernels/flip.cu``: ``patched_delaunay_flips``), the same expressions compiled without FMA
 contraction: the GPU test finds the same faces, flips and rounds on every shared mesh and a
-jittered grid. An angle sum may still differ from CuPy's array code in its last bit (CuPy's
-norm rounds otherwise, see :func:`.flip.opposite_angle_sums`), which would change a decision
-only at an exact tie.
+jittered grid, against the array code on CuPy (NumPy's arctangent may round otherwise; the CPU
+never takes this path). An angle sum may still differ from CuPy's array code in its last bit
+(CuPy's norm rounds otherwise, see :func:`.flip.opposite_angle_sums`), which would change a
+decision only at an exact tie.
 """
 
 from __future__ import annotations
@@ -113,6 +114,12 @@ def patch_sides(
     return PatchSides(offsets, faces, twin, inner, cap)
 
 
+def kernel_fits(P: PatchSides, n: int) -> bool:
+    """Whether the kernel takes these patches: its shared memory within the default limit and
+    vertex ids within its 32-bit faces (else the array code runs)."""
+    return _SMEM_PER_FACE * P.cap <= _SMEM_LIMIT and n < 2**31
+
+
 def flip_in_patches(
     xp: ModuleType,
     V: Any,
@@ -130,7 +137,7 @@ def flip_in_patches(
     per patch; else array code, all patches' rounds at once."""
     if P.n_patches == 0:
         return F, 0, 0
-    if kernel and xp.__name__ == "cupy" and _SMEM_PER_FACE * P.cap <= _SMEM_LIMIT:
+    if kernel and xp.__name__ == "cupy" and kernel_fits(P, int(V.shape[0])):
         return _flip_kernel(xp, V, F, P, limit, feature_angle, max_rounds)
     m, n = int(F.shape[0]), int(V.shape[0])
     Fl = F[P.faces]

@@ -86,7 +86,7 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
     limit = math.pi + p.angle_tolerance
     seams = seam_keys(xp, F, n)
     flips, rounds, before, first = 0, 0, None, 0
-    inside = {"flips": 0, "rounds": 0}
+    inside = {"flips": 0, "rounds": 0, "ran": 0}
     E = edge_table(xp, F)
     while True:
         Q = flip_quads(xp, V, F, E, p.feature_angle, seams)
@@ -137,7 +137,7 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
         "blocked": blocked,
         "unresolved": int(flippable.sum()),
         "seam_edges": int(seams.shape[0]),
-        "execution": {"path": "patched" if patched else "global"},
+        "execution": {"path": "patched" if inside["ran"] else "global"},
     }
     return OpResult(out, report)
 
@@ -152,7 +152,7 @@ def _inside_patches(
     P = patch_sides(xp, F, E, label, int(sizes.shape[0]), mesh.n_vertices, seams)
     rounds = min(p.max_rounds, MAX_ROUNDS)
     F, flips, ran = flip_in_patches(xp, V, F, P, limit, p.feature_angle, rounds)
-    return F, {"flips": flips, "rounds": ran}
+    return F, {"flips": flips, "rounds": ran, "ran": 1}
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
@@ -187,10 +187,11 @@ OP = Operation(
     ``seam_edges`` (the texture seam edges kept).
     Boundary and non-manifold edges are not counted (they have no Delaunay condition).
     ``patch_flips`` and ``patch_rounds``: the flips made inside patches and the most rounds a
-    patch ran, on the GPU's patched path (``execution.path``: ``patched`` or ``global``; zero on
-    the global path): one kernel, a block per patch, flips an edge there when both its faces are
-    in the patch and one end of the new edge has all its faces there; the rounds over the whole
-    mesh do the rest.
+    patch ran, on the GPU's patched path (``execution.path``: ``patched`` where that pass ran,
+    else ``global``; zero on the global path): one kernel, a block per patch, flips an edge there
+    when both its faces are in the patch and one end of the new edge has all its faces there;
+    the rounds over the whole mesh do the rest. There ``max_rounds`` bounds the rounds inside
+    each patch (up to 32) and, separately, the rounds over the whole mesh (``rounds``).
     """,
     kind=OpKind.dynamic,
     params=Params,
