@@ -86,9 +86,10 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
     limit = math.pi + p.angle_tolerance
     seams = seam_keys(xp, F, n)
     flips, rounds, before, first = 0, 0, None, 0
-    inside = {"flips": 0, "rounds": 0, "ran": 0}
-    E = edge_table(xp, F)
+    patch_flips = patch_rounds = 0
+    path = "global"
     while True:
+        E = edge_table(xp, F)
         Q = flip_quads(xp, V, F, E, p.feature_angle, seams)
         old, new = opposite_angle_sums(xp, V, Q)
         bad = (Q.reason != BOUNDARY) & (old > limit)
@@ -96,9 +97,9 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
             before = int(bad.sum())
             if patched and before and m:
                 progress.report(0.0, "flips inside patches")
-                F, inside = _inside_patches(mesh, V, F, E, seams, limit, p)
-                flips += inside["flips"]
-                E = edge_table(xp, F)
+                F, patch_flips, patch_rounds = _inside_patches(mesh, V, F, E, seams, limit, p)
+                flips += patch_flips
+                path = "patched"
                 continue
         flippable = bad & (Q.reason == 0) & (new < old)
         # the count (not just any()) in the same one read to the host: it estimates progress
@@ -116,7 +117,6 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
         F = apply_flips(xp, F, Q, acc)
         flips += int(acc.shape[0])
         rounds += 1
-        E = edge_table(xp, F)
     # why every edge still non-Delaunay was left: its flip's failing precondition, or no gain
     why = xp.where(Q.reason == 0, len(REASONS), Q.reason)[bad & ~flippable]
     counts = xp.bincount(why, minlength=len(REASONS) + 1)
@@ -129,30 +129,29 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
     report: dict[str, Any] = {
         "flips": flips,
         "rounds": rounds,
-        "patch_flips": inside["flips"],
-        "patch_rounds": inside["rounds"],
+        "patch_flips": patch_flips,
+        "patch_rounds": patch_rounds,
         "interior_edges": int((Q.reason != BOUNDARY).sum()),
         "non_delaunay_before": before,
         "non_delaunay_after": int(bad.sum()),
         "blocked": blocked,
         "unresolved": int(flippable.sum()),
         "seam_edges": int(seams.shape[0]),
-        "execution": {"path": "patched" if inside["ran"] else "global"},
+        "execution": {"path": path},
     }
     return OpResult(out, report)
 
 
 def _inside_patches(
     mesh: TriMesh, V: Any, F: Any, E: Any, seams: Any, limit: float, p: Params
-) -> tuple[Any, dict[str, int]]:
+) -> tuple[Any, int, int]:
     """The flips inside Morton patches of at most ``PATCH_SIZE`` faces, all rounds of every
     patch in one kernel on the GPU."""
     xp = mesh.xp
     label, _, _, sizes = morton_patches(xp, mesh, PATCH_SIZE)
     P = patch_sides(xp, F, E, label, int(sizes.shape[0]), mesh.n_vertices, seams)
     rounds = min(p.max_rounds, MAX_ROUNDS)
-    F, flips, ran = flip_in_patches(xp, V, F, P, limit, p.feature_angle, rounds)
-    return F, {"flips": flips, "rounds": ran, "ran": 1}
+    return flip_in_patches(xp, V, F, P, limit, p.feature_angle, rounds)
 
 
 def _numpy(mesh: TriMesh, p: Params) -> OpResult:
