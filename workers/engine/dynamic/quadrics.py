@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
+from ..graph import csr_from_pairs
 
 #: relative determinant below which the 3x3 system is ill-conditioned (a flat or cylindrical
 #: neighbourhood: the optimum is a line or a plane, not a point)
@@ -31,9 +32,11 @@ def plane_quadrics(xp: ModuleType, N: Any, d: Any, w: Any | None = None) -> Any:
 
 def vertex_quadrics(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     """(n, 10) sum of the plane quadrics of each vertex's faces (faces of zero area add
-    nothing). On the GPU one kernel thread per face adds its quadric to its corners
-    (``kernels/quadrics.cu``): the array code's ten bincounts over a (3m, 10) copy of the face
-    quadrics took 41 ms at 17.8M faces on an H100."""
+    nothing), added in the order of the faces. On the GPU one kernel thread per vertex sums its
+    faces' quadrics (``kernels/quadrics.cu``) in the order the array code's bincounts do: the
+    same sums bit for bit, and the same from run to run, which atomics are not (the array code's
+    ten bincounts over a (3m, 10) copy of the face quadrics took 41 ms at 17.8M faces on an
+    H100)."""
     if xp.__name__ == "cupy":
         return _vertex_quadrics_kernel(xp, X, F, n)
     P0, P1, P2 = X[F[:, 0]], X[F[:, 1]], X[F[:, 2]]
@@ -45,18 +48,44 @@ def vertex_quadrics(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     return scatter_rows(xp, F.ravel(), xp.repeat(Kf, 3, axis=0), n)
 
 
+def entry_groups(xp: ModuleType, idx: Any, n: int) -> tuple[Any, Any]:
+    """``(off (n+1,), entry)``: the positions of the entries of ``idx`` (values in ``[0, n)``)
+    grouped by value, each group in the entries' order (a stable sort)."""
+    off, _, entry = csr_from_pairs(xp, n, idx, idx)
+    return off, entry
+
+
+def row_sums(
+    xp: ModuleType, idx: Any, values: Any, n: int, per: int = 1, groups: Any = None
+) -> Any:
+    """``out[idx[k]] += values[k // per]`` for (m,) indices and (m / per,) or (m / per, d)
+    values, added in the order of ``k`` on both backends: NumPy's bincounts add so, and on
+    CuPy one thread per row and column adds its group of entries (``groups``:
+    :func:`entry_groups` of ``idx``, when the caller has them) in that order. The sums are then
+    the same from run to run; atomics add in the order the threads come, and where costs tie
+    (a flat grid) that rounding decided decimation's collapses: the same call gave different
+    faces from run to run."""
+    if xp.__name__ != "cupy":
+        return scatter_rows(xp, idx, values if per == 1 else xp.repeat(values, per, axis=0), n)
+    from ..kernels.loader import launch, load_kernel
+
+    off, entry = entry_groups(xp, idx, n) if groups is None else groups
+    V = xp.ascontiguousarray(values.reshape(values.shape[0], -1), dtype=xp.float64)
+    d = int(V.shape[1])
+    out = xp.zeros((n, d), dtype=xp.float64)
+    args = (V, xp.int64(d), xp.int64(per), off, entry, xp.int64(n), out)
+    launch(load_kernel("quadrics", "ordered_row_sums"), n * d, args, op="decimate")
+    return out[:, 0] if values.ndim == 1 else out
+
+
 def _vertex_quadrics_kernel(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     from ..kernels.loader import launch, load_kernel
 
+    F = xp.ascontiguousarray(F, dtype=xp.int64)
+    off, corner = entry_groups(xp, F.ravel(), n)
     Q = xp.zeros((n, 10), dtype=xp.float64)
-    m = int(F.shape[0])
-    args = (
-        xp.ascontiguousarray(X, dtype=xp.float64),
-        xp.ascontiguousarray(F, dtype=xp.int64),
-        xp.int64(m),
-        Q,
-    )
-    launch(load_kernel("quadrics", "vertex_quadrics"), m, args, op="decimate")
+    args = (xp.ascontiguousarray(X, dtype=xp.float64), F, off, corner, xp.int64(n), Q)
+    launch(load_kernel("quadrics", "vertex_quadrics"), n, args, op="decimate")
     return Q
 
 
@@ -76,7 +105,7 @@ def boundary_quadrics(xp: ModuleType, X: Any, F: Any, sides: Any, n: int, weight
     d = -(N * X[u]).sum(axis=1)
     K = plane_quadrics(xp, N, d, xp.full(N.shape[0], weight))
     ends = xp.concatenate([u, v])
-    return scatter_rows(xp, ends, xp.concatenate([K, K]), n)
+    return row_sums(xp, ends, xp.concatenate([K, K]), n)
 
 
 def tip_quadrics(xp: ModuleType, X: Any, F: Any, n: int, weight: float, skip: Any = None) -> Any:
@@ -93,9 +122,10 @@ def tip_quadrics(xp: ModuleType, X: Any, F: Any, n: int, weight: float, skip: An
     10 % a horn tip went 0.024 of the diagonal off (fast-simplification 0.019, median of three
     vertex orders); with the planes (weight 6) 0.010."""
     idx = F.ravel()
-    deficit = 2.0 * xp.pi - scatter_rows(xp, idx, corner_angles64(xp, X, F).ravel(), n)
-    faces = scatter_rows(xp, idx, xp.ones(idx.shape[0], dtype=xp.float64), n)
-    N = unitize(xp, scatter_rows(xp, idx, xp.repeat(face_cross64(xp, X, F), 3, axis=0), n))
+    groups = entry_groups(xp, idx, n) if xp.__name__ == "cupy" else None
+    deficit = 2.0 * xp.pi - row_sums(xp, idx, corner_angles64(xp, X, F).ravel(), n, 1, groups)
+    faces = row_sums(xp, idx, xp.ones(idx.shape[0], dtype=xp.float64), n, 1, groups)
+    N = unitize(xp, row_sums(xp, idx, face_cross64(xp, X, F), n, 3, groups))
     f = xp.clip(deficit / (2.0 * xp.pi), 0.0, 1.0)
     w = weight * faces * f * (2.0 - f)
     if skip is not None:
@@ -275,7 +305,7 @@ def attribute_quadrics(xp: ModuleType, X: Any, F: Any, S: Any, n: int, skip: Any
     n_ok = int(ok.sum())
     mean = float(area.sum()) / n_ok if n_ok else 1.0
     rows = rows * (area / (mean if mean > 0 else 1.0))[:, None]
-    U = scatter_rows(xp, F.ravel(), xp.repeat(rows, 3, axis=0), n)
+    U = row_sums(xp, F.ravel(), rows, n, per=3)
     if skip is not None:
         U = xp.where(skip[:, None], 0.0, U)
     return U

@@ -61,29 +61,59 @@ extern "C" __global__ void collapse_points(
   }
 }
 
-// vertex_quadrics: each face's plane quadric (unit normal from the cross product of its two
-// sides from corner 0, offset through corner 0; a face of zero area adds nothing) added to its
-// three corners' rows of Q (n, 10), zeroed by the caller. The array code's expressions in its
-// order (no contraction: --fmad=false); the sums' order is the atomics'.
+// One face's plane quadric (unit normal from the cross product of its two sides from corner 0,
+// offset through corner 0) into K; false for a face of zero area (the array code's quadric is all
+// zeros then). The array code's expressions in its order (no contraction: --fmad=false).
+__device__ __forceinline__ bool face_quadric(const double* __restrict__ X,
+                                             const long long* __restrict__ F, long long f,
+                                             double K[10]) {
+  const long long i0 = F[3 * f], i1 = F[3 * f + 1], i2 = F[3 * f + 2];
+  const double p0[3] = {X[3 * i0], X[3 * i0 + 1], X[3 * i0 + 2]};
+  const double u[3] = {X[3 * i1] - p0[0], X[3 * i1 + 1] - p0[1], X[3 * i1 + 2] - p0[2]};
+  const double v[3] = {X[3 * i2] - p0[0], X[3 * i2 + 1] - p0[1], X[3 * i2 + 2] - p0[2]};
+  double n[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+  const double ln = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  if (!(ln > 0)) return false;
+  for (int d = 0; d < 3; ++d) n[d] = n[d] / ln;
+  const double dd = -(n[0] * p0[0] + n[1] * p0[1] + n[2] * p0[2]);
+  const double a = n[0], b = n[1], c = n[2];
+  const double k[10] = {a * a, a * b, a * c, a * dd, b * b, b * c, b * dd, c * c, c * dd, dd * dd};
+  for (int j = 0; j < 10; ++j) K[j] = k[j];
+  return true;
+}
+
+// vertex_quadrics: one thread per vertex sums the plane quadrics of its corners' faces into its
+// row of Q (n, 10), in the order of the corners (off, corner: the corners 3 f + k grouped by
+// vertex, a stable sort of F's entries), the order in which the array code's bincounts add
+// them: the same sums, bit for bit, and the same on every run (atomics add in the order the
+// threads come, and on a flat grid, where the costs tie, the rounding decides the collapses).
 extern "C" __global__ void vertex_quadrics(const double* __restrict__ X,
-                                           const long long* __restrict__ F, long long m,
+                                           const long long* __restrict__ F,
+                                           const long long* __restrict__ off,
+                                           const long long* __restrict__ corner, long long n,
                                            double* __restrict__ Q) {
-  FOR_EACH(f, m) {
-    const long long i0 = F[3 * f], i1 = F[3 * f + 1], i2 = F[3 * f + 2];
-    const double p0[3] = {X[3 * i0], X[3 * i0 + 1], X[3 * i0 + 2]};
-    const double u[3] = {X[3 * i1] - p0[0], X[3 * i1 + 1] - p0[1], X[3 * i1 + 2] - p0[2]};
-    const double v[3] = {X[3 * i2] - p0[0], X[3 * i2 + 1] - p0[1], X[3 * i2 + 2] - p0[2]};
-    double n[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                   u[0] * v[1] - u[1] * v[0]};
-    const double ln = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    if (!(ln > 0)) continue;  // zero area: the array code's quadric is all zeros
-    for (int d = 0; d < 3; ++d) n[d] = n[d] / ln;
-    const double dd = -(n[0] * p0[0] + n[1] * p0[1] + n[2] * p0[2]);
-    const double a = n[0], b = n[1], c = n[2];
-    const double K[10] = {a * a, a * b, a * c, a * dd, b * b, b * c, b * dd, c * c, c * dd, dd * dd};
-    const long long corner[3] = {i0, i1, i2};
-    for (int k = 0; k < 3; ++k)
-      for (int j = 0; j < 10; ++j) atomicAdd(Q + 10 * corner[k] + j, K[j]);
+  FOR_EACH(v, n) {
+    double q[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    double K[10];
+    for (long long k = off[v]; k < off[v + 1]; ++k)
+      if (face_quadric(X, F, corner[k] / 3, K))
+        for (int j = 0; j < 10; ++j) q[j] += K[j];
+    for (int j = 0; j < 10; ++j) Q[10 * v + j] = q[j];
+  }
+}
+
+// ordered_row_sums: out[v, c] = the sum of values[entry[k] / per, c] over k in off[v]..off[v+1]
+// (n rows of d columns), added in that order: ``scatter_rows`` with the order fixed (the
+// array code's bincounts add in the order of the entries; entry is a stable sort of them).
+extern "C" __global__ void ordered_row_sums(const double* __restrict__ values, long long d,
+                                            long long per, const long long* __restrict__ off,
+                                            const long long* __restrict__ entry, long long n,
+                                            double* __restrict__ out) {
+  FOR_EACH(i, n * d) {
+    const long long v = i / d, c = i % d;
+    double s = 0.0;
+    for (long long k = off[v]; k < off[v + 1]; ++k) s += values[(entry[k] / per) * d + c];
+    out[i] = s;
   }
 }
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.workers.engine.shapes import SHARED, grid, stats, welded
 from workers.engine.dynamic._edges import edge_keys, edge_table
+from workers.engine.dynamic.flip import flip_quads, opposite_angle_sums
 from workers.engine.dynamic.patched_flip import (
     PatchSides,
     _apply,
@@ -20,6 +21,7 @@ from workers.engine.dynamic.patched_flip import (
     kernel_fits,
     patch_sides,
 )
+from workers.engine.dynamic.seams import seam_keys
 from workers.engine.mesh import TriMesh
 from workers.engine.ops.delaunay_flip import Params, delaunay
 from workers.engine.patches import morton_patches
@@ -207,3 +209,61 @@ def test_the_gpu_paths_end_alike(name: str, monkeypatch) -> None:
     sa, sb = stats(a.mesh.to("numpy")), stats(b.mesh.to("numpy"))
     for k in ("edges", "euler_characteristic", "non_manifold_edges", "degenerate_faces"):
         assert sa[k] == sb[k], k
+
+
+def _two_flips_one_new_edge() -> tuple[np.ndarray, np.ndarray]:
+    """A fan of four faces around vertex 0 (ring 1, 2, 3, 4), bent in space so that edges 0-2
+    and 0-4 are both non-Delaunay and flippable: they share no face, and each flip would make
+    the edge 1-3. Found by a random search over such fans."""
+    V = np.array(
+        [
+            [-0.216, 0.8, 0.317],
+            [-0.921, 0.175, -0.184],
+            [-1.215, -1.13, 0.086],
+            [-0.028, 0.005, -0.344],
+            [-0.184, -1.037, -0.278],
+        ]
+    )
+    F = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]], np.int64)
+    return V, F
+
+
+def _flip_alone(xp, V, F, kernel: bool) -> tuple[np.ndarray, int]:
+    """The four faces as one patch, flipped there."""
+    V, F = xp.asarray(V), xp.asarray(F)
+    P = patch_sides(xp, F, edge_table(xp, F), xp.zeros(4, dtype=xp.int64), 1, 5)
+    out, flips, _ = flip_in_patches(xp, V, F, P, LIMIT, 180.0, kernel=kernel)
+    return np.asarray(out.get() if xp is not np else out), flips
+
+
+def test_two_flips_that_would_make_one_edge_are_not_made_together() -> None:
+    """Their faces differ, so only the claim on the new edge's end keeps one of the two flips
+    out of the round (made together, the edge 1-3 would be made twice: four faces on one
+    edge); the other then finds the edge made and is blocked, as in the rounds over the whole
+    mesh."""
+    V, F = _two_flips_one_new_edge()
+    E = edge_table(np, F)
+    Q = flip_quads(np, V, F, E, 180.0, seam_keys(np, F, 5))
+    old, new = opposite_angle_sums(np, V, Q)
+    wanted = (Q.reason == 0) & (old > LIMIT) & (new < old)
+    assert sorted(map(tuple, E.EV[wanted].tolist())) == [(0, 2), (0, 4)]
+    out, flips = _flip_alone(np, V, F, kernel=False)
+    assert flips == 1
+    s = stats(TriMesh(V, out.astype(np.int32)))
+    assert s["edges"] == 8 and s["non_manifold_edges"] == 0 and s["consistently_oriented"]
+    rep = delaunay(TriMesh(V, F.astype(np.int32)), Params(feature_angle=180.0)).report
+    assert rep["flips"] == 1 and rep["blocked"]["exists"] == 1
+    global_F = delaunay(TriMesh(V, F.astype(np.int32)), Params(feature_angle=180.0)).mesh.F
+    np.testing.assert_array_equal(np.asarray(global_F), out)
+
+
+@pytest.mark.gpu
+def test_two_flips_that_would_make_one_edge_on_the_gpu() -> None:
+    """The kernel's claim on the new edge's end: one flip, the array code's."""
+    import cupy as cp
+
+    V, F = _two_flips_one_new_edge()
+    want, wflips = _flip_alone(np, V, F, kernel=False)
+    got, flips = _flip_alone(cp, V, F, kernel=True)
+    assert flips == wflips == 1
+    np.testing.assert_array_equal(got, want)

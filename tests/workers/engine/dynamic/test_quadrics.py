@@ -168,8 +168,8 @@ def test_collapse_points_on_the_gpu_equal_the_twin(name: str) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["spot.obj", "fandisk.obj", "rx-torus.obj", "teapot.obj"])
 def test_vertex_quadrics_on_the_gpu_equal_the_twin(name: str) -> None:
-    """The per-face kernel against the array code on a shared mesh with two faces of zero area
-    added (they add nothing): the same sums up to their order (atomics)."""
+    """The per-vertex kernel against the array code on a shared mesh with two faces of zero
+    area added (they add nothing): the same sums in the same order, bit for bit."""
     import cupy as cp
 
     from tests.workers.engine.shapes import welded
@@ -182,9 +182,50 @@ def test_vertex_quadrics_on_the_gpu_equal_the_twin(name: str) -> None:
     want = vertex_quadrics(np, X, F, X.shape[0])
     got = cp.asnumpy(vertex_quadrics(cp, cp.asarray(X), cp.asarray(F), X.shape[0]))
     assert got.shape == want.shape == (X.shape[0], 10)
-    scale = np.abs(want).max()
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13 * scale)
+    np.testing.assert_array_equal(got, want)
     assert (np.abs(want).max(axis=1) > 0).sum() > 0.9 * X.shape[0]  # not trivially zero rows
+
+
+def _row_sum_cases() -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+    """``(idx, values, n, per)``: values of many magnitudes (their sums depend on the order),
+    rows hit many times, rows never hit, one column and several, one value per entry and one
+    per three entries."""
+    rng = np.random.default_rng(5)
+    m, n = 3000, 400
+    idx = rng.integers(0, n - 7, m)  # the last rows get nothing
+    big = rng.normal(size=(m, 4)) * 10.0 ** rng.integers(-12, 12, (m, 1))
+    return [(idx, big[:, 0], n, 1), (idx, big, n, 1), (idx, big[: m // 3, :3], n, 3)]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_row_sums_add_in_the_order_of_the_entries(case: int) -> None:
+    """On the host :func:`row_sums` is ``scatter_rows`` (bincounts, which add in the entries'
+    order): the same sums as adding one entry after another."""
+    from workers.engine.dynamic.quadrics import row_sums
+
+    idx, values, n, per = _row_sum_cases()[case]
+    got = row_sums(np, idx, values, n, per)
+    want = np.zeros((n,) + values.shape[1:])
+    for k, i in enumerate(idx):
+        want[i] += values[k // per]
+    np.testing.assert_array_equal(got, want)
+    assert (want[-7:] == 0).all() and (want[:-7] != 0).mean() > 0.99
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(3))
+def test_row_sums_on_the_gpu_equal_the_twin(case: int) -> None:
+    """The kernel adds each row's entries in their order, as the twin: bit for bit the same,
+    where atomics would differ in the last bits from run to run."""
+    import cupy as cp
+
+    from workers.engine.dynamic.quadrics import row_sums
+
+    idx, values, n, per = _row_sum_cases()[case]
+    want = row_sums(np, idx, values, n, per)
+    got = row_sums(cp, cp.asarray(idx), cp.asarray(values), n, per)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
 
 
 def _cone(k: int, height: float) -> tuple[np.ndarray, np.ndarray]:
