@@ -156,21 +156,17 @@ def launch_patched(
 ) -> None:
     """One block per patch (or ``blocks`` of them, for a kernel that maps blocks to patches
     itself) with the shared memory the largest patch needs."""
-    from .backend import cupy_module
+    from .kernels.loader import launch_blocks
 
-    cp = cupy_module()
     blocks = patches.n_patches if blocks is None else blocks
     if patches.n_patches == 0 or blocks == 0:
         return
     smem = smem_bytes(patches)
     if smem > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = smem
-    try:
-        kernel((blocks,), (THREADS,), patch_args(patches, active) + extra, shared_mem=smem)
-    except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:
-        raise KernelError(
-            "CUDA launch failed", op=op, kernel=kernel.name, reason=str(exc)
-        ) from None
+    launch_blocks(
+        kernel, blocks, THREADS, patch_args(patches, active) + extra, op=op, shared_mem=smem
+    )
 
 
 def patched_query(mesh: TriMesh, patches: Patches, name: str) -> tuple[Any, Any]:

@@ -245,11 +245,8 @@ def _flip_kernel(
     feature_angle: float,
     max_rounds: int,
 ) -> tuple[Any, int, int]:
-    from ..backend import cupy_module
-    from ..errors import KernelError
-    from ..kernels.loader import load_kernel
+    from ..kernels.loader import launch_blocks, load_kernel
 
-    cp = cupy_module()
     i64 = xp.int64
     k, n = P.n_patches, int(V.shape[0])
     out = xp.ascontiguousarray(F, dtype=i64).copy()
@@ -276,10 +273,5 @@ def _flip_kernel(
         rounds,
     )
     kern = load_kernel("flip", "patched_delaunay_flips")
-    try:
-        kern((k,), (256,), args, shared_mem=_SMEM_PER_FACE * P.cap)
-    except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:
-        raise KernelError(
-            "CUDA launch failed", op="delaunay_flip", kernel=kern.name, reason=str(exc)
-        ) from None
+    launch_blocks(kern, k, 256, args, op="delaunay_flip", shared_mem=_SMEM_PER_FACE * P.cap)
     return out, int(flips.sum()), int(rounds.max())

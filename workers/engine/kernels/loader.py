@@ -62,15 +62,20 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], *, op: str, threads: int 
     failures into :class:`KernelError` carrying the op and kernel names."""
     if n <= 0:
         return
-    cp = cupy_module()
     blocks = min((n + threads - 1) // threads, 65535 * 32)
+    launch_blocks(kernel, blocks, threads, args, op=op)
+
+
+def launch_blocks(
+    kernel: Any, blocks: int, threads: int, args: tuple[Any, ...], *, op: str, shared_mem: int = 0
+) -> None:
+    """Launch ``kernel`` on ``blocks`` blocks of ``threads`` threads with ``shared_mem`` bytes of
+    dynamic shared memory each (a block per patch, say), CUDA failures turned into
+    :class:`KernelError` carrying the op and kernel names."""
+    cp = cupy_module()
     try:
-        kernel((blocks,), (threads,), args)
-    except cp.cuda.driver.CUDADriverError as exc:
-        raise KernelError(
-            "CUDA launch failed", op=op, kernel=kernel.name, reason=str(exc)
-        ) from None
-    except cp.cuda.runtime.CUDARuntimeError as exc:
+        kernel((blocks,), (threads,), args, shared_mem=shared_mem)
+    except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:
         raise KernelError(
             "CUDA launch failed", op=op, kernel=kernel.name, reason=str(exc)
         ) from None
