@@ -15,6 +15,7 @@ from workers.engine.graph import (
     csr_from_pairs,
     group_rows,
     label_propagation,
+    ordered_sums,
 )
 
 PROPERTY = settings(max_examples=150, deadline=None, database=None, derandomize=True)
@@ -346,3 +347,45 @@ def test_ends_of_on_the_gpu_marks_the_flagged_edges_ends(share: float, dtype: ty
     got = graph.ends_of(cp, cp.asarray(EV), cp.asarray(flag), N_ENDS)
     assert got.dtype == cp.bool_ and got.shape == (N_ENDS,)
     np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+def _sum_cases() -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+    """``(idx, values, n, per)``: values of many magnitudes (their sums depend on the order),
+    rows hit many times, rows never hit, one column and several, one value per entry and one
+    per three entries."""
+    rng = np.random.default_rng(5)
+    m, n = 3000, 400
+    idx = rng.integers(0, n - 7, m)  # the last rows get nothing
+    big = rng.normal(size=(m, 4)) * 10.0 ** rng.integers(-12, 12, (m, 1))
+    return [(idx, big[:, 0], n, 1), (idx, big, n, 1), (idx, big[: m // 3, :3], n, 3)]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_ordered_sums_add_in_the_order_of_the_entries(case: int) -> None:
+    """On the host :func:`ordered_sums` is bincounts, which add in the entries' order: the
+    same sums as adding one entry after another; empty input gives zero rows."""
+    idx, values, n, per = _sum_cases()[case]
+    got = ordered_sums(np, idx, values, n, per)
+    want = np.zeros((n,) + values.shape[1:])
+    for k, i in enumerate(idx):
+        want[i] += values[k // per]
+    np.testing.assert_array_equal(got, want)
+    assert (want[-7:] == 0).all() and (want[:-7] != 0).mean() > 0.99
+    empty = ordered_sums(np, idx[:0], values[:0], n, per)
+    assert empty.shape == want.shape and not empty.any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(3))
+def test_ordered_sums_on_the_gpu_equal_the_twin(case: int) -> None:
+    """The kernel adds each row's entries in their order, as the twin: bit for bit the same,
+    where atomics would differ in the last bits from run to run."""
+    import cupy as cp
+
+    idx, values, n, per = _sum_cases()[case]
+    want = ordered_sums(np, idx, values, n, per)
+    got = ordered_sums(cp, cp.asarray(idx), cp.asarray(values), n, per)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
+    empty = ordered_sums(cp, cp.asarray(idx[:0]), cp.asarray(values[:0]), n, per)
+    assert empty.shape == want.shape and not cp.asnumpy(empty).any()

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
-from ..graph import csr_from_pairs
+from ..graph import entry_groups, ordered_sums
 
 #: relative determinant below which the 3x3 system is ill-conditioned (a flat or cylindrical
 #: neighbourhood: the optimum is a line or a plane, not a point)
@@ -48,36 +48,6 @@ def vertex_quadrics(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     return scatter_rows(xp, F.ravel(), xp.repeat(Kf, 3, axis=0), n)
 
 
-def entry_groups(xp: ModuleType, idx: Any, n: int) -> tuple[Any, Any]:
-    """``(off (n+1,), entry)``: the positions of the entries of ``idx`` (values in ``[0, n)``)
-    grouped by value, each group in the entries' order (a stable sort)."""
-    off, _, entry = csr_from_pairs(xp, n, idx, idx)
-    return off, entry
-
-
-def row_sums(
-    xp: ModuleType, idx: Any, values: Any, n: int, per: int = 1, groups: Any = None
-) -> Any:
-    """``out[idx[k]] += values[k // per]`` for (m,) indices and (m / per,) or (m / per, d)
-    values, added in the order of ``k`` on both backends: NumPy's bincounts add so, and on
-    CuPy one thread per row and column adds its group of entries (``groups``:
-    :func:`entry_groups` of ``idx``, when the caller has them) in that order. The sums are then
-    the same from run to run; atomics add in the order the threads come, and where costs tie
-    (a flat grid) that rounding decided decimation's collapses: the same call gave different
-    faces from run to run."""
-    if xp.__name__ != "cupy":
-        return scatter_rows(xp, idx, values if per == 1 else xp.repeat(values, per, axis=0), n)
-    from ..kernels.loader import launch, load_kernel
-
-    off, entry = entry_groups(xp, idx, n) if groups is None else groups
-    V = xp.ascontiguousarray(values.reshape(values.shape[0], -1), dtype=xp.float64)
-    d = int(V.shape[1])
-    out = xp.zeros((n, d), dtype=xp.float64)
-    args = (V, xp.int64(d), xp.int64(per), off, entry, xp.int64(n), out)
-    launch(load_kernel("quadrics", "ordered_row_sums"), n * d, args, op="decimate")
-    return out[:, 0] if values.ndim == 1 else out
-
-
 def _vertex_quadrics_kernel(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     from ..kernels.loader import launch, load_kernel
 
@@ -105,7 +75,7 @@ def boundary_quadrics(xp: ModuleType, X: Any, F: Any, sides: Any, n: int, weight
     d = -(N * X[u]).sum(axis=1)
     K = plane_quadrics(xp, N, d, xp.full(N.shape[0], weight))
     ends = xp.concatenate([u, v])
-    return row_sums(xp, ends, xp.concatenate([K, K]), n)
+    return ordered_sums(xp, ends, xp.concatenate([K, K]), n)
 
 
 def tip_quadrics(xp: ModuleType, X: Any, F: Any, n: int, weight: float, skip: Any = None) -> Any:
@@ -123,9 +93,9 @@ def tip_quadrics(xp: ModuleType, X: Any, F: Any, n: int, weight: float, skip: An
     vertex orders); with the planes (weight 6) 0.010."""
     idx = F.ravel()
     groups = entry_groups(xp, idx, n) if xp.__name__ == "cupy" else None
-    deficit = 2.0 * xp.pi - row_sums(xp, idx, corner_angles64(xp, X, F).ravel(), n, 1, groups)
-    faces = row_sums(xp, idx, xp.ones(idx.shape[0], dtype=xp.float64), n, 1, groups)
-    N = unitize(xp, row_sums(xp, idx, face_cross64(xp, X, F), n, 3, groups))
+    deficit = 2.0 * xp.pi - ordered_sums(xp, idx, corner_angles64(xp, X, F).ravel(), n, 1, groups)
+    faces = ordered_sums(xp, idx, xp.ones(idx.shape[0], dtype=xp.float64), n, 1, groups)
+    N = unitize(xp, ordered_sums(xp, idx, face_cross64(xp, X, F), n, 3, groups))
     f = xp.clip(deficit / (2.0 * xp.pi), 0.0, 1.0)
     w = weight * faces * f * (2.0 - f)
     if skip is not None:
@@ -305,7 +275,7 @@ def attribute_quadrics(xp: ModuleType, X: Any, F: Any, S: Any, n: int, skip: Any
     n_ok = int(ok.sum())
     mean = float(area.sum()) / n_ok if n_ok else 1.0
     rows = rows * (area / (mean if mean > 0 else 1.0))[:, None]
-    U = row_sums(xp, F.ravel(), rows, n, per=3)
+    U = ordered_sums(xp, F.ravel(), rows, n, per=3)
     if skip is not None:
         U = xp.where(skip[:, None], 0.0, U)
     return U

@@ -42,3 +42,20 @@ extern "C" __global__ void mark_ends_i64(const long long* __restrict__ EV,
                                          bool* __restrict__ out) {
   mark_ends(EV, flag, n_edges, out);
 }
+
+// graph.ordered_sums: out[v, c] = the sum of values[entry[k] / per, c] over k in
+// off[v]..off[v+1] (n rows of d columns), added in that order, one thread per row and column:
+// the bincounts of the array code add in the order of the entries, and entry is their stable
+// sort by row, so the sums are the twin's and the same on every run (atomics add in the order
+// the threads come).
+extern "C" __global__ void ordered_row_sums(const double* __restrict__ values, long long d,
+                                            long long per, const long long* __restrict__ off,
+                                            const long long* __restrict__ entry, long long n,
+                                            double* __restrict__ out) {
+  FOR_EACH(i, n * d) {
+    const long long v = i / d, c = i % d;
+    double s = 0.0;
+    for (long long k = off[v]; k < off[v + 1]; ++k) s += values[(entry[k] / per) * d + c];
+    out[i] = s;
+  }
+}

@@ -102,21 +102,6 @@ extern "C" __global__ void vertex_quadrics(const double* __restrict__ X,
   }
 }
 
-// ordered_row_sums: out[v, c] = the sum of values[entry[k] / per, c] over k in off[v]..off[v+1]
-// (n rows of d columns), added in that order: ``scatter_rows`` with the order fixed (the
-// array code's bincounts add in the order of the entries; entry is a stable sort of them).
-extern "C" __global__ void ordered_row_sums(const double* __restrict__ values, long long d,
-                                            long long per, const long long* __restrict__ off,
-                                            const long long* __restrict__ entry, long long n,
-                                            double* __restrict__ out) {
-  FOR_EACH(i, n * d) {
-    const long long v = i / d, c = i % d;
-    double s = 0.0;
-    for (long long k = off[v]; k < off[v + 1]; ++k) s += values[(entry[k] / per) * d + c];
-    out[i] = s;
-  }
-}
-
 // decimate.rank_keys: int64 keys ordering the costs as floats (NaN as +inf), their last
 // tie_bits bits replaced by a multiplicative hash of the edge id
 extern "C" __global__ void rank_keys(const double* __restrict__ cost,

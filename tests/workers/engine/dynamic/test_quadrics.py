@@ -186,48 +186,6 @@ def test_vertex_quadrics_on_the_gpu_equal_the_twin(name: str) -> None:
     assert (np.abs(want).max(axis=1) > 0).sum() > 0.9 * X.shape[0]  # not trivially zero rows
 
 
-def _row_sum_cases() -> list[tuple[np.ndarray, np.ndarray, int, int]]:
-    """``(idx, values, n, per)``: values of many magnitudes (their sums depend on the order),
-    rows hit many times, rows never hit, one column and several, one value per entry and one
-    per three entries."""
-    rng = np.random.default_rng(5)
-    m, n = 3000, 400
-    idx = rng.integers(0, n - 7, m)  # the last rows get nothing
-    big = rng.normal(size=(m, 4)) * 10.0 ** rng.integers(-12, 12, (m, 1))
-    return [(idx, big[:, 0], n, 1), (idx, big, n, 1), (idx, big[: m // 3, :3], n, 3)]
-
-
-@pytest.mark.parametrize("case", range(3))
-def test_row_sums_add_in_the_order_of_the_entries(case: int) -> None:
-    """On the host :func:`row_sums` is ``scatter_rows`` (bincounts, which add in the entries'
-    order): the same sums as adding one entry after another."""
-    from workers.engine.dynamic.quadrics import row_sums
-
-    idx, values, n, per = _row_sum_cases()[case]
-    got = row_sums(np, idx, values, n, per)
-    want = np.zeros((n,) + values.shape[1:])
-    for k, i in enumerate(idx):
-        want[i] += values[k // per]
-    np.testing.assert_array_equal(got, want)
-    assert (want[-7:] == 0).all() and (want[:-7] != 0).mean() > 0.99
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", range(3))
-def test_row_sums_on_the_gpu_equal_the_twin(case: int) -> None:
-    """The kernel adds each row's entries in their order, as the twin: bit for bit the same,
-    where atomics would differ in the last bits from run to run."""
-    import cupy as cp
-
-    from workers.engine.dynamic.quadrics import row_sums
-
-    idx, values, n, per = _row_sum_cases()[case]
-    want = row_sums(np, idx, values, n, per)
-    got = row_sums(cp, cp.asarray(idx), cp.asarray(values), n, per)
-    assert got.shape == want.shape
-    np.testing.assert_array_equal(cp.asnumpy(got), want)
-
-
 def _cone(k: int, height: float) -> tuple[np.ndarray, np.ndarray]:
     """A closed cone turned and moved off the origin: apex 0 on the axis ``R[:, 2]``, ``k``
     base vertices on the unit circle, the base's centre last; ``(X, F, R)``."""
