@@ -6,13 +6,17 @@ most pi. Flipping a non-Delaunay edge of a planar quad makes it Delaunay; Lawson
 repeats that until none is left (Lawson 1977; on surfaces, the extrinsic version of Bobenko and
 Springborn 2007 / geometry-central's ``flipToDelaunay``).
 
-Design: rounds of disjoint cavities (``workers.engine.dynamic.flip``). Each round rebuilds the
-edge table by a key sort, measures the opposite-angle sums, and every non-Delaunay edge whose flip
-passes the preconditions and lowers its opposite-angle sum becomes a candidate with priority
-"largest excess first"; candidates claim their two faces by a scatter-min of packed keys, winners
-flip at once. On a non-planar quad the flipped edge can be non-Delaunay again, and extrinsic flips
-are not guaranteed to terminate on curved surfaces; requiring the sum to drop rules out flipping
-an edge back and forth, and ``max_rounds`` bounds the rest.
+Design: rounds of disjoint cavities (``workers.engine.dynamic.flip``). The edge table is built
+once and follows the flips (:func:`~workers.engine.dynamic.flip.edges_after_flips`: the six
+sides a flip changes, the edges renumbered in key order by a merge; it is built again each
+round on a mesh with an edge of three faces or more, and on the GPU below
+:data:`FOLLOW_MIN_FACES`). Each round measures the opposite-angle sums, and every
+non-Delaunay edge whose flip passes the preconditions and lowers its opposite-angle sum becomes
+a candidate with priority "largest excess first"; candidates claim their two faces by a
+scatter-min of packed keys, winners flip at once. On a non-planar quad the flipped edge can be
+non-Delaunay again, and extrinsic flips are not guaranteed to terminate on curved surfaces;
+requiring the sum to drop rules out flipping an edge back and forth, and ``max_rounds`` bounds
+the rest.
 
 The patched path (GPU, ``TESSERA_GPU_PATH=patched``; :mod:`workers.engine.dynamic.patched_flip`)
 first flips inside patches, all rounds of every patch in one kernel, then runs the rounds above
@@ -39,6 +43,7 @@ from ..dynamic.flip import (
     BOUNDARY,
     REASONS,
     apply_flips,
+    edges_after_flips,
     flip_quads,
     opposite_angle_sums,
     select_flips,
@@ -48,6 +53,15 @@ from ..dynamic.seams import record_kept, seam_keys
 from ..mesh import TriMesh
 from ..patches import morton_patches
 from .registry import Operation, OpKind, OpParams, OpResult
+
+#: on the GPU the edge table follows the flips from this many faces, and is built again each
+#: round below it (a build is about fifteen kernels on the hash table, the update some sixty
+#: array operations, so small meshes are bound by launching them). ``python -m bench.delaunay``,
+#: rounds only, the two ways interleaved on one H200: 1.1M faces 0.023 and 0.024 s followed
+#: against 0.018 and 0.021 s built; 4.4M 0.043 and 0.035 s against 0.043 and 0.044 s; 17.8M
+#: 0.141 against 0.195 s (another call). On the CPU it always follows (278K faces: 2.9 s
+#: against 3.3 s; the build sorts every side there).
+FOLLOW_MIN_FACES = 4_000_000
 
 
 class Params(OpParams):
@@ -88,8 +102,12 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
     flips, rounds, before, first = 0, 0, None, 0
     patch_flips = patch_rounds = 0
     path = "global"
+    E = edge_table(xp, F)
+    # the table follows the flips (edges_after_flips) unless an edge has three faces or more,
+    # or the GPU builds it faster (FOLLOW_MIN_FACES)
+    big = xp.__name__ != "cupy" or m >= FOLLOW_MIN_FACES
+    follow = big and m > 0 and int(E.count.max()) <= 2
     while True:
-        E = edge_table(xp, F)
         Q = flip_quads(xp, V, F, E, p.feature_angle, seams)
         old, new = opposite_angle_sums(xp, V, Q)
         bad = (Q.reason != BOUNDARY) & (old > limit)
@@ -100,6 +118,7 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
                 F, patch_flips, patch_rounds = _inside_patches(mesh, V, F, E, seams, limit, p)
                 flips += patch_flips
                 path = "patched"
+                E = edge_table(xp, F)
                 continue
         flippable = bad & (Q.reason == 0) & (new < old)
         # the count (not just any()) in the same one read to the host: it estimates progress
@@ -114,7 +133,9 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
         acc = select_flips(
             xp, Q, flippable, float_priority(xp, old - math.pi, larger_first=True), m, n
         )
+        E = edges_after_flips(xp, E, F, Q, acc) if follow else None
         F = apply_flips(xp, F, Q, acc)
+        E = E if follow else edge_table(xp, F)
         flips += int(acc.shape[0])
         rounds += 1
     # why every edge still non-Delaunay was left: its flip's failing precondition, or no gain

@@ -1,6 +1,7 @@
 """Edge flips on the GPU (``kernels/flip.cu``) against the array code of
 :mod:`workers.engine.dynamic.flip`: the same quads, reasons and valence-flip candidates bit for
-bit on shared meshes, with and without a feature angle and texture seams."""
+bit on shared meshes, with and without a feature angle and texture seams; and the edge table
+updated after a round of flips against the one built again."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import numpy as np
 import pytest
 
 from tests.workers.engine.shapes import welded
-from workers.engine.dynamic._edges import edge_table, sin_min_angle, valence
+from workers.engine.dynamic._edges import edge_table, float_priority, sin_min_angle, valence
 from workers.engine.dynamic.flip import (
     REASONS,
     _valence_candidates,
     angle_flip_round,
+    apply_flips,
+    edges_after_flips,
     flip_quads,
     opposite_angle_sums,
     opposite_angle_sums_array,
+    select_flips,
 )
 
 MESHES = ["spot.obj", "fandisk.obj", "beetle.obj", "rx-cloth.obj", "teapot.obj"]
@@ -138,3 +142,67 @@ def test_opposite_angle_sums_kernel_equals_the_array_code(name: str) -> None:
     ref = opposite_angle_sums(np, Vn, flip_quads(np, Vn, Fn, edge_table(np, Fn), 45.0))
     for g, r in zip(got, ref, strict=True):
         np.testing.assert_allclose(cp.asnumpy(g), r, rtol=0, atol=1e-12)
+
+
+def _flip_rounds(xp, m, rounds: int, criterion: str):
+    """Rounds of flips on ``m`` (Delaunay flips, or valence flips claiming vertices), each round's
+    edge table updated from the last by :func:`edges_after_flips`; yields the updated table and
+    the faces it belongs to."""
+    import math
+
+    V = xp.asarray(m.V, dtype=xp.float64)
+    F = xp.asarray(m.F, dtype=xp.int64)
+    E = edge_table(xp, F)
+    assert int(E.count.max()) <= 2
+    for r in range(rounds):
+        Q = flip_quads(xp, V, F, E)
+        if criterion == "delaunay":
+            old, new = opposite_angle_sums(xp, V, Q)
+            cand = (Q.reason == 0) & (old > math.pi + 1e-9) & (new < old)
+            prio = float_priority(xp, old - math.pi, larger_first=True)
+            acc = select_flips(xp, Q, cand, prio, int(F.shape[0]), int(V.shape[0]))
+        else:
+            val = valence(xp, E, int(V.shape[0]))
+            gain = (val[Q.a] + val[Q.b]) - (val[Q.c] + val[Q.d]) - 2
+            cand = (Q.reason == 0) & (gain > 0)
+            prio = xp.arange(E.n_edges, dtype=xp.int64)[::-1].copy() % 1000
+            acc = select_flips(
+                xp, Q, cand, prio, int(F.shape[0]), int(V.shape[0]), claim_vertices=True
+            )
+        if r == 0:
+            assert int(acc.shape[0]) > 0
+        E = edges_after_flips(xp, E, F, Q, acc)
+        F = apply_flips(xp, F, Q, acc)
+        yield E, F
+
+
+FLIPPED = ["cow.obj", "rx-dragon.obj", "spot.obj", "teapot.obj", "rocker-arm.obj"]
+
+
+@pytest.mark.parametrize("criterion", ["delaunay", "valence"])
+@pytest.mark.parametrize("name", FLIPPED)
+def test_the_table_after_flips_is_the_rebuilt_one(name: str, criterion: str) -> None:
+    """Round after round, the updated table equals the one built from the new faces, every
+    array bit for bit (boundary edges around flipped quads on the open meshes, an edge between
+    two flips' quads, and the renumbering in key order)."""
+    rounds = 0
+    for E, F in _flip_rounds(np, welded(name), 4, criterion):
+        want = edge_table(np, F)
+        for field in ("key", "EV", "count", "s0", "s1", "of_side"):
+            got, exp = getattr(E, field), getattr(want, field)
+            assert got.dtype == exp.dtype, field
+            np.testing.assert_array_equal(got, exp, err_msg=field)
+        rounds += 1
+    assert rounds == 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", FLIPPED)
+def test_the_table_after_flips_on_the_gpu_is_the_rebuilt_one(name: str) -> None:
+    import cupy as cp
+
+    for E, F in _flip_rounds(cp, welded(name), 3, "delaunay"):
+        want = edge_table(cp, F)
+        for field in ("key", "EV", "count", "s0", "s1", "of_side"):
+            got, exp = getattr(E, field), getattr(want, field)
+            np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(exp), err_msg=field)

@@ -113,3 +113,32 @@ def test_flip_that_would_duplicate_an_edge_is_refused() -> None:
     out, rep = _flip(m, feature_angle=180.0)
     assert rep["flips"] == 0 and rep["blocked"]["exists"] == rep["non_delaunay_after"] >= 1
     np.testing.assert_array_equal(np.asarray(out.F), np.asarray(m.F))
+
+
+@pytest.mark.parametrize(
+    ("name", "device"),
+    [
+        ("cow.obj", "cpu"),
+        ("teapot.obj", "cpu"),
+        pytest.param("cow.obj", "gpu", marks=pytest.mark.gpu),
+    ],
+)
+def test_the_followed_edge_table_flips_as_a_rebuilt_one(
+    name: str, device: str, monkeypatch
+) -> None:
+    """The op's edge table follows the flips (``edges_after_flips``; on the GPU from
+    ``FOLLOW_MIN_FACES``, here from any size); built again every round instead, the op makes
+    the same flips in the same rounds."""
+    from workers.engine.dynamic._edges import edge_table
+    from workers.engine.dynamic.flip import apply_flips
+    from workers.engine.ops import delaunay_flip as op
+
+    monkeypatch.setattr(op, "FOLLOW_MIN_FACES", 0)
+    m = welded(name).to("cupy" if device == "gpu" else "numpy")
+    a = op.delaunay(m, op.Params())
+    monkeypatch.setattr(
+        op, "edges_after_flips", lambda xp, E, F, Q, acc: edge_table(xp, apply_flips(xp, F, Q, acc))
+    )
+    b = op.delaunay(m, op.Params())
+    assert a.report["flips"] > 0 and a.report == b.report
+    np.testing.assert_array_equal(a.mesh.to("numpy").F, b.mesh.to("numpy").F)
