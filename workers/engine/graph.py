@@ -298,6 +298,8 @@ def ordered_sums(
     are not (they add in the order the threads come): where the last bits decide something
     (decimation's collapses among tied costs) the same job gave different meshes from run to
     run."""
+    if idx.shape[0] != per * values.shape[0]:
+        raise ValueError(f"{idx.shape[0]} indices for {values.shape[0]} values, {per} each")
     flat = values.ndim == 1
     if xp.__name__ != "cupy":
         v = values if per == 1 else xp.repeat(values, per, axis=0)

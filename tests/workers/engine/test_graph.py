@@ -373,6 +373,8 @@ def test_ordered_sums_add_in_the_order_of_the_entries(case: int) -> None:
     assert (want[-7:] == 0).all() and (want[:-7] != 0).mean() > 0.99
     empty = ordered_sums(np, idx[:0], values[:0], n, per)
     assert empty.shape == want.shape and not empty.any()
+    with pytest.raises(ValueError, match="indices for"):
+        ordered_sums(np, idx[:-1], values, n, per)
 
 
 @pytest.mark.gpu
@@ -387,5 +389,8 @@ def test_ordered_sums_on_the_gpu_equal_the_twin(case: int) -> None:
     got = ordered_sums(cp, cp.asarray(idx), cp.asarray(values), n, per)
     assert got.shape == want.shape
     np.testing.assert_array_equal(cp.asnumpy(got), want)
+    groups = graph.entry_groups(cp, cp.asarray(idx), n)  # the groups given, as tip_quadrics does
+    again = ordered_sums(cp, cp.asarray(idx), cp.asarray(values), n, per, groups)
+    np.testing.assert_array_equal(cp.asnumpy(again), want)
     empty = ordered_sums(cp, cp.asarray(idx[:0]), cp.asarray(values[:0]), n, per)
     assert empty.shape == want.shape and not cp.asnumpy(empty).any()

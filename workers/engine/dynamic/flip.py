@@ -244,10 +244,12 @@ def apply_flips(xp: ModuleType, F: Any, Q: Quads, edges: Any) -> Any:
     return F
 
 
-def edges_after_flips(xp: ModuleType, E: EdgeTable, F: Any, Q: Quads, edges: Any) -> EdgeTable:
-    """The edge table of ``apply_flips(xp, F, Q, edges)``, from ``E`` (``F``'s, every edge with at
-    most two faces: :func:`flip_quads` finds the flips there; with a non-manifold edge rebuild
-    the table) without building it again: the same arrays as :func:`~._edges.edge_table` of the
+def edges_after_flips(xp: ModuleType, E: EdgeTable, Q: Quads, edges: Any) -> EdgeTable:
+    """The edge table of ``apply_flips(xp, F, Q, edges)`` from ``E``, ``F``'s, without building
+    it again. The caller makes sure every edge of ``F`` has at most two faces (with an edge of
+    three or more, whose sides past the second the table does not hold, build the table again;
+    the flips never make one). ``Q`` is :func:`flip_quads` of ``E``; for no flips ``E`` itself
+    comes back. the same arrays as :func:`~._edges.edge_table` of the
     new faces, bit for bit. A flip keeps the number of edges and changes six sides: the edge
     ``a-b`` becomes ``c-d``, and each of the four edges around the quad moves its side in one
     old face to a side of a new face. Edges stay numbered in key order: the flipped edges' new

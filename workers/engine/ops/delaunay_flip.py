@@ -105,8 +105,8 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
     E = edge_table(xp, F)
     # the table follows the flips (edges_after_flips) unless an edge has three faces or more,
     # or the GPU builds it faster (FOLLOW_MIN_FACES)
-    big = xp.__name__ != "cupy" or m >= FOLLOW_MIN_FACES
-    follow = big and m > 0 and int(E.count.max()) <= 2
+    worth_it = xp.__name__ != "cupy" or m >= FOLLOW_MIN_FACES
+    follow = worth_it and m > 0 and int(E.count.max()) <= 2
     while True:
         Q = flip_quads(xp, V, F, E, p.feature_angle, seams)
         old, new = opposite_angle_sums(xp, V, Q)
@@ -119,6 +119,7 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
                 flips += patch_flips
                 path = "patched"
                 E = edge_table(xp, F)
+                follow = follow and int(E.count.max()) <= 2
                 continue
         flippable = bad & (Q.reason == 0) & (new < old)
         # the count (not just any()) in the same one read to the host: it estimates progress
@@ -133,9 +134,8 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
         acc = select_flips(
             xp, Q, flippable, float_priority(xp, old - math.pi, larger_first=True), m, n
         )
-        E = edges_after_flips(xp, E, F, Q, acc) if follow else None
         F = apply_flips(xp, F, Q, acc)
-        E = E if follow else edge_table(xp, F)
+        E = edges_after_flips(xp, E, Q, acc) if follow else edge_table(xp, F)
         flips += int(acc.shape[0])
         rounds += 1
     # why every edge still non-Delaunay was left: its flip's failing precondition, or no gain

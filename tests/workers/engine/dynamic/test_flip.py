@@ -146,8 +146,8 @@ def test_opposite_angle_sums_kernel_equals_the_array_code(name: str) -> None:
 
 def _flip_rounds(xp, m, rounds: int, criterion: str):
     """Rounds of flips on ``m`` (Delaunay flips, or valence flips claiming vertices), each round's
-    edge table updated from the last by :func:`edges_after_flips`; yields the updated table and
-    the faces it belongs to."""
+    edge table updated from the last by :func:`edges_after_flips`; yields per round the table
+    before, the quads, the flips, the updated table and the faces it belongs to."""
     import math
 
     V = xp.asarray(m.V, dtype=xp.float64)
@@ -171,29 +171,54 @@ def _flip_rounds(xp, m, rounds: int, criterion: str):
             )
         if r == 0:
             assert int(acc.shape[0]) > 0
-        E = edges_after_flips(xp, E, F, Q, acc)
+        after = edges_after_flips(xp, E, Q, acc)
         F = apply_flips(xp, F, Q, acc)
-        yield E, F
+        yield E, Q, acc, after, F
+        E = after
 
 
-FLIPPED = ["cow.obj", "rx-dragon.obj", "spot.obj", "teapot.obj", "rocker-arm.obj"]
+def _mesh(name: str):
+    from tests.workers.engine.shapes import grid
+
+    # a jittered planar grid: many flips a round, a boundary, quads side by side
+    return grid(30, jitter=0.3, seed=1) if name == "grid" else welded(name)
 
 
-@pytest.mark.parametrize("criterion", ["delaunay", "valence"])
-@pytest.mark.parametrize("name", FLIPPED)
+def _shared_outer_edges(E, Q, acc) -> int:
+    """Edges around two of the round's flipped quads (each quad's four edges other than its
+    own), the case where an edge trades both its sides in one round."""
+    f0, f1 = Q.f0[acc], Q.f1[acc]
+    sides = np.concatenate([3 * f0 + k for k in range(3)] + [3 * f1 + k for k in range(3)])
+    edges = E.of_side[sides]
+    outer = edges[~np.isin(edges, acc)]
+    _, n = np.unique(outer, return_counts=True)
+    return int((n == 2).sum())
+
+
+FLIPPED = ["grid", "cow.obj", "rx-dragon.obj", "teapot.obj", "rocker-arm.obj"]
+FIELDS = ("key", "EV", "count", "s0", "s1", "of_side")
+
+
+@pytest.mark.parametrize(
+    ("name", "criterion"),
+    [(name, "delaunay") for name in FLIPPED] + [(name, "valence") for name in FLIPPED[1:]],
+)
 def test_the_table_after_flips_is_the_rebuilt_one(name: str, criterion: str) -> None:
     """Round after round, the updated table equals the one built from the new faces, every
-    array bit for bit (boundary edges around flipped quads on the open meshes, an edge between
-    two flips' quads, and the renumbering in key order)."""
-    rounds = 0
-    for E, F in _flip_rounds(np, welded(name), 4, criterion):
+    array bit for bit (boundary edges around flipped quads on the grid and teapot, edges around
+    two flipped quads of one round, the renumbering in key order)."""
+    flips, shared = [], 0
+    for E, Q, acc, after, F in _flip_rounds(np, _mesh(name), 4, criterion):
         want = edge_table(np, F)
-        for field in ("key", "EV", "count", "s0", "s1", "of_side"):
-            got, exp = getattr(E, field), getattr(want, field)
+        for field in FIELDS:
+            got, exp = getattr(after, field), getattr(want, field)
             assert got.dtype == exp.dtype, field
             np.testing.assert_array_equal(got, exp, err_msg=field)
-        rounds += 1
-    assert rounds == 4
+        flips.append(int(acc.shape[0]))
+        shared += _shared_outer_edges(E, Q, acc)
+    assert flips[0] > 0
+    if name == "grid":  # claims on faces: two flipped quads side by side share an edge
+        assert shared > 0, flips
 
 
 @pytest.mark.gpu
@@ -201,8 +226,12 @@ def test_the_table_after_flips_is_the_rebuilt_one(name: str, criterion: str) -> 
 def test_the_table_after_flips_on_the_gpu_is_the_rebuilt_one(name: str) -> None:
     import cupy as cp
 
-    for E, F in _flip_rounds(cp, welded(name), 3, "delaunay"):
+    flips = []
+    for _, _, acc, after, F in _flip_rounds(cp, _mesh(name), 3, "delaunay"):
         want = edge_table(cp, F)
-        for field in ("key", "EV", "count", "s0", "s1", "of_side"):
-            got, exp = getattr(E, field), getattr(want, field)
+        for field in FIELDS:
+            got, exp = getattr(after, field), getattr(want, field)
+            assert got.dtype == exp.dtype, field
             np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(exp), err_msg=field)
+        flips.append(int(acc.shape[0]))
+    assert flips[0] > 0

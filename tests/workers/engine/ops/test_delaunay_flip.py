@@ -130,15 +130,32 @@ def test_the_followed_edge_table_flips_as_a_rebuilt_one(
     ``FOLLOW_MIN_FACES``, here from any size); built again every round instead, the op makes
     the same flips in the same rounds."""
     from workers.engine.dynamic._edges import edge_table
-    from workers.engine.dynamic.flip import apply_flips
     from workers.engine.ops import delaunay_flip as op
 
     monkeypatch.setattr(op, "FOLLOW_MIN_FACES", 0)
     m = welded(name).to("cupy" if device == "gpu" else "numpy")
+    calls = []
+    follow = op.edges_after_flips
+    monkeypatch.setattr(op, "edges_after_flips", lambda *a: calls.append(1) or follow(*a))
     a = op.delaunay(m, op.Params())
-    monkeypatch.setattr(
-        op, "edges_after_flips", lambda xp, E, F, Q, acc: edge_table(xp, apply_flips(xp, F, Q, acc))
-    )
+    assert len(calls) == a.report["rounds"] > 0  # one update a round, no build
+    last = {}
+    apply = op.apply_flips
+    monkeypatch.setattr(op, "apply_flips", lambda *a: last.update(F=apply(*a)) or last["F"])
+    monkeypatch.setattr(op, "edges_after_flips", lambda xp, *a: edge_table(xp, last["F"]))
     b = op.delaunay(m, op.Params())
     assert a.report["flips"] > 0 and a.report == b.report
     np.testing.assert_array_equal(a.mesh.to("numpy").F, b.mesh.to("numpy").F)
+
+
+@pytest.mark.parametrize("name", ["beetle.obj", "suzanne.obj"])
+def test_the_edge_table_is_built_again_on_meshes_with_non_manifold_edges(name: str, monkeypatch):
+    """``edges_after_flips`` holds two sides an edge: with an edge of three faces or more the op
+    builds the table every round, and still flips."""
+    from workers.engine.ops import delaunay_flip as op
+
+    m = welded(name)
+    assert stats(m)["non_manifold_edges"] > 0
+    monkeypatch.setattr(op, "edges_after_flips", lambda *a: pytest.fail("followed the flips"))
+    rep = op.delaunay(m, op.Params(feature_angle=180.0)).report
+    assert rep["flips"] > 0 and rep["unresolved"] == 0
