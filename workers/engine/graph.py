@@ -10,6 +10,8 @@ import math
 from types import ModuleType
 from typing import Any
 
+from .geometry import scatter_rows
+
 #: the NumPy-only fast paths of graph, topology, stats and reindex (counting sorts through SciPy's
 #: compiled CSR builder, hashing, shortcuts); off, NumPy runs the code CuPy runs. Tests turn it
 #: off to get the reference the fast paths must equal.
@@ -300,15 +302,11 @@ def ordered_sums(
     run."""
     if idx.shape[0] != per * values.shape[0]:
         raise ValueError(f"{idx.shape[0]} indices for {values.shape[0]} values, {per} each")
-    flat = values.ndim == 1
     if xp.__name__ != "cupy":
-        v = values if per == 1 else xp.repeat(values, per, axis=0)
-        if flat:
-            return xp.bincount(idx, weights=v, minlength=n).astype(xp.float64, copy=False)
-        cols = [xp.bincount(idx, weights=v[:, j], minlength=n) for j in range(v.shape[1])]
-        return xp.stack(cols, axis=1) if cols else xp.zeros((n, 0))
+        return scatter_rows(xp, idx, values if per == 1 else xp.repeat(values, per, axis=0), n)
     from .kernels.loader import launch, load_kernel
 
+    flat = values.ndim == 1
     off, entry = entry_groups(xp, idx, n) if groups is None else groups
     d = 1 if flat else int(values.shape[1])
     V = xp.ascontiguousarray(values.reshape(values.shape[0], d), dtype=xp.float64)

@@ -246,17 +246,17 @@ def apply_flips(xp: ModuleType, F: Any, Q: Quads, edges: Any) -> Any:
 
 def edges_after_flips(xp: ModuleType, E: EdgeTable, Q: Quads, edges: Any) -> EdgeTable:
     """The edge table of ``apply_flips(xp, F, Q, edges)`` from ``E``, ``F``'s, without building
-    it again. The caller makes sure every edge of ``F`` has at most two faces (with an edge of
-    three or more, whose sides past the second the table does not hold, build the table again;
-    the flips never make one). ``Q`` is :func:`flip_quads` of ``E``; for no flips ``E`` itself
-    comes back. the same arrays as :func:`~._edges.edge_table` of the
-    new faces, bit for bit. A flip keeps the number of edges and changes six sides: the edge
-    ``a-b`` becomes ``c-d``, and each of the four edges around the quad moves its side in one
-    old face to a side of a new face. Edges stay numbered in key order: the flipped edges' new
-    keys, sorted, are merged with the others (already in order) by binary searches, a
-    permutation renumbers the rows and the sides: elementwise passes and binary searches, no
-    hash table and no sort of every edge (``delaunay_flip`` at 17.8M faces, rounds only: 0.141
-    s against 0.195 s with a table built each round, H200)."""
+    it again: the same arrays as :func:`~._edges.edge_table` of the new faces, bit for bit
+    (``E`` itself for no flips). ``Q`` is :func:`flip_quads` of ``E``. The caller makes sure
+    every edge of ``F`` has at most two faces (the table holds two sides an edge; with an edge
+    of three or more, build the table again; the flips never make one).
+
+    A flip keeps the number of edges and changes six sides: the edge ``a-b`` becomes ``c-d``,
+    and each of the four edges around the quad moves its side in one old face to a side of a
+    new face. Edges stay numbered in key order: the flipped edges' new keys, sorted, are merged
+    with the others (already in order) by binary searches, and a permutation renumbers the rows
+    and the sides; no hash table and no sort of every edge (``delaunay_flip`` at 17.8M faces,
+    rounds only: 0.141 s against 0.195 s with a table built each round, H200)."""
     k = int(edges.shape[0])
     if k == 0:
         return E

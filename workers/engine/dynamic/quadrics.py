@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from ..geometry import corner_angles64, face_cross64, scatter_rows, unitize
+from ..geometry import corner_angles64, face_cross64, unitize
 from ..graph import entry_groups, ordered_sums
 
 #: relative determinant below which the 3x3 system is ill-conditioned (a flat or cylindrical
@@ -44,8 +44,7 @@ def vertex_quadrics(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
     ln = xp.linalg.norm(cr, axis=1)
     N = cr / xp.where(ln > 0, ln, 1.0)[:, None]
     d = -(N * P0).sum(axis=1)
-    Kf = plane_quadrics(xp, N, d)
-    return scatter_rows(xp, F.ravel(), xp.repeat(Kf, 3, axis=0), n)
+    return ordered_sums(xp, F.ravel(), plane_quadrics(xp, N, d), n, per=3)
 
 
 def _vertex_quadrics_kernel(xp: ModuleType, X: Any, F: Any, n: int) -> Any:
