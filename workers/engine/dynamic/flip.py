@@ -33,13 +33,13 @@ from typing import Any
 from ._edges import (
     SHIFT,
     EdgeTable,
+    EdgeTables,
     angle_at,
     boundary_vertices,
     bucket_priority,
     claim,
     edge_keys,
     edge_lookup,
-    edge_table,
     float_priority,
     opposite_corner,
     side_ends,
@@ -344,15 +344,22 @@ def valence_deviations(xp: ModuleType, Q: Quads, val: Any, on_boundary: Any) -> 
 
 
 def valence_flip_round(
-    xp: ModuleType, V: Any, F: Any, feature: Any, min_angle: float = MIN_ANGLE
+    xp: ModuleType,
+    V: Any,
+    F: Any,
+    feature: Any,
+    min_angle: float = MIN_ANGLE,
+    tables: EdgeTables | None = None,
 ) -> tuple[Any, int]:
     """One round of flips toward valence 6 inside and 4 on the boundary (Botsch and Kobbelt
     2004): an allowed flip of a non-feature edge (``feature``: sorted edge keys) is a candidate
     when it lowers the summed deviation of its four vertices from their targets and keeps the
     quad's smallest angle at least ``min(before, min_angle)`` degrees (:func:`keeps_angles`);
     candidates claim their four vertices (valences are read), largest gain first. Returns
-    ``(F, flips)``."""
-    E = edge_table(xp, F)
+    ``(F, flips)``. ``tables``: the edge tables handed from round to round
+    (:class:`~._edges.EdgeTables`: they get the new faces' table, :func:`edges_after_flips`)."""
+    tables = tables or EdgeTables(xp)
+    E = tables(F)
     n = int(V.shape[0])
     Q = flip_quads(xp, V, F, E)
     val = valence(xp, E, n)
@@ -362,7 +369,16 @@ def valence_flip_round(
     # largest gain first, hashed ties (:func:`~._edges.bucket_priority`)
     priority = bucket_priority(xp, 8 - gain, xp.arange(int(gain.shape[0]), dtype=xp.int64))
     acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
-    return apply_flips(xp, F, Q, acc), int(acc.shape[0])
+    return _flipped(xp, tables, E, F, Q, acc), int(acc.shape[0])
+
+
+def _flipped(xp: ModuleType, tables: EdgeTables, E: EdgeTable, F: Any, Q: Quads, acc: Any) -> Any:
+    """``F`` with the flips ``acc`` applied; ``tables`` get the new faces' table."""
+    if acc.shape[0] == 0:
+        return F
+    out = apply_flips(xp, F, Q, acc)
+    tables.derive(E, out, lambda: edges_after_flips(xp, E, Q, acc))
+    return out
 
 
 def _valence_candidates(
@@ -416,7 +432,13 @@ def _valence_candidates_kernel(
 
 
 def angle_flip_round(
-    xp: ModuleType, V: Any, F: Any, feature: Any, bound: float, max_dihedral: float
+    xp: ModuleType,
+    V: Any,
+    F: Any,
+    feature: Any,
+    bound: float,
+    max_dihedral: float,
+    tables: EdgeTables | None = None,
 ) -> tuple[Any, int]:
     """One round of flips that raise the smallest angle of a quad whose smallest angle is below
     ``bound`` degrees: an allowed flip of an edge that is not in ``feature`` (sorted edge keys)
@@ -424,8 +446,10 @@ def angle_flip_round(
     the surface) is a candidate when the quad's smallest angle after it is larger and its four
     vertices stay as near their valence targets as before (:func:`valence_flip_round`'s
     deviation, boundary vertices aiming at 4, does not grow); candidates claim their four
-    vertices, worst quad first. Returns ``(F, flips)``."""
-    E = edge_table(xp, F)
+    vertices, worst quad first. Returns ``(F, flips)``. ``tables``: as in
+    :func:`valence_flip_round`."""
+    tables = tables or EdgeTables(xp)
+    E = tables(F)
     n = int(V.shape[0])
     Q = flip_quads(xp, V, F, E, max_dihedral, feature)
     old, new = quad_min_sines(xp, V, Q)
@@ -434,4 +458,4 @@ def angle_flip_round(
     cand &= after <= before
     priority = float_priority(xp, old, larger_first=False)
     acc = select_flips(xp, Q, cand, priority, int(F.shape[0]), n, claim_vertices=True)
-    return apply_flips(xp, F, Q, acc), int(acc.shape[0])
+    return _flipped(xp, tables, E, F, Q, acc), int(acc.shape[0])

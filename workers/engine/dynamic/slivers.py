@@ -31,8 +31,8 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from ._edges import Surface, edge_table, float_priority, sin_min_angle
-from .flip import FOLD, OK, Quads, apply_flips, flip_quads, select_flips
+from ._edges import EdgeTables, Surface, float_priority, follows, sin_min_angle
+from .flip import FOLD, OK, Quads, apply_flips, edges_after_flips, flip_quads, select_flips
 from .remesh_collapse import collapse_edges
 
 #: a sliver whose shortest edge is below this fraction of its longest is a needle
@@ -62,41 +62,25 @@ def face_angles(xp: ModuleType, V: Any, F: Any) -> Any:
     return xp.degrees(xp.stack(out, axis=1))
 
 
-class _Tables:
-    """The edge table of the last face array asked for, kept while that array is the one asked
-    for: a sliver round's needle pass, sliver count and cap pass often see one array (a pass
-    that changes nothing returns it), and each built its own table."""
-
-    def __init__(self, xp: ModuleType) -> None:
-        self.xp = xp
-        self.F: Any = None
-        self.E: Any = None
-
-    def __call__(self, F: Any) -> Any:
-        if F is not self.F:
-            self.F, self.E = F, edge_table(self.xp, F)
-        return self.E
-
-
 def sliver_faces(
     xp: ModuleType,
     V: Any,
     F: Any,
     sliver_angle: float,
     feature_angle: float = 0.0,
-    tables: _Tables | None = None,
+    tables: EdgeTables | None = None,
 ) -> Any:
     """(m,) bool: faces whose smallest angle is below ``sliver_angle`` degrees and, with a
     ``feature_angle`` above 0, that have an edge whose dihedral angle exceeds it (the slivers
     whose vertices a feature detection would lock). ``tables``: the edge tables already built
-    (:class:`_Tables`)."""
+    (:class:`EdgeTables`)."""
     m = int(F.shape[0])
     if sliver_angle <= 0.0 or m == 0:
         return xp.zeros(m, dtype=bool)
     thin = face_angles(xp, V, F).min(axis=1) < sliver_angle
     if feature_angle <= 0.0:
         return thin
-    E = (tables or _Tables(xp))(F)
+    E = (tables or EdgeTables(xp))(F)
     two = xp.nonzero(E.count == 2)[0]
     f0, f1 = E.s0[two] // 3, E.s1[two] // 3
     N = xp.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
@@ -108,7 +92,9 @@ def sliver_faces(
     return thin & marked
 
 
-def _needle_round(xp: ModuleType, S: Surface, sliver: Any, tables: _Tables) -> tuple[Surface, int]:
+def _needle_round(
+    xp: ModuleType, S: Surface, sliver: Any, tables: EdgeTables
+) -> tuple[Surface, int]:
     """Collapse the shortest edge of every needle (disjoint cavities, thinnest first)."""
     E = tables(S.F)
     side = xp.arange(3 * S.n_faces, dtype=xp.int64).reshape(-1, 3)
@@ -124,10 +110,10 @@ def _needle_round(xp: ModuleType, S: Surface, sliver: Any, tables: _Tables) -> t
     cand, first = xp.unique(cand, return_index=True)
     # thinnest first, by 1/64 steps of NEEDLE_RATIO
     level = xp.floor(64.0 * ratio[needle][first] / NEEDLE_RATIO)
-    return collapse_edges(xp, S, E, cand, level, math.inf, max_turn=MAX_TURN)
+    return collapse_edges(xp, S, E, cand, level, math.inf, max_turn=MAX_TURN, tables=tables)
 
 
-def _cap_round(xp: ModuleType, S: Surface, sliver: Any, tables: _Tables) -> tuple[Surface, int]:
+def _cap_round(xp: ModuleType, S: Surface, sliver: Any, tables: EdgeTables) -> tuple[Surface, int]:
     """Flip the longest edge of every cap where the flip is proper and better."""
     V, F = S.V, S.F
     ang = face_angles(xp, V, F)
@@ -164,7 +150,9 @@ def _cap_round(xp: ModuleType, S: Surface, sliver: Any, tables: _Tables) -> tupl
     acc = select_flips(xp, Q, cand, prio, S.n_faces, S.n_vertices)
     if acc.shape[0] == 0:
         return S, 0
-    return replace(S, F=apply_flips(xp, F, Q, acc)), int(acc.shape[0])
+    out = apply_flips(xp, F, Q, acc)
+    tables.derive(E, out, lambda: edges_after_flips(xp, E, Q, acc))
+    return replace(S, F=out), int(acc.shape[0])
 
 
 def remove_slivers(
@@ -173,14 +161,17 @@ def remove_slivers(
     sliver_angle: float,
     feature_angle: float = 0.0,
     max_rounds: int = MAX_ROUNDS,
+    tables: EdgeTables | None = None,
 ) -> tuple[Surface, dict[str, int]]:
     """Rounds of needle collapses and cap flips until no sliver (smallest angle below
     ``sliver_angle`` degrees; with a ``feature_angle``, only those with an edge sharper than
     it, :func:`sliver_faces`) is left or a round changes nothing. ``S.locked`` vertices never
     move nor disappear; ``S.seam`` edges are never flipped. Returns the surface and ``{"before",
-    "after", "collapses", "flips"}`` (slivers before and after)."""
-
-    tables = _Tables(xp)
+    "after", "collapses", "flips"}`` (slivers before and after). ``tables``: the edge tables
+    handed from round to round (by default the removal's own, which follow its rounds where
+    :func:`~._edges.follows` says so)."""
+    if tables is None:
+        tables = EdgeTables(xp, follows(xp, S.n_faces))
 
     def slivers() -> Any:
         return sliver_faces(xp, S.V, S.F, sliver_angle, feature_angle, tables)

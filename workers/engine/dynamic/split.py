@@ -21,6 +21,9 @@ from typing import Any
 
 from .. import progress
 from ._edges import (
+    SHIFT,
+    EdgeTable,
+    EdgeTables,
     Surface,
     bucket_priority,
     claim,
@@ -31,10 +34,13 @@ from ._edges import (
 )
 
 
-def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface, int]:
+def split_round(
+    xp: ModuleType, S: Surface, max_length: float, tables: EdgeTables | None = None
+) -> tuple[Surface, int]:
     """One round of disjoint splits of the edges longer than ``max_length``; returns the new
-    surface and the number of splits."""
-    E = edge_table(xp, S.F)
+    surface and the number of splits. ``tables``: where the edge table of ``S.F`` may already
+    be (:class:`~._edges.EdgeTables`)."""
+    E = tables(S.F) if tables is not None else edge_table(xp, S.F)
     a, b = E.EV[:, 0], E.EV[:, 1]
     length = xp.linalg.norm(S.V[a] - S.V[b], axis=1)
     # a two-face edge whose faces share their opposite corner (a fin: two back-to-back
@@ -75,7 +81,125 @@ def split_round(xp: ModuleType, S: Surface, max_length: float) -> tuple[Surface,
         if seam is not None and seam.shape[0]:
             is_seam = edge_lookup(xp, seam, E.key[acc])[0]
             seam = _split_keys(xp, seam, E.key[acc], ea, eb, mid, is_seam)
-    return Surface(V, F, A, face_src, locked, feature, seam), k
+    out = Surface(V, F, A, face_src, locked, feature, seam)
+    if tables is not None:
+        tables.derive(E, out.F, lambda: edges_after_splits(xp, E, S.F, acc, n))
+    return out, k
+
+
+def edges_after_splits(xp: ModuleType, E: EdgeTable, F: Any, acc: Any, n: int) -> EdgeTable:
+    """The edge table of the faces :func:`split_round` makes of ``F`` (``n`` vertices) by
+    splitting the edges ``acc`` (increasing ids of ``E``, ``F``'s table; each face cut at most
+    once), derived from ``E`` without building it again: the same arrays as
+    :func:`~._edges.edge_table` of the new faces, bit for bit. The caller makes sure every edge
+    of ``E`` has at most two faces.
+
+    A split of ``a-b`` at the new vertex ``m`` removes the edge and makes ``a-m`` and ``m-b``
+    (each with the split edge's faces), and an edge ``m-r`` to each face's opposite corner
+    ``r`` (two faces: the cut face and the appended one). Of a cut face ``(p, q, r)``, the side
+    ``q-r`` moves to the appended face ``(m, q, r)`` and ``r-p`` to the cut face's new row
+    ``(p, m, r)``. No edge or face is renumbered but by the merge: every new key ends at a new
+    vertex, the largest ids, and the new keys, sorted, are merged with the others by binary
+    searches of the new keys among the old ones."""
+    i64 = xp.int64
+    n_e, m_old, k = E.n_edges, int(F.shape[0]), int(acc.shape[0])
+    if k == 0:
+        return E
+    mid = n + xp.arange(k, dtype=i64)
+    ea, eb = E.EV[acc, 0], E.EV[acc, 1]
+    two = E.s1[acc] >= 0
+    # the appended faces: one per side of a split edge, the first sides first (split_round)
+    g0 = m_old + xp.arange(k, dtype=i64)
+    g1 = m_old + k + xp.cumsum(two) - 1
+    per_face = []
+    for s, g in ((E.s0[acc], g0), (xp.where(two, E.s1[acc], E.s0[acc]), g1)):
+        f, kk = s // 3, s % 3
+        per_face.append((f, kk, F[f, kk], F[f, (kk + 2) % 3], g))  # of (p, q, r): p and r
+    # the new edges: a-m (2i), m-b (2i + 1), then m-r of each first face, of each second face
+    (f0, _, _, r0, g0), (f1, _, _, r1, g1) = per_face
+    # an end's half gets the cut face's side 0 where the end is p, else the appended face's
+    a_sides = [xp.where(p == ea, 3 * f, 3 * g) for f, _, p, _, g in per_face]
+    b_sides = [xp.where(p == eb, 3 * f, 3 * g) for f, _, p, _, g in per_face]
+    half_s0 = xp.stack([a_sides[0], b_sides[0]], axis=1).ravel()
+    half_s1 = xp.stack([a_sides[1], b_sides[1]], axis=1).ravel()
+    two2 = xp.repeat(two, 2)
+    lo_s = xp.where(two2, xp.minimum(half_s0, half_s1), half_s0)
+    hi_s = xp.where(two2, xp.maximum(half_s0, half_s1), -1)
+    new_key = xp.concatenate(
+        [
+            xp.stack([edge_keys(xp, ea, mid), edge_keys(xp, eb, mid)], axis=1).ravel(),
+            edge_keys(xp, r0, mid),
+            edge_keys(xp, r1, mid),
+        ]
+    )
+    new_count = xp.concatenate([xp.repeat(E.count[acc], 2), xp.full(2 * k, 2, dtype=i64)])
+    new_s0 = xp.concatenate([lo_s, 3 * f0 + 1, 3 * f1 + 1])
+    new_s1 = xp.concatenate([hi_s, 3 * g0 + 2, 3 * g1 + 2])
+    # a one-face split edge has no second face: its m-r row is a placeholder, dropped below
+    real = xp.concatenate([xp.ones(3 * k, dtype=bool), two])
+    # sides of old edges that move: q-r to the appended face, r-p to the cut face's side 2
+    moved_edge, old_side, new_side = [], [], []
+    for f, kk, _, _, g in per_face:
+        moved_edge += [E.of_side[3 * f + (kk + 1) % 3], E.of_side[3 * f + (kk + 2) % 3]]
+        old_side += [3 * f + (kk + 1) % 3, 3 * f + (kk + 2) % 3]
+        new_side += [3 * g + 1, 3 * f + 2]
+    valid = xp.concatenate([xp.ones(2 * k, dtype=bool), two, two])
+    moved_edge = xp.where(valid, xp.concatenate(moved_edge), n_e)
+    old_side, new_side = xp.concatenate(old_side), xp.concatenate(new_side)
+    spare = xp.full(1, -1, dtype=i64)
+    s0, s1 = xp.concatenate([E.s0, spare]), xp.concatenate([E.s1, spare])
+    in_s0 = s0[moved_edge] == old_side
+    s0[xp.where(in_s0, moved_edge, n_e)] = new_side
+    s1[xp.where(in_s0, n_e, moved_edge)] = new_side
+    s0, s1 = s0[:n_e], s1[:n_e]
+    touched = xp.minimum(moved_edge, n_e - 1)  # the placeholders re-sort the last row: no change
+    has2 = E.count[touched] == 2
+    lo = xp.where(has2, xp.minimum(s0[touched], s1[touched]), s0[touched])
+    hi = xp.where(has2, xp.maximum(s0[touched], s1[touched]), s1[touched])
+    s0[touched], s1[touched] = lo, hi
+    # renumber: the old edges but the split ones keep their order, the new keys go between
+    new_idx = xp.nonzero(real)[0]
+    new_key, new_count = new_key[new_idx], new_count[new_idx]
+    new_s0, new_s1 = new_s0[new_idx], new_s1[new_idx]
+    order = xp.argsort(new_key)
+    new_sorted = new_key[order]
+    at = xp.searchsorted(E.key, new_sorted)
+    gone = xp.zeros(n_e, dtype=i64)
+    gone[acc] = 1
+    ids = xp.arange(n_e, dtype=i64)
+    new_before = xp.cumsum(xp.bincount(at, minlength=n_e + 1))[:n_e]  # new keys before each
+    new_of_old = ids - (xp.cumsum(gone) - gone) + new_before
+    n_new = int(new_sorted.shape[0])
+    pos_new = xp.arange(n_new, dtype=i64) + at - xp.searchsorted(E.key[acc], new_sorted)
+    id_of_new = xp.empty(n_new, dtype=i64)
+    id_of_new[order] = pos_new  # the new edges' ids, in the order they were listed
+    total = n_e - k + n_new
+    # every old row to its place, the split edges' to a spare last row; then the new rows
+    to = xp.where(gone == 1, total, new_of_old)
+    key, count, t0, t1 = (xp.empty(total + 1, dtype=i64) for _ in range(4))
+    key[to], count[to], t0[to], t1[to] = E.key, E.count, s0, s1
+    key[id_of_new], count[id_of_new] = new_key, new_count
+    t0[id_of_new], t1[id_of_new] = new_s0, new_s1
+    key, count, t0, t1 = key[:total], count[:total], t0[:total], t1[:total]
+    # every side's edge: the old faces' sides renumbered, then the cut and appended faces' rows
+    of_side = xp.concatenate([new_of_old[E.of_side], xp.empty(3 * (k + int(two.sum())), dtype=i64)])
+    slot = xp.full(4 * k, -1, dtype=i64)
+    slot[new_idx] = id_of_new
+    half_a, half_b = slot[0 : 2 * k : 2], slot[1 : 2 * k : 2]
+    for j, (f, kk, p, _, g) in enumerate(per_face):
+        mr = slot[(2 + j) * k : (3 + j) * k]
+        rows = xp.arange(k, dtype=i64) if j == 0 else xp.nonzero(two)[0]
+        f, kk, p, g, mr = f[rows], kk[rows], p[rows], g[rows], mr[rows]
+        qr, rp = E.of_side[3 * f + (kk + 1) % 3], E.of_side[3 * f + (kk + 2) % 3]
+        at_a = p == ea[rows]
+        of_side[3 * f] = xp.where(at_a, half_a[rows], half_b[rows])
+        of_side[3 * f + 1] = mr
+        of_side[3 * f + 2] = new_of_old[rp]
+        of_side[3 * g] = xp.where(at_a, half_b[rows], half_a[rows])
+        of_side[3 * g + 1] = new_of_old[qr]
+        of_side[3 * g + 2] = mr
+    EV = xp.stack([key >> SHIFT, key & ((1 << SHIFT) - 1)], axis=1)
+    return EdgeTable(key, EV, count, t0, t1, of_side)
 
 
 def _split_keys(xp: ModuleType, keys: Any, split: Any, ea: Any, eb: Any, mid: Any, hit: Any) -> Any:
@@ -87,7 +211,12 @@ def _split_keys(xp: ModuleType, keys: Any, split: Any, ea: Any, eb: Any, mid: An
 
 
 def split_long_edges(
-    xp: ModuleType, S: Surface, max_length: float, max_rounds: int = 50, tail: float = 0.0
+    xp: ModuleType,
+    S: Surface,
+    max_length: float,
+    max_rounds: int = 50,
+    tail: float = 0.0,
+    tables: EdgeTables | None = None,
 ) -> tuple[Surface, dict[str, Any]]:
     """Split rounds until no edge (with at most two faces) is longer than ``max_length``.
 
@@ -99,7 +228,7 @@ def split_long_edges(
         progress.report(
             progress.rounds_done(rounds, max_rounds, first, k, tail), f"round {rounds + 1}"
         )
-        S, k = split_round(xp, S, max_length)
+        S, k = split_round(xp, S, max_length, tables)
         if k == 0:
             break
         total += k

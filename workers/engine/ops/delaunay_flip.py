@@ -10,13 +10,13 @@ Design: rounds of disjoint cavities (``workers.engine.dynamic.flip``). The edge 
 once and follows the flips (:func:`~workers.engine.dynamic.flip.edges_after_flips`: the six
 sides a flip changes, the edges renumbered in key order by a merge; it is built again each
 round on a mesh with an edge of three faces or more, and on the GPU below
-:data:`FOLLOW_MIN_FACES`). Each round measures the opposite-angle sums, and every
-non-Delaunay edge whose flip passes the preconditions and lowers its opposite-angle sum becomes
-a candidate with priority "largest excess first"; candidates claim their two faces by a
-scatter-min of packed keys, winners flip at once. On a non-planar quad the flipped edge can be
-non-Delaunay again, and extrinsic flips are not guaranteed to terminate on curved surfaces;
-requiring the sum to drop rules out flipping an edge back and forth, and ``max_rounds`` bounds
-the rest.
+:data:`~workers.engine.dynamic._edges.FOLLOW_MIN_FACES`). Each round measures the
+opposite-angle sums, and every non-Delaunay edge whose flip passes the preconditions and lowers
+its opposite-angle sum becomes a candidate with priority "largest excess first"; candidates
+claim their two faces by a scatter-min of packed keys, winners flip at once. On a non-planar
+quad the flipped edge can be non-Delaunay again, and extrinsic flips are not guaranteed to
+terminate on curved surfaces; requiring the sum to drop rules out flipping an edge back and
+forth, and ``max_rounds`` bounds the rest.
 
 The patched path (GPU, ``TESSERA_GPU_PATH=patched``; :mod:`workers.engine.dynamic.patched_flip`)
 first flips inside patches, all rounds of every patch in one kernel, then runs the rounds above
@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import Field
 
 from .. import paths, progress
-from ..dynamic._edges import edge_table, float_priority
+from ..dynamic._edges import edge_table, float_priority, follows
 from ..dynamic.flip import (
     BOUNDARY,
     REASONS,
@@ -53,15 +53,6 @@ from ..dynamic.seams import record_kept, seam_keys
 from ..mesh import TriMesh
 from ..patches import morton_patches
 from .registry import Operation, OpKind, OpParams, OpResult
-
-#: on the GPU the edge table follows the flips from this many faces, and is built again each
-#: round below it (a build is about fifteen kernels on the hash table, the update some sixty
-#: array operations, so small meshes are bound by launching them). ``python -m bench.delaunay``,
-#: rounds only, the two ways interleaved on one H200: 1.1M faces 0.023 and 0.024 s followed
-#: against 0.018 and 0.021 s built; 4.4M 0.043 and 0.035 s against 0.043 and 0.044 s; 17.8M
-#: 0.141 against 0.195 s (another call). On the CPU it always follows (278K faces: 2.9 s
-#: against 3.3 s; the build sorts every side there).
-FOLLOW_MIN_FACES = 4_000_000
 
 
 class Params(OpParams):
@@ -104,9 +95,8 @@ def delaunay(mesh: TriMesh, p: Params, *, patched: bool | None = None) -> OpResu
     path = "global"
     E = edge_table(xp, F)
     # the table follows the flips (edges_after_flips) unless an edge has three faces or more,
-    # or the GPU builds it faster (FOLLOW_MIN_FACES)
-    worth_it = xp.__name__ != "cupy" or m >= FOLLOW_MIN_FACES
-    follow = worth_it and m > 0 and int(E.count.max()) <= 2
+    # or the GPU builds it faster (_edges.FOLLOW_MIN_FACES)
+    follow = follows(xp, m) and m > 0 and int(E.count.max()) <= 2
     while True:
         Q = flip_quads(xp, V, F, E, p.feature_angle, seams)
         old, new = opposite_angle_sums(xp, V, Q)

@@ -79,11 +79,13 @@ from pydantic import Field
 
 from .. import progress
 from ..dynamic._edges import (
+    EdgeTables,
     Surface,
     claim_pairs,
     compact_vertices,
     edge_table,
     float_priority,
+    follows,
     normals,
     sin_min_angle,
 )
@@ -197,7 +199,7 @@ def quality(xp: ModuleType, V: Any, F: Any) -> dict[str, Any]:
 
 
 def _initial_surface(
-    mesh: TriMesh, feature_angle: float, sliver_angle: float
+    mesh: TriMesh, feature_angle: float, sliver_angle: float, tables: EdgeTables
 ) -> tuple[Surface, Any, int, dict[str, int]]:
     """The working surface, the vertex attribute layout, the number of seam edges kept
     (:func:`~workers.engine.dynamic.seams.seam_keys`) and what the sliver removal did
@@ -216,9 +218,9 @@ def _initial_surface(
         locked |= key_vertices(xp, seams, mesh.n_vertices)
     A, layout = stack_vertex_attrs(mesh)
     S = Surface(V, F, A, xp.arange(mesh.n_faces, dtype=xp.int64), locked, seams, seams)
-    S, slivers = remove_slivers(xp, S, sliver_angle, feature_angle)
+    S, slivers = remove_slivers(xp, S, sliver_angle, feature_angle, tables=tables)
     V, F, locked = S.V, S.F, S.locked
-    E = edge_table(xp, F)
+    E = tables(F)
     two = E.count == 2
     feature = xp.zeros(0, dtype=xp.int64)
     if feature_angle < 180.0 and bool(two.any()):
@@ -237,7 +239,9 @@ def _initial_surface(
     return S, layout, int(seams.shape[0]), slivers
 
 
-def _final_slivers(xp: ModuleType, S: Surface) -> tuple[Surface, dict[str, int]]:
+def _final_slivers(
+    xp: ModuleType, S: Surface, tables: EdgeTables
+) -> tuple[Surface, dict[str, int]]:
     """The last relaxation's slivers removed (:func:`remove_slivers` with
     :data:`FINAL_SLIVER_ANGLE`): locked vertices stay, feature and seam edges are not flipped
     (the features, seams among them, are handed over as the edges never to flip). Both key sets
@@ -246,7 +250,9 @@ def _final_slivers(xp: ModuleType, S: Surface) -> tuple[Surface, dict[str, int]]
     before left them naming the vertices before the collapses, and the angle repair then
     flipped texture seams)."""
     seam = S.seam if S.seam is not None else xp.zeros(0, dtype=xp.int64)
-    T, done = remove_slivers(xp, replace(S, feature=seam, seam=S.feature), FINAL_SLIVER_ANGLE)
+    T, done = remove_slivers(
+        xp, replace(S, feature=seam, seam=S.feature), FINAL_SLIVER_ANGLE, tables=tables
+    )
     return replace(T, feature=T.seam, seam=T.feature if S.seam is not None else None), done
 
 
@@ -265,7 +271,7 @@ ANGLE_STEPS = (1.0, 0.5, 0.25)
 
 
 def _angle_repair(
-    xp: ModuleType, S: Surface, projector: SurfaceProjector | None
+    xp: ModuleType, S: Surface, projector: SurfaceProjector | None, tables: EdgeTables
 ) -> tuple[Surface, dict[str, int]]:
     """The faces left below :data:`ANGLE_BOUND` by the last relaxation, repaired in passes of
     one round of flips that raise a quad's smallest angle
@@ -275,7 +281,9 @@ def _angle_repair(
     the surface and ``{"flips", "moves"}``."""
     done = {"flips": 0, "moves": 0}
     for _ in range(ANGLE_PASSES):
-        S.F, flips = angle_flip_round(xp, S.V, S.F, S.feature, ANGLE_BOUND, ANGLE_FLIP_DIHEDRAL)
+        S.F, flips = angle_flip_round(
+            xp, S.V, S.F, S.feature, ANGLE_BOUND, ANGLE_FLIP_DIHEDRAL, tables
+        )
         S, moves = _angle_moves(xp, S, projector)
         done["flips"] += flips
         done["moves"] += moves
@@ -417,7 +425,9 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
     l0 = float(xp.linalg.norm(V0[E0.EV[:, 0]] - V0[E0.EV[:, 1]], axis=1).mean())
     L = p.target_edge_length * (l0 if p.relative else 1.0)
     _check_target(xp, V0, F0, L)
-    S, layout, n_seams, slivers = _initial_surface(mesh, p.feature_angle, p.sliver_angle)
+    # the edge table handed from round to round, derived from the last round's on large meshes
+    tables = EdgeTables(xp, follows(xp, mesh.n_faces))
+    S, layout, n_seams, slivers = _initial_surface(mesh, p.feature_angle, p.sliver_angle, tables)
     hi, lo = 4.0 / 3.0 * L, 4.0 / 5.0 * L
     # relaxation is tangential: moved vertices stay far closer to the input than l0 / 2
     projector = SurfaceProjector(xp, V0, F0, max(l0, 0.25 * L))
@@ -428,16 +438,16 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         span = _stretches(it, p)
         where = f"iteration {it + 1}/{p.iterations}"
         with progress.part(*span["split"], f"{where}, split"):
-            S, rs = split_long_edges(xp, S, hi, MAX_ROUNDS, TAIL)
+            S, rs = split_long_edges(xp, S, hi, MAX_ROUNDS, TAIL, tables)
         with progress.part(*span["collapse"], f"{where}, collapse"):
-            S, rc = collapse_short_edges_rounds(xp, S, lo, hi, MAX_ROUNDS, TAIL)
+            S, rc = collapse_short_edges_rounds(xp, S, lo, hi, MAX_ROUNDS, TAIL, tables)
         F, flips, first, n_flip_rounds, k = S.F, 0, 0, 0, 0
         with progress.part(*span["flip"], f"{where}, flip"):
             for r in range(MAX_ROUNDS):
                 progress.report(
                     progress.rounds_done(r, MAX_ROUNDS, first, k, TAIL), f"round {r + 1}"
                 )
-                F, k = valence_flip_round(xp, S.V, F, S.feature)
+                F, k = valence_flip_round(xp, S.V, F, S.feature, tables=tables)
                 flips += k
                 n_flip_rounds += k > 0
                 first = first or k
@@ -459,8 +469,8 @@ def remesh(mesh: TriMesh, p: Params) -> OpResult:
         totals["splits"] += rs["splits"]
         totals["collapses"] += rc["collapses"]
         totals["flips"] += flips
-    S, final = _final_slivers(xp, S)
-    S, angles = _angle_repair(xp, S, projector if p.project else None)
+    S, final = _final_slivers(xp, S, tables)
+    S, angles = _angle_repair(xp, S, projector if p.project else None, tables)
     progress.report(ITERATIONS_SPAN[1], "attributes and quality")
     F, kept = compact_vertices(xp, S.F, S.n_vertices)
     V = S.V[kept]

@@ -129,10 +129,11 @@ def test_the_followed_edge_table_flips_as_a_rebuilt_one(
     """The op's edge table follows the flips (``edges_after_flips``; on the GPU from
     ``FOLLOW_MIN_FACES``, here from any size); built again every round instead, the op makes
     the same flips in the same rounds."""
+    from workers.engine.dynamic import _edges
     from workers.engine.dynamic._edges import edge_table
     from workers.engine.ops import delaunay_flip as op
 
-    monkeypatch.setattr(op, "FOLLOW_MIN_FACES", 0)
+    monkeypatch.setattr(_edges, "FOLLOW_MIN_FACES", 0)
     m = welded(name).to("cupy" if device == "gpu" else "numpy")
     calls = []
     follow = op.edges_after_flips

@@ -261,9 +261,9 @@ def test_the_final_sliver_removal_hands_the_repair_renumbered_feature_keys(
     seen = []
     repair = R._angle_repair
 
-    def watched(xp, S, projector):  # noqa: ANN001, ANN202
+    def watched(xp, S, projector, tables):  # noqa: ANN001, ANN202
         keys = S.feature.copy()
-        T, done = repair(xp, S, projector)
+        T, done = repair(xp, S, projector, tables)
         seen.append((keys, edge_table(np, S.F).key, edge_table(np, T.F).key))
         return T, done
 
@@ -274,3 +274,43 @@ def test_the_final_sliver_removal_hands_the_repair_renumbered_feature_keys(
     assert keys.shape[0] > 0
     assert np.isin(keys, before).all()
     assert np.isin(keys, after).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "params"),
+    [
+        ("spot.obj", "cpu", {}),
+        ("rx-giraffe.obj", "cpu", {"feature_angle": 20.0}),
+        pytest.param("spot.obj", "gpu", {}, marks=pytest.mark.gpu),
+        pytest.param("rx-giraffe.obj", "gpu", {"feature_angle": 20.0}, marks=pytest.mark.gpu),
+    ],
+)
+def test_the_edge_table_handed_from_round_to_round_remeshes_as_tables_built_each_round(
+    name: str, device: str, params: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remesher hands its edge table from round to round (derived from the last round's by
+    the splits, the collapses, the valence, cap and angle flips; on the GPU from
+    ``FOLLOW_MIN_FACES``, here from any size): the same mesh and report as with every round's
+    table built from its faces, and the table is built once in the whole remesh. spot has
+    texture seams; rx-giraffe at 20 degrees has needles and caps in both sliver removals and
+    flips in the angle repair."""
+    import workers.engine.ops.isotropic_remesh as R
+    from workers.engine.dynamic import _edges
+
+    monkeypatch.setattr(_edges, "FOLLOW_MIN_FACES", 0)
+    m = welded(name).to("cupy" if device == "gpu" else "numpy")
+    builds = []
+    build = _edges.edge_table
+    monkeypatch.setattr(_edges, "edge_table", lambda xp, F: builds.append(1) or build(xp, F))
+    a = R.remesh(m, R.Params(**params))
+    followed = len(builds)
+    builds.clear()
+    monkeypatch.setattr(R, "follows", lambda xp, n_faces: False)
+    b = R.remesh(m, R.Params(**params))
+    assert a.report == b.report
+    assert a.report["collapses"] > 0 and a.report["flips"] > 0
+    for x, y in ((a.mesh.V, b.mesh.V), (a.mesh.F, b.mesh.F)):
+        np.testing.assert_array_equal(
+            x.get() if device == "gpu" else x, y.get() if device == "gpu" else y
+        )
+    assert followed == 1 and len(builds) > 20
