@@ -142,7 +142,9 @@ class EdgeTables:
 
     def __call__(self, F: Any) -> EdgeTable:
         if F is not self.F:
-            self.F, self.E, self._two = F, edge_table(self.xp, F), None
+            # let the old table go before the build (at 17.8M faces a table is about 1.5 GB)
+            self.F = self.E = self._two = None
+            self.E, self.F = edge_table(self.xp, F), F
             self.builds += 1
         return self.E
 
