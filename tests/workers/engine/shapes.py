@@ -294,3 +294,16 @@ def strip(n: int) -> TriMesh:
         a, b, c, d = 2 * i, 2 * i + 2, 2 * i + 3, 2 * i + 1
         F += [(a, b, c), (a, c, d)]
     return mesh(V, F)
+
+
+EDGE_TABLE_FIELDS = ("key", "EV", "count", "s0", "s1", "of_side")
+
+
+def assert_same_edge_table(got: Any, want: Any) -> None:
+    """Every array of two edge tables (``_edges.EdgeTable``, NumPy or CuPy) equal, dtypes too."""
+    for field in EDGE_TABLE_FIELDS:
+        a, b = getattr(got, field), getattr(want, field)
+        assert a.dtype == b.dtype, field
+        np.testing.assert_array_equal(
+            a.get() if hasattr(a, "get") else a, b.get() if hasattr(b, "get") else b, field
+        )
