@@ -6,6 +6,7 @@
 #   ./dev.sh run  [tessera up options]    environment (what running needs), private Redis, API and
 #                                         one worker; prints the URL
 #   ./dev.sh test [pytest options]        environment with the dev extras, then the CPU test suite
+#                                         (on every core, at most 4; TESSERA_TEST_PROCESSES=1: one)
 #   ./dev.sh gpu                          on a GPU host: GPU tests and benchmarks, short table last
 #                                         (offline: tests needing Chromium, SeaweedFS or
 #                                         schemathesis are left out and named; CI runs them)
@@ -83,8 +84,16 @@ case "$cmd" in
          say "the tessera command is $VENV/bin/tessera (export PATH=\"\$PWD/$VENV/bin:\$PATH\" to type just tessera)"
          exec "$VENV/bin/tessera" up "$@" ;;
   test)  ensure_python; ensure_redis; ensure_env dev; ensure_node_deps; ensure_chromium
+         # on every core, at most 4 (pytest-xdist; a file's tests stay on one process): the
+         # suite waits on processes and Redis as much as it computes. TESSERA_TEST_PROCESSES=1
+         # runs it in this process (for --pdb)
+         n=${TESSERA_TEST_PROCESSES:-$(nproc 2>/dev/null || echo 1)}
+         [ "$n" -gt 4 ] && n=4
+         if [ "$n" -gt 1 ]; then
+           exec "$VENV/bin/python" -m pytest -n "$n" --dist loadfile "$@"
+         fi
          exec "$VENV/bin/python" -m pytest "$@" ;;
   setup) ensure_python; ensure_redis; ensure_env dev; ensure_node_deps ;;
   gpu)   exec python3 -m bench.suite "$@" ;;
-  *)     sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *)     sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -117,6 +117,11 @@ class RedisServer:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("TESSERA_TEST_REDIS_URL")
     if url:
+        # under pytest-xdist each process flushes its own database of that server
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        if worker.startswith("gw"):
+            base, _, db = url.rpartition("/")
+            url = f"{base}/{int(worker[2:]) + 1}" if base and db.isdigit() else url
         yield url
         return
     server = RedisServer(tmp_path_factory.mktemp("redis"))

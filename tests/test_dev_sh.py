@@ -38,8 +38,11 @@ def checkout(tmp_path: Path) -> tuple[Path, Path, Path]:
     return repo, venv, log
 
 
-def dev_sh(repo: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def dev_sh(
+    repo: Path, venv: Path, *args: str, processes: str = "2"
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, TESSERA_VENV=str(venv), TESSERA_REDIS_URL="redis://127.0.0.1:1/0")
+    env["TESSERA_TEST_PROCESSES"] = processes  # the test suite's (as on a 2-core machine)
     env["PATH"] = f"{venv.parent / 'sbin'}{os.pathsep}{env['PATH']}"
     return subprocess.run(
         ["sh", str(repo / "dev.sh"), *args], env=env, capture_output=True, text=True, timeout=60
@@ -73,7 +76,12 @@ def test_run_installs_only_what_running_needs_and_test_the_dev_extras(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = calls(log)
     assert installs(lines) == [".[dev]"]
-    assert lines[-1] == "python -m pytest -x tests/x.py"
+    assert lines[-1] == "python -m pytest -n 2 --dist loadfile -x tests/x.py"
+    # on every core, at most 4; one: in pytest's own process
+    r = dev_sh(repo, venv, "test", "tests/x.py", processes="16")
+    assert calls(log)[-1] == "python -m pytest -n 4 --dist loadfile tests/x.py"
+    r = dev_sh(repo, venv, "test", "tests/x.py", processes="1")
+    assert calls(log)[-1] == "python -m pytest tests/x.py"
 
     r = dev_sh(repo, venv, "test")  # installed with the extras: nothing again, for either
     assert r.returncode == 0 and installs(calls(log)) == []

@@ -73,6 +73,19 @@ def wait_batch(client, url: str, timeout: float = 120.0, headers=None) -> dict:
         time.sleep(0.1)
 
 
+def batch_story(client, url: str, workers=None) -> str:
+    """What a failed batch assertion needs to be understood: its counts, each item's state and
+    error, and the end of each worker's log."""
+    b = client.get(url, params={"items": True}).json()
+    lines = [f"state {b.get('state')}, counts {b.get('counts')}"]
+    for i in b.get("items") or []:
+        err = (i.get("error") or {}).get("code")
+        lines.append(f"  {i.get('index')} {i.get('path')}: {i.get('state')} {err or ''}")
+    for name in getattr(workers, "procs", {}):
+        lines.append(f"--- {name}'s log (end) ---\n{workers.log(name)[-4000:]}")
+    return "\n".join(lines)
+
+
 def test_a_batch_with_broken_members_gives_each_item_its_single_job_result(client, workers):
     workers.start("w1")
     workers.start("w2")
@@ -343,7 +356,9 @@ def test_a_worker_killed_mid_batch_loses_no_item_and_repeats_none(client, worker
         assert 2 <= len(finished) < 12
         workers.start("w2")  # reaps the chunk once its lease (2 s) runs out, runs what is left
         done = wait_batch(c, url, timeout=90)
-        assert done["counts"]["succeeded"] == 12 and done["counts"]["failed"] == 0, done
+        assert done["counts"]["succeeded"] == 12 and done["counts"]["failed"] == 0, batch_story(
+            c, url, workers
+        )
         after = c.get(url, params={"items": True}).json()["items"]
         # an item that had finished kept its outcome (not run again: its timings are the same)
         for i in after:

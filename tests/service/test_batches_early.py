@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import mesh_path
 from tests.service.helpers import assert_problem, spec
-from tests.service.test_batches import post_archive, wait_batch
+from tests.service.test_batches import batch_story, post_archive, wait_batch
 from workers.queue import keys
 
 pytestmark = pytest.mark.slow
@@ -90,7 +90,9 @@ def test_chunks_queued_while_the_body_comes_give_the_batch_accepted_at_its_end(
         assert r.status_code == 202, r.text
         assert early, "no chunk was queued before the body's end"
         done = wait_batch(c, r.json()["url"])
-        assert done["counts"]["total"] == 8 and done["counts"]["succeeded"] == 6, done
+        assert done["counts"]["total"] == 8 and done["counts"]["succeeded"] == 6, batch_story(
+            c, r.json()["url"], workers
+        )
         # the same request again is the same batch
         again = post_archive(c, body, spec_text=SPEC, headers={"Idempotency-Key": "early"})
         assert again.status_code == 200 and again.json()["id"] == r.json()["id"]
@@ -166,11 +168,13 @@ def test_a_body_cut_off_after_its_first_chunks_leaves_nothing(
             piece = half[i : i + 8192]
             s.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
         deadline = time.time() + 20
-        while not redis_client.zcard(keys.BATCHES):
+        while not (listed := redis_client.zrange(keys.BATCHES, 0, -1)):
             assert time.time() < deadline, "no chunk was queued while the body came"
             time.sleep(0.05)
-        [batch] = [x.decode() for x in redis_client.zrange(keys.BATCHES, 0, -1)]
-        chunks = json.loads(redis_client.hget(keys.batch(batch), "chunks"))
+        [batch] = [x.decode() for x in listed]
+        raw = redis_client.hget(keys.batch(batch), "chunks")
+        assert raw is not None, f"batch {batch} went while its body still came"
+        chunks = json.loads(raw)
         assert chunks and redis_client.hget(keys.batch(batch), "receiving") == b"1"
         s.close()  # gone, mid-body
         while redis_client.zcard(keys.BATCHES) or redis_client.exists(keys.batch(batch)):
