@@ -163,6 +163,41 @@ class EdgeTables:
             self.F, self.E = F, derived
 
 
+def merged_numbering(
+    xp: ModuleType, key: Any, new_key: Any, removed: Any = None
+) -> tuple[Any, Any]:
+    """Edge numbers in key order after new keys join the rows of ``key`` and the rows
+    ``removed`` leave, without a sort of every key: the new keys (any order, none equal to a
+    kept one) are sorted and placed among the old ones by binary search, and each old row moves
+    up by the new keys before it (a prefix sum of their counts) and down by the rows removed
+    before it. ``key`` (E,) sorted; ``removed`` sorted row numbers, or None.
+
+    Returns ``(new_of_old (E,), new_of_new (K,))``, the numbers of the old rows (meaningless for
+    a removed one) and of the new keys, in ``new_key``'s order. The tables that follow a round
+    (:func:`~.flip.edges_after_flips`, :func:`~.split.edges_after_splits`,
+    :func:`~.remesh_collapse.edges_after_collapses`) number their edges with it."""
+    i64 = xp.int64
+    n_e, k = int(key.shape[0]), int(new_key.shape[0])
+    ids = xp.arange(n_e, dtype=i64)
+    if k == 0:
+        new_of_old = ids
+        pos = xp.empty(0, dtype=i64)
+        order = pos
+    else:
+        order = xp.argsort(new_key)
+        new_sorted = new_key[order]
+        at = xp.searchsorted(key, new_sorted)  # the old rows before each new key
+        new_of_old = ids + xp.cumsum(xp.bincount(at, minlength=n_e + 1))[:n_e]
+        pos = xp.arange(k, dtype=i64) + at
+    if removed is not None and int(removed.shape[0]):
+        new_of_old = new_of_old - xp.searchsorted(removed, ids)
+        if k:
+            pos = pos - xp.searchsorted(key[removed], new_sorted)
+    new_of_new = xp.empty(k, dtype=i64)
+    new_of_new[order] = pos
+    return new_of_old, new_of_new
+
+
 def edge_lookup(xp: ModuleType, table_keys: Any, q: Any) -> tuple[Any, Any]:
     """``(found (k,) bool, index (k,) int64)`` of the keys ``q`` in the sorted ``table_keys``."""
     n = int(table_keys.shape[0])

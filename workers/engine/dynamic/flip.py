@@ -41,6 +41,7 @@ from ._edges import (
     edge_keys,
     edge_lookup,
     float_priority,
+    merged_numbering,
     opposite_corner,
     side_ends,
     sin_min_angle,
@@ -296,18 +297,12 @@ def edges_after_flips(xp: ModuleType, E: EdgeTable, Q: Quads, edges: Any) -> Edg
     # renumber in key order: the kept keys keep their order, the new ones (distinct: flip_quads
     # refuses an edge c-d that exists, select_flips two flips that make the same) go between
     new_key = edge_keys(xp, c, d)
-    order = xp.argsort(new_key)
-    new_sorted = new_key[order]
-    ids = xp.arange(n_e, dtype=i64)
-    new_id = ids - xp.searchsorted(edges, ids) + xp.searchsorted(new_sorted, E.key)
-    at = xp.arange(k, dtype=i64)
-    new_id[edges[order]] = (
-        at + xp.searchsorted(E.key, new_sorted) - xp.searchsorted(E.key[edges], new_sorted)
-    )
+    new_id, of_new = merged_numbering(xp, E.key, new_key, edges)
+    new_id[edges] = of_new
     key = E.key.copy()
     key[edges] = new_key
     old_of_new = xp.empty(n_e, dtype=i64)
-    old_of_new[new_id] = ids
+    old_of_new[new_id] = xp.arange(n_e, dtype=i64)
     key = key[old_of_new]
     EV = xp.stack([key >> SHIFT, key & ((1 << SHIFT) - 1)], axis=1)
     return EdgeTable(key, EV, E.count[old_of_new], s0[old_of_new], s1[old_of_new], new_id[of_side])

@@ -44,6 +44,7 @@ from ._edges import (
     bucket_priority,
     edge_keys,
     follows,
+    merged_numbering,
     opposite_corner,
     side_ends,
     valence,
@@ -236,16 +237,11 @@ def edges_after_collapses(
     state[merged_u] = 2
     kept, moved = xp.nonzero(state == 0)[0], xp.nonzero(state == 1)[0]
     nk, nm = int(kept.shape[0]), int(moved.shape[0])
-    kept_key = key[kept]  # in order: the renumbering keeps it
-    order = xp.argsort(key[moved])
-    moved = moved[order]
-    moved_key = key[moved]
-    # where each new key goes among the kept ones, and how many go before each kept one
-    at = xp.searchsorted(kept_key, moved_key)
-    before = xp.cumsum(xp.bincount(at, minlength=nk + 1))[:nk] if nm else 0
+    # the kept keys stay in order (the renumbering keeps it); the re-keyed ones go between
+    of_kept, of_moved = merged_numbering(xp, key[kept], key[moved])
     new_of_old = xp.full(n_e, -1, dtype=i64)
-    new_of_old[kept] = xp.arange(nk, dtype=i64) + before
-    new_of_old[moved] = xp.arange(nm, dtype=i64) + at
+    new_of_old[kept] = of_kept
+    new_of_old[moved] = of_moved
     new_of_old[merged_u] = new_of_old[merged_w]
     old = xp.empty(nk + nm, dtype=i64)
     old[new_of_old[kept]] = kept

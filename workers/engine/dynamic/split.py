@@ -30,6 +30,7 @@ from ._edges import (
     edge_keys,
     edge_lookup,
     edge_table,
+    merged_numbering,
     opposite_corner,
 )
 
@@ -161,19 +162,10 @@ def edges_after_splits(xp: ModuleType, E: EdgeTable, F: Any, acc: Any, n: int) -
     new_idx = xp.nonzero(real)[0]
     new_key, new_count = new_key[new_idx], new_count[new_idx]
     new_s0, new_s1 = new_s0[new_idx], new_s1[new_idx]
-    order = xp.argsort(new_key)
-    new_sorted = new_key[order]
-    at = xp.searchsorted(E.key, new_sorted)
+    new_of_old, id_of_new = merged_numbering(xp, E.key, new_key, acc)
     gone = xp.zeros(n_e, dtype=i64)
     gone[acc] = 1
-    ids = xp.arange(n_e, dtype=i64)
-    new_before = xp.cumsum(xp.bincount(at, minlength=n_e + 1))[:n_e]  # new keys before each
-    new_of_old = ids - (xp.cumsum(gone) - gone) + new_before
-    n_new = int(new_sorted.shape[0])
-    pos_new = xp.arange(n_new, dtype=i64) + at - xp.searchsorted(E.key[acc], new_sorted)
-    id_of_new = xp.empty(n_new, dtype=i64)
-    id_of_new[order] = pos_new  # the new edges' ids, in the order they were listed
-    total = n_e - k + n_new
+    total = n_e - k + int(new_key.shape[0])
     # every old row to its place, the split edges' to a spare last row; then the new rows
     to = xp.where(gone == 1, total, new_of_old)
     key, count, t0, t1 = (xp.empty(total + 1, dtype=i64) for _ in range(4))

@@ -119,3 +119,33 @@ def test_the_table_after_splits_is_the_rebuilt_one(name: str, device: str) -> No
             assert_same_edge_table(tables.E, edge_table(xp, S.F))
         splits += k
     assert splits > 1000 and tables.builds == 1
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("seed", range(6))
+def test_merged_numbering_is_the_order_of_the_merged_keys(device: str, seed: int) -> None:
+    """``merged_numbering`` (the numbering every derived table uses) gives each kept row and each
+    new key its place in the sorted union, with or without removed rows, none of either, and
+    new keys before, between and after all the old ones."""
+    from workers.engine.dynamic._edges import merged_numbering
+
+    xp = np
+    if device == "gpu":
+        import cupy as xp
+    rng = np.random.default_rng(seed)
+    pool = rng.choice(10_000, size=rng.integers(2, 400), replace=False)
+    n_old = int(rng.integers(0, len(pool)))
+    key = np.sort(pool[:n_old]).astype(np.int64)
+    new = pool[n_old:].astype(np.int64)  # any order, none equal to an old key
+    removed = np.sort(rng.choice(n_old, size=rng.integers(0, n_old + 1), replace=False))
+    for gone in (None, removed.astype(np.int64)):
+        of_old, of_new = merged_numbering(
+            xp, xp.asarray(key), xp.asarray(new), None if gone is None else xp.asarray(gone)
+        )
+        if device == "gpu":
+            of_old, of_new = of_old.get(), of_new.get()
+        kept = np.setdiff1d(np.arange(n_old), [] if gone is None else gone)
+        merged = np.sort(np.concatenate([key[kept], new]))
+        np.testing.assert_array_equal(merged[of_old[kept]], key[kept])
+        np.testing.assert_array_equal(merged[of_new], new)
+        assert len(np.unique(np.concatenate([of_old[kept], of_new]))) == len(merged)
