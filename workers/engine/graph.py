@@ -25,6 +25,23 @@ def numpy_fast(xp: ModuleType) -> bool:
     return NUMPY_FAST and xp.__name__ == "numpy"
 
 
+def unique(xp: ModuleType, a: Any) -> Any:
+    """The distinct values of ``a``, sorted, flattened: ``xp.unique(a)``. NumPy 2.3 and later
+    hash every integer before sorting the distinct ones, which at a million int64 takes 50-150
+    times a sort and a compare of neighbours (NumPy 2.4.6 on a 2-core AMD EPYC: 0.65-2.2 s
+    against 0.014-0.032 s); integers take that sort here. Other dtypes (NaN's rules) and CuPy
+    (a sort already) go to ``xp.unique``."""
+    if xp.__name__ != "numpy" or a.dtype.kind not in "iub":
+        return xp.unique(a)
+    s = xp.sort(a, axis=None)
+    if s.shape[0] < 2:
+        return s
+    keep = xp.empty(s.shape[0], dtype=bool)
+    keep[0] = True
+    xp.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def connected_components(xp: ModuleType, n: int, i: Any, j: Any) -> Any:
     """Component label (int64, in ``[0, n)``, not compacted) of each of ``n`` nodes joined by the
     undirected edges ``(i[k], j[k])``.

@@ -18,7 +18,7 @@ import numpy as np
 
 from .backend import to_numpy
 from .geometry import face_corners64, face_cross64
-from .graph import group_rows
+from .graph import group_rows, unique
 from .mesh import TriMesh
 from .ops.stats import _face_norms_numpy
 from .reindex import degenerate_mask
@@ -80,7 +80,7 @@ def part_stats(mesh: TriMesh, v_off: np.ndarray, f_off: np.ndarray) -> list[dict
     lab = group_rows(xp, V[used_idx] + 0.0)
     # equal positions in two parts share a label: keyed by part
     span = int(lab.max()) + 1 if int(lab.shape[0]) else 1
-    distinct = xp.unique(vp[used_idx].astype(xp.int64) * span + lab) // span
+    distinct = unique(xp, vp[used_idx].astype(xp.int64) * span + lab) // span
     dup_verts = n_used - per_part(distinct)
 
     if xp is np:

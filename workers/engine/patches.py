@@ -43,7 +43,14 @@ import numpy as np
 
 from .backend import array_backend, to_numpy, xp_for
 from .errors import MeshError
-from .graph import compact_groups, connected_components, expand_counts, scatter_add, scatter_min
+from .graph import (
+    compact_groups,
+    connected_components,
+    expand_counts,
+    scatter_add,
+    scatter_min,
+    unique,
+)
 from .mesh import TriMesh
 from .topology import Topology
 
@@ -334,7 +341,7 @@ def lloyd_patches(
             extra_seed = _first_per_group(xp, label, cand, n_patches)
             add = extra_seed[big & (extra_seed >= 0)]
             new_seeds = xp.concatenate([new_seeds, add])
-        seeds_arr = xp.unique(new_seeds)
+        seeds_arr = unique(xp, new_seeds)
     label, _ = compact_groups(xp, label)
     label, cuts = _bfs_split(xp, label, src, dst, patch_size)
     return label, it, cuts
@@ -568,7 +575,7 @@ def _merge_pieces(xp: ModuleType, sizes: Any, a: Any, b: Any, limit: int) -> tup
 
 # --------------------------------------------------------------------------------- structure
 def _pairs_unique(xp: ModuleType, p: Any, g: Any, n_g: int) -> tuple[Any, Any]:
-    key = xp.unique(p.astype(xp.int64) * n_g + g.astype(xp.int64))
+    key = unique(xp, p.astype(xp.int64) * n_g + g.astype(xp.int64))
     return key // n_g, key % n_g
 
 

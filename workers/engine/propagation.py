@@ -79,7 +79,7 @@ import numpy as np
 from . import progress
 from .backend import to_numpy
 from .errors import MeshError
-from .graph import csr_from_pairs
+from .graph import csr_from_pairs, unique
 from .mesh import TriMesh
 
 #: iterations beyond which propagation gives up (a multiple of the vertex count, see _cap)
@@ -334,7 +334,7 @@ def band_width(mesh: TriMesh, band: float | None) -> float:
         return math.inf
     xp = mesh.xp
     F = mesh.F[:BAND_SAMPLE]
-    used = xp.unique(F)
+    used = unique(xp, F)
     V = to_numpy(mesh.V[used]).astype(np.float64)
     Fl = np.searchsorted(to_numpy(used), to_numpy(F))
     sides = np.concatenate([_length(V[Fl[:, k]], V[Fl[:, (k + 1) % 3]]) for k in range(3)])

@@ -36,6 +36,7 @@ from .graph import (
     numpy_fast,
     scatter_min,
     scipy_components,
+    unique,
 )
 
 #: the NumPy fast paths index sides and corners in int32
@@ -562,7 +563,7 @@ class Topology:
                 )
                 loop, n_loops = compact_ordered(lab, n_loops)
                 return verts, loop, n_loops
-            verts = xp.unique(ev.ravel())
+            verts = unique(xp, ev.ravel())
             local = xp.searchsorted(verts, ev)
             lab = connected_components(xp, int(verts.shape[0]), local[:, 0], local[:, 1])
             loop, first = compact_groups(xp, lab)

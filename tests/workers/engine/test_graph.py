@@ -394,3 +394,21 @@ def test_ordered_sums_on_the_gpu_equal_the_twin(case: int) -> None:
     np.testing.assert_array_equal(cp.asnumpy(again), want)
     empty = ordered_sums(cp, cp.asarray(idx[:0]), cp.asarray(values[:0]), n, per)
     assert empty.shape == want.shape and not cp.asnumpy(empty).any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-(2**40), 2**40), max_size=60),
+    st.sampled_from([np.int64, np.int32, np.uint8, np.bool_, np.float64]),
+    st.sampled_from([(-1,), (-1, 3)]),
+)
+def test_unique_is_numpys_unique(values, dtype, shape) -> None:
+    """``graph.unique`` (NumPy's unique without its hashing, for integers) gives ``np.unique``'s
+    values and dtype for every integer width, bools, floats (left to ``np.unique``), empty and
+    two-dimensional arrays."""
+    a = np.asarray(values).astype(dtype)
+    if shape == (-1, 3):
+        a = a[: len(a) // 3 * 3].reshape(shape)
+    got, want = graph.unique(np, a), np.unique(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

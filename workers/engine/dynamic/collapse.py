@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..graph import counts, sums
+from ..graph import counts, sums, unique
 from ..topology import Topology
 from ._edges import SHIFT, edge_keys, edge_lookup
 from .cavity import PASSES, gather_rows, independent_collapses, priority_keys
@@ -397,7 +397,7 @@ def apply_collapses(state: CollapseState, topo: Topology, c: Candidates) -> Coll
     if seams is not None and seams.shape[0]:
         # b -> a in the seam keys: a-b goes, b-c becomes a-c
         lo, hi = remap[seams >> SHIFT], remap[seams & ((1 << SHIFT) - 1)]
-        seams = xp.unique(edge_keys(xp, lo[lo != hi], hi[lo != hi]))
+        seams = unique(xp, edge_keys(xp, lo[lo != hi], hi[lo != hi]))
     return CollapseState(
         X, F, A, state.origin[keep], state.locked, Q, state.pinned, seams, state.seam_lines, U, C,
         made_by=(topo, keep, c.edge, c.b),

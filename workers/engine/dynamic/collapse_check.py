@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import Any
 
-from ..graph import counts, csr_from_pairs, scatter_min
+from ..graph import counts, csr_from_pairs, scatter_min, unique
 from .cavity import gather_rows
 
 #: rejection reasons, in the order they are reported
@@ -192,7 +192,7 @@ def _array_code(
     other = ~(ma | mb)
     side = xp.broadcast_to(from_a[:, None], corners.shape)
     keys = ((own[:, None] * n + corners) * 2 + side)[other]
-    keys = xp.unique(keys) // 2
+    keys = unique(xp, keys) // 2
     pair = keys[1:] == keys[:-1]  # (x, from b) then (x, from a): a common neighbour
     common = counts(xp, keys[1:][pair] // n, k)
     link = pre | (common != expected)

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import corners
 from ..errors import MeshError
+from ..graph import unique
 from ._edges import SHIFT, edge_keys, edge_lookup, edge_table
 
 #: the lists :func:`recording_kept` opened (the innermost is written)
@@ -56,7 +57,7 @@ def seam_keys(xp: ModuleType, F: Any, n: int) -> Any:
             invalid=n_bad,
             vertices=n,
         )
-    keys = xp.unique(edge_keys(xp, a, b))
+    keys = unique(xp, edge_keys(xp, a, b))
     found, _ = edge_lookup(xp, edge_table(xp, F).key, keys)
     missing = int((~found).sum())
     if missing:

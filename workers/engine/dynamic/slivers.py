@@ -31,6 +31,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
+from ..graph import unique
 from ._edges import EdgeTables, Surface, float_priority, follows, sin_min_angle
 from .flip import FOLD, OK, Quads, apply_flips, edges_after_flips, flip_quads, select_flips
 from .remesh_collapse import collapse_edges
@@ -123,7 +124,7 @@ def _cap_round(xp: ModuleType, S: Surface, sliver: Any, tables: EdgeTables) -> t
     E = tables(F)
     # the longest side faces the largest angle: side (k + 1) % 3 runs opposite corner k
     k = xp.argmax(ang[cap], axis=1)
-    edges = xp.unique(E.of_side[3 * cap + (k + 1) % 3])
+    edges = unique(xp, E.of_side[3 * cap + (k + 1) % 3])
     Q = flip_quads(xp, V, F, E, 180.0, S.seam)
     sub = Quads(*(getattr(Q, f)[edges] for f in ("a", "b", "c", "d", "f0", "f1", "reason")))
     Pa, Pb, Pc, Pd = V[sub.a], V[sub.b], V[sub.c], V[sub.d]

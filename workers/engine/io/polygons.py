@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..graph import unique
+
 #: face attributes that group triangles into polygons, the first present wins (a Catmull-Clark
 #: step after ``dual_mesh`` keeps the inherited ``polygon_id``; its ``quad_id`` is the newer)
 GROUP_ATTRIBUTES = ("quad_id", "polygon_id")
@@ -234,7 +236,7 @@ def group_polygons(F: np.ndarray, group: np.ndarray, n_vertices: int) -> Polygon
         return None
     succ = by_leave[at]
     # per group: inner vertices (off the loop) and the triangle count of a disc
-    group_vertices = np.bincount(np.unique(hg * n + u) // n, minlength=n_groups)
+    group_vertices = np.bincount(unique(np, hg * n + u) // n, minlength=n_groups)
     inner = group_vertices - size
     tris = np.bincount(gi, minlength=n_groups)
     if bool((inner > 1).any()) or bool((tris != size + 2 * inner - 2).any()):

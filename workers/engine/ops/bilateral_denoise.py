@@ -42,7 +42,7 @@ from .. import progress
 from ..backend import cupy_module
 from ..errors import OpParamsError
 from ..geometry import face_cross64, scatter_rows, unitize
-from ..graph import expand_counts
+from ..graph import expand_counts, unique
 from ..kernels.loader import launch, load_kernel
 from ..mesh import TriMesh
 from ._smoothing import fixed_vertices
@@ -166,7 +166,7 @@ def neighbourhoods(
         cand_s = src[owner]
         r = radius[cand_s]
         inside = squared_distances(X, cand_v, cand_s) <= r * r
-        keys = xp.unique(cand_s[inside] * n + cand_v[inside])
+        keys = unique(xp, cand_s[inside] * n + cand_v[inside])
         idx = xp.minimum(xp.searchsorted(seen, keys), seen.shape[0] - 1)
         new = keys[seen[idx] != keys]
         if new.shape[0] == 0:

@@ -97,7 +97,7 @@ from ..dynamic.slivers import remove_slivers, sliver_faces
 from ..dynamic.split import split_long_edges
 from ..errors import MeshError, OpParamsError
 from ..geometry import face_areas64
-from ..graph import counts, ends_of, scatter_min, sums
+from ..graph import counts, ends_of, scatter_min, sums, unique
 from ..mesh import TriMesh
 from ._refine import stack_vertex_attrs, unstack_vertex_attrs
 from .registry import Operation, OpKind, OpParams, OpResult
@@ -234,7 +234,7 @@ def _initial_surface(
         feature = E.key[e2[sharp]]
         locked[E.EV[e2[sharp]].ravel()] = True
     if S.seam is not None and S.seam.shape[0]:
-        feature = xp.unique(xp.concatenate([feature, S.seam]))
+        feature = unique(xp, xp.concatenate([feature, S.seam]))
     S.feature = feature
     return S, layout, int(seams.shape[0]), slivers
 
