@@ -957,8 +957,8 @@ def validate(patches: Patches, mesh: TriMesh, shared_bytes: int = DEFAULT_SHARED
     src, dst = face_adjacency(np, topo)
     same = label[src] == label[dst]
     comp = connected_components(np, m, src[same], dst[same])
-    if m and len(np.unique(comp)) != k:
-        fail("a patch is not connected", components=int(len(np.unique(comp))), patches=k)
+    if m and len(unique(np, comp)) != k:
+        fail("a patch is not connected", components=int(len(unique(np, comp))), patches=k)
     # 3. owned first, counts
     for name, owner in (("face", label), ("edge", P["edge_owner"]), ("vertex", P["vertex_owner"])):
         ids = P[f"{name}s" if name != "vertex" else "vertices"]
@@ -970,7 +970,7 @@ def validate(patches: Patches, mesh: TriMesh, shared_bytes: int = DEFAULT_SHARED
         ):
             fail(f"owned {name}s do not come first in their rows")
     # 4. ribbons complete: (owner patch of v, every face around v) must be a local face pair
-    local_face_keys = np.unique(row_of["face"] * m + P["faces"])
+    local_face_keys = unique(np, row_of["face"] * m + P["faces"])
     vo = P["vertex_owner"][F.ravel()]
     need = vo * m + np.repeat(np.arange(m), 3)
     if not np.isin(need, local_face_keys).all():

@@ -372,7 +372,7 @@ class _Frontier:
             return None
         below = d[moving] < self.tau
         go, self.pending = moving[below], moving[~below]
-        targets = np.unique(self.C[_rows_of(*self.readers, go)])
+        targets = unique(np, self.C[_rows_of(*self.readers, go)])
         if targets.shape[0] == 0:
             self.tau += self.delta
             self.changed = targets

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..errors import FormatError
+from ..graph import unique
 from ._gltf_text import accessor_rows, primitive_rows
 
 if TYPE_CHECKING:
@@ -529,7 +530,7 @@ def _sets_read(
     if materials is None or material is None or not np.asarray(material).size:
         return 0
     mats = library["materials"]
-    used = [mats[i] for i in np.unique(np.asarray(material)).tolist()]  # checked: in range
+    used = [mats[i] for i in unique(np, np.asarray(material)).tolist()]  # checked: in range
     if "Texture" not in json.dumps(used):  # one call, not one walk per material
         return 0
     read = {k for m in used for k in _texcoords_used(m)}
