@@ -135,7 +135,8 @@ def list_jobs(
 def backfill(q: JobQueue, batch: int = 500) -> int:
     """Put the jobs of a dataset written before the job lists existed into them (by their
     ``created_at``): once, when the list of every job is empty and the sweep's index is not.
-    Returns how many were added."""
+    A batch's chunk jobs are never listed (the batch is): a dataset whose only jobs are chunks
+    is not one from before the lists. Returns how many were added."""
     if q.r.exists(keys.CREATED) or not q.r.exists(keys.JOBS):
         return 0
     added = 0
@@ -143,11 +144,11 @@ def backfill(q: JobQueue, batch: int = 500) -> int:
         ids = [text(m) for m in q.r.zrange(keys.JOBS, start, start + batch - 1)]
         pipe = q.r.pipeline(transaction=False)
         for job_id in ids:
-            pipe.hmget(keys.job(job_id), ["created_at", "key_id"])
+            pipe.hmget(keys.job(job_id), ["created_at", "key_id", "batch"])
         rows = pipe.execute()
         pipe = q.r.pipeline(transaction=False)
-        for job_id, (created, key_id) in zip(ids, rows, strict=True):
-            if created is None:
+        for job_id, (created, key_id, of_batch) in zip(ids, rows, strict=True):
+            if created is None or of_batch:
                 continue
             pipe.zadd(keys.CREATED, {job_id: float(created)}, nx=True)
             if key_id:

@@ -116,3 +116,17 @@ def test_jobs_from_before_the_lists_are_listed_once(q):
     assert [j["id"] for j in list_jobs(q, key_id=None).jobs] == ["old2", "old1", "old0"]
     assert [j["id"] for j in list_jobs(q, key_id="k").jobs] == ["old2", "old1"]
     assert backfill(q) == 0  # once
+
+
+def test_a_batchs_chunk_jobs_are_never_listed_by_the_backfill(q):
+    """Chunks are submitted unlisted; a worker that starts when they are the only jobs must not
+    take them for jobs from before the lists (they would show in ``GET /v1/jobs``)."""
+    for i in range(3):
+        q.submit_job(f"chunk{i}", {"input": {"name": f"chunk {i}"}, "batch": "b1", "chunk": i},
+                     listed=False)  # fmt: skip
+    assert backfill(q) == 0
+    assert list_jobs(q, key_id=None).jobs == [] and not q.r.exists(keys.CREATED)
+    _submit(q, "old", key="k")
+    q.r.delete(keys.CREATED, keys.jobs_of("k"))  # chunks beside a job from before the lists
+    assert backfill(q) == 1
+    assert [j["id"] for j in list_jobs(q, key_id=None).jobs] == ["old"]
