@@ -210,19 +210,31 @@ class BatchQueue:
         return jobs
 
     def get(self, batch_id: str, *, items: bool = False) -> BatchView | None:
-        """The batch as it is now, derived from its chunks' records; None when there is none."""
-        raw = self.r.hgetall(keys.batch(batch_id))
+        """The batch as it is now, derived from its chunks' records; None when there is none.
+
+        The record (its counters) and its chunks' states are read in one transaction: read
+        apart, a chunk that recorded its last items and ended between the two reads made a
+        batch that had ended with counters from before those items (an item counted as
+        cancelled). Its chunk list is read first; chunks added since (a batch still
+        receiving, which has not ended) count as queued."""
+        listed = self.r.hget(keys.batch(batch_id), "chunks")
+        if listed is None:
+            return None
+        known = [c[0] for c in json.loads(text(listed))]
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hgetall(keys.batch(batch_id))
+        for job in known:
+            pipe.hmget(keys.job(job), "state", "error", "expires_at")
+        if items:
+            pipe.get(keys.batch_items(batch_id))
+            pipe.hgetall(keys.batch_done(batch_id))
+        raw, *res = pipe.execute()
         if not raw:
             return None
         rec = _decode(raw)
         chunks = [Chunk(*c) for c in rec.get("chunks") or []]
-        pipe = self.r.pipeline(transaction=False)
-        for c in chunks:
-            pipe.hmget(keys.job(c.job), "state", "error", "expires_at")
-        if items:
-            pipe.get(keys.batch_items(batch_id))
-            pipe.hgetall(keys.batch_done(batch_id))
-        res = pipe.execute()
+        read = dict(zip(known, res[: len(known)], strict=True))
+        res = [read.get(c.job, (None, None, None)) for c in chunks] + res[len(known) :]
         states: list[str] = []
         errors: list[dict[str, Any] | None] = []
         expiries: list[float] = []
@@ -405,7 +417,8 @@ class EndedItems:
         if not want:
             return view, []
         r = self.batches.r
-        if self.meta is None:  # the items' paths are written once, at submission
+        if self.meta is None or max(want) >= len(self.meta):
+            # the items' paths: written at submission, and grown while a body still comes
             raw = r.get(keys.batch_items(self.batch_id))
             self.meta = json.loads(text(raw)) if raw else []
         out = []
