@@ -87,7 +87,8 @@ case "$cmd" in
          # on every core, at most 4 (pytest-xdist; a file's tests stay on one process): the
          # suite waits on processes and Redis as much as it computes. TESSERA_TEST_PROCESSES=1
          # runs it in this process (for --pdb)
-         n=${TESSERA_TEST_PROCESSES:-$(nproc 2>/dev/null || echo 1)}
+         n=${TESSERA_TEST_PROCESSES:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
+         case $n in ''|*[!0-9]*) say "TESSERA_TEST_PROCESSES must be a number, not '$n'"; exit 2 ;; esac
          [ "$n" -gt 4 ] && n=4
          if [ "$n" -gt 1 ]; then
            exec "$VENV/bin/python" -m pytest -n "$n" --dist loadfile "$@"

@@ -71,12 +71,25 @@ class RedisServer:
         self.dir = workdir
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.started = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Start it on its port; a first start that finds the port taken (another test process
+        picked it too) takes another. A restart keeps the port: the tests' URL must stay."""
+        for _ in range(1 if self.started else 5):
+            if self._spawn():
+                self.started = True
+                return
+            if self.started:
+                break
+            self.port = _free_port()
+        pytest.fail("private redis-server did not start")
+
+    def _spawn(self) -> bool:
         self.proc = subprocess.Popen(
             [
                 str(self.exe),
@@ -99,13 +112,19 @@ class RedisServer:
         import redis
 
         deadline = time.time() + 10
-        while time.time() < deadline:
+        while time.time() < deadline and self.proc.poll() is None:
             try:
-                redis.Redis.from_url(self.url).ping()
-                return
+                info = redis.Redis.from_url(self.url).info("server")
             except redis.ConnectionError:
                 time.sleep(0.05)
-        pytest.fail("private redis-server did not start")
+                continue
+            if int(info["process_id"]) == self.proc.pid:
+                return True
+            break  # another process's server answers on this port
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        return False
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -113,16 +132,33 @@ class RedisServer:
             self.proc.wait(10)
 
 
+def _database_of_this_process(url: str) -> str:
+    """``TESSERA_TEST_REDIS_URL`` as this test process uses it: under pytest-xdist, worker
+    ``gwK`` uses the database K above the one given (each process flushes its own); a URL whose
+    database cannot be told, or a database past 15, stops the run with a clear word."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    path = parts.path.strip("/") or "0"
+    if parts.scheme not in ("redis", "rediss") or parts.query or not path.isdigit():
+        pytest.fail(
+            f"TESSERA_TEST_REDIS_URL={url!r}: under pytest-xdist it must be redis://host:port/N "
+            "(each test process uses database N + its number); or run TESSERA_TEST_PROCESSES=1"
+        )
+    db = int(path) + int(worker[2:])
+    if db > 15:
+        pytest.fail(f"TESSERA_TEST_REDIS_URL: test process {worker} would need database {db}")
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("TESSERA_TEST_REDIS_URL")
     if url:
-        # under pytest-xdist each process flushes its own database of that server
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-        if worker.startswith("gw"):
-            base, _, db = url.rpartition("/")
-            url = f"{base}/{int(worker[2:]) + 1}" if base and db.isdigit() else url
-        yield url
+        yield _database_of_this_process(url)
         return
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     server.start()

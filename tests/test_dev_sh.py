@@ -82,6 +82,8 @@ def test_run_installs_only_what_running_needs_and_test_the_dev_extras(tmp_path):
     assert calls(log)[-1] == "python -m pytest -n 4 --dist loadfile tests/x.py"
     r = dev_sh(repo, venv, "test", "tests/x.py", processes="1")
     assert calls(log)[-1] == "python -m pytest tests/x.py"
+    r = dev_sh(repo, venv, "test", processes="auto")
+    assert r.returncode == 2 and "must be a number" in r.stderr and calls(log) == []
 
     r = dev_sh(repo, venv, "test")  # installed with the extras: nothing again, for either
     assert r.returncode == 0 and installs(calls(log)) == []

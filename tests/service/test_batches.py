@@ -73,11 +73,13 @@ def wait_batch(client, url: str, timeout: float = 120.0, headers=None) -> dict:
         time.sleep(0.1)
 
 
-def batch_story(client, url: str, workers=None) -> str:
-    """What a failed batch assertion needs to be understood: its counts, each item's state and
-    error, and the end of each worker's log."""
+def batch_story(client, url: str, workers=None, seen: dict | None = None) -> str:
+    """What a failed batch assertion needs to be understood: the view it failed on (``seen``),
+    the batch as it is now (counts, each item's state and error), the end of each worker's
+    log."""
     b = client.get(url, params={"items": True}).json()
-    lines = [f"state {b.get('state')}, counts {b.get('counts')}"]
+    lines = [f"seen: state {seen.get('state')}, counts {seen.get('counts')}"] if seen else []
+    lines.append(f"now: state {b.get('state')}, counts {b.get('counts')}")
     for i in b.get("items") or []:
         err = (i.get("error") or {}).get("code")
         lines.append(f"  {i.get('index')} {i.get('path')}: {i.get('state')} {err or ''}")
@@ -357,7 +359,7 @@ def test_a_worker_killed_mid_batch_loses_no_item_and_repeats_none(client, worker
         workers.start("w2")  # reaps the chunk once its lease (2 s) runs out, runs what is left
         done = wait_batch(c, url, timeout=90)
         assert done["counts"]["succeeded"] == 12 and done["counts"]["failed"] == 0, batch_story(
-            c, url, workers
+            c, url, workers, seen=done
         )
         after = c.get(url, params={"items": True}).json()["items"]
         # an item that had finished kept its outcome (not run again: its timings are the same)

@@ -72,7 +72,7 @@ def test_poison_job_is_dead_lettered_and_forgotten_with_its_job(q):
 def test_wiped_redis_neither_crashes_the_consumer_nor_the_reaper(q, redis_client):
     q.submit("j1", {"spec": {}})
     take(q, "w1")
-    redis_client.flushall()  # the group is gone, but this queue object believes it exists
+    redis_client.flushdb()  # the group is gone, but this queue object believes it exists
     assert q.read_next("w1", block_ms=10) == []
     assert q.reap("w1") == []
     assert q.queue_depth() == {"entries": 0, "running": 0, "waiting": 0}
@@ -129,7 +129,7 @@ def test_recovery_runs_when_the_epoch_marker_is_missing(q, tmp_path):
     manifest(store, "a", time.time())
     assert recover_if_lost(q, store) == ["a"]
     assert recover_if_lost(q, store) is None  # marker set: nothing lost since
-    q.r.flushall()
+    q.r.flushdb()
     assert recover_if_lost(q, store) == ["a"]
 
 
@@ -190,7 +190,7 @@ def test_ended_jobs_keep_their_end_when_redis_loses_them(q, tmp_path):
     assert not save_outcome(q, store, "waiting")  # not ended: nothing saved
     before = {j: q.get(j) for j in ("done", "stopped", "broken")}
     assert all(save_outcome(q, store, j) for j in before)
-    q.r.flushall()
+    q.r.flushdb()
 
     assert sorted(recover_jobs(q, store, now)) == sorted([*before, "waiting", "unsaved"])
     for job_id, rec in before.items():

@@ -134,7 +134,7 @@ def test_merged_numbering_is_the_order_of_the_merged_keys(device: str, seed: int
         import cupy as xp
     rng = np.random.default_rng(seed)
     pool = rng.choice(10_000, size=rng.integers(2, 400), replace=False)
-    n_old = int(rng.integers(0, len(pool)))
+    n_old = int(rng.integers(0, len(pool) + 1)) if seed else len(pool)  # seed 0: no new key
     key = np.sort(pool[:n_old]).astype(np.int64)
     new = pool[n_old:].astype(np.int64)  # any order, none equal to an old key
     removed = np.sort(rng.choice(n_old, size=rng.integers(0, n_old + 1), replace=False))
