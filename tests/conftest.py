@@ -84,8 +84,6 @@ class RedisServer:
             if self._spawn():
                 self.started = True
                 return
-            if self.started:
-                break
             self.port = _free_port()
         pytest.fail("private redis-server did not start")
 

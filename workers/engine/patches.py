@@ -957,8 +957,9 @@ def validate(patches: Patches, mesh: TriMesh, shared_bytes: int = DEFAULT_SHARED
     src, dst = face_adjacency(np, topo)
     same = label[src] == label[dst]
     comp = connected_components(np, m, src[same], dst[same])
-    if m and len(unique(np, comp)) != k:
-        fail("a patch is not connected", components=int(len(unique(np, comp))), patches=k)
+    n_comp = len(unique(np, comp))
+    if m and n_comp != k:
+        fail("a patch is not connected", components=n_comp, patches=k)
     # 3. owned first, counts
     for name, owner in (("face", label), ("edge", P["edge_owner"]), ("vertex", P["vertex_owner"])):
         ids = P[f"{name}s" if name != "vertex" else "vertices"]

@@ -179,22 +179,19 @@ def merged_numbering(
     i64 = xp.int64
     n_e, k = int(key.shape[0]), int(new_key.shape[0])
     ids = xp.arange(n_e, dtype=i64)
-    if k == 0:
-        new_of_old = ids
-        pos = xp.empty(0, dtype=i64)
-        order = pos
-    else:
+    gone = removed is not None and int(removed.shape[0]) > 0
+    new_of_old, new_of_new = ids, xp.empty(k, dtype=i64)
+    if k:
         order = xp.argsort(new_key)
         new_sorted = new_key[order]
         at = xp.searchsorted(key, new_sorted)  # the old rows before each new key
         new_of_old = ids + xp.cumsum(xp.bincount(at, minlength=n_e + 1))[:n_e]
         pos = xp.arange(k, dtype=i64) + at
-    if removed is not None and int(removed.shape[0]):
+        if gone:
+            pos -= xp.searchsorted(key[removed], new_sorted)
+        new_of_new[order] = pos
+    if gone:
         new_of_old = new_of_old - xp.searchsorted(removed, ids)
-        if k:
-            pos = pos - xp.searchsorted(key[removed], new_sorted)
-    new_of_new = xp.empty(k, dtype=i64)
-    new_of_new[order] = pos
     return new_of_old, new_of_new
 
 
